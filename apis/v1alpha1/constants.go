@@ -1,0 +1,93 @@
+package v1alpha1
+
+// Labels and annotations. These names are part of Gantry's contract with users and scripts.
+const (
+	// QueueLabel on a batch Job selects the namespaced Queue it is submitted to.
+	QueueLabel = "gantry.dev/queue-name"
+	// JobNameLabel on a hub Workload names the Job it stands for.
+	JobNameLabel = "gantry.dev/job-name"
+	// WorkloadNameLabel on every object Gantry creates on a worker names the hub Workload (same namespace).
+	WorkloadNameLabel = "gantry.dev/workload-name"
+	// WorkloadUIDLabel on every object Gantry creates on a worker holds the hub Workload's UID. Its presence
+	// marks an object as Gantry's own; a worker object without it is never adopted or deleted.
+	WorkloadUIDLabel = "gantry.dev/workload-uid"
+	// DispatchEpochLabel on every object Gantry creates on a worker holds the dispatch epoch that created it,
+	// so that copies from a superseded attempt are recognised and fenced.
+	DispatchEpochLabel = "gantry.dev/dispatch-epoch"
+
+	// JobManagedBy is the spec.managedBy value that keeps the hub's Job controller away from queued Jobs.
+	JobManagedBy = "gantry.dev/hub"
+
+	// WorkloadFinalizer keeps a hub Workload until its objects on workers are withdrawn.
+	WorkloadFinalizer = "gantry.dev/remote-cleanup"
+
+	// GPUResource is the extended resource name of NVIDIA GPUs.
+	GPUResource = "nvidia.com/gpu"
+	// GPUProductLabel is the node label naming the GPU product a node carries.
+	GPUProductLabel = "nvidia.com/gpu.product"
+)
+
+// Condition types of a Workload.
+const (
+	// WorkloadPending is True while the workload waits to be dispatched or admitted; its reason says why.
+	WorkloadPending = "Pending"
+	// WorkloadDispatched is True once copies were sent to the nominated clusters of the current epoch.
+	WorkloadDispatched = "Dispatched"
+	// WorkloadAdmitted is True on a hub Workload once a winner is recorded, and on a worker copy once its
+	// agent reserved room for the whole gang.
+	WorkloadAdmitted = "Admitted"
+	// WorkloadFinished is True once the job ended on its cluster (or can never run); quota is released.
+	WorkloadFinished = "Finished"
+)
+
+// Reasons of Workload conditions.
+const (
+	ReasonQueueNotFound        = "QueueNotFound"
+	ReasonGlobalQueueNotFound  = "GlobalQueueNotFound"
+	ReasonNamespaceNotSelected = "NamespaceNotSelected"
+	ReasonWaitingForQuota      = "WaitingForQuota"
+	ReasonNoClusterAvailable   = "NoClusterAvailable"
+	ReasonNoClusterCanHold     = "NoClusterCanHold"
+	ReasonInvalidJob           = "InvalidJob"
+	ReasonWaitingForAdmission  = "WaitingForAdmission"
+	ReasonNominated            = "Nominated"
+	ReasonAdmittedByCluster    = "AdmittedByCluster"
+	ReasonJobSucceeded         = "Succeeded"
+	ReasonJobFailed            = "Failed"
+	ReasonRemoteJobLost        = "RemoteJobLost"
+	ReasonRemoteJobConflict    = "RemoteJobConflict"
+
+	// Reasons an agent gives on a copy's Admitted condition.
+	ReasonFits                  = "Fits"
+	ReasonInsufficientResources = "InsufficientResources"
+	ReasonNoEligibleNode        = "NoEligibleNode"
+	ReasonNeverFits             = "NeverFits"
+	ReasonJobNameConflict       = "JobNameConflict"
+)
+
+// Condition types and reasons of a WorkerCluster.
+const (
+	// ClusterConnected is True while the hub holds a working connection to the cluster.
+	ClusterConnected = "Connected"
+	// ClusterAgentReady is True while the cluster's agent publishes fresh capacity reports.
+	ClusterAgentReady = "AgentReady"
+
+	ReasonConnected          = "Connected"
+	ReasonSecretNotFound     = "SecretNotFound"
+	ReasonInvalidKubeconfig  = "InvalidKubeconfig"
+	ReasonInsecureKubeconfig = "InsecureKubeconfig"
+	ReasonUnreachable        = "Unreachable"
+	ReasonMissingAPI         = "MissingAPI"
+	ReasonAgentReporting     = "AgentReporting"
+	ReasonNoCapacityReport   = "NoCapacityReport"
+	ReasonReportStale        = "ReportStale"
+)
+
+// Condition types and reasons of queues.
+const (
+	// QueueActive is True when a queue can take workloads.
+	QueueActive = "Active"
+
+	ReasonReady          = "Ready"
+	ReasonUnknownCluster = "UnknownCluster"
+)

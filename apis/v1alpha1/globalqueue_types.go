@@ -1,0 +1,125 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// QueueingStrategy says whether a workload that cannot be dispatched blocks those behind it.
+// +kubebuilder:validation:Enum=StrictFIFO;BestEffortFIFO
+type QueueingStrategy string
+
+const (
+	// StrictFIFO dispatches in order; the head blocks the queue until it is dispatched.
+	StrictFIFO QueueingStrategy = "StrictFIFO"
+	// BestEffortFIFO dispatches in order but lets later workloads pass one that does not fit now.
+	BestEffortFIFO QueueingStrategy = "BestEffortFIFO"
+)
+
+// GlobalQueueSpec holds a queue's clusters and quota.
+// +kubebuilder:validation:XValidation:rule="self.clusters.all(c, self.clusters.exists_one(d, d.name == c.name))",message="each cluster may be listed only once"
+type GlobalQueueSpec struct {
+	// NamespaceSelector selects the namespaces whose Queues may point at this GlobalQueue. An empty selector
+	// selects every namespace; a missing one selects none.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// Clusters the queue dispatches to, each with its own quota.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Clusters []ClusterQuota `json:"clusters"`
+
+	// QueueingStrategy: StrictFIFO or BestEffortFIFO (default).
+	// +kubebuilder:default=BestEffortFIFO
+	// +optional
+	QueueingStrategy QueueingStrategy `json:"queueingStrategy,omitempty"`
+
+	// Dispatch tunes how workloads are sent to clusters.
+	// +optional
+	Dispatch DispatchPolicy `json:"dispatch,omitempty"`
+}
+
+// ClusterQuota is the quota of one queue on one worker cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.quota) || self.quota.all(r, !string(self.quota[r]).startsWith('-'))",message="quota must not be negative"
+type ClusterQuota struct {
+	// Name of the WorkerCluster.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Quota caps, per resource name, what the queue's admitted workloads may use on the cluster at once.
+	// Resources not listed are not limited by the queue.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Quota corev1.ResourceList `json:"quota,omitempty"`
+}
+
+// DispatchPolicy tunes dispatching.
+type DispatchPolicy struct {
+	// MaxCandidates is how many clusters receive a copy of a workload at once; the first whose agent admits
+	// it wins. More candidates find room sooner; fewer hold less quota while waiting.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	// +kubebuilder:default=2
+	// +optional
+	MaxCandidates int32 `json:"maxCandidates,omitempty"`
+}
+
+// ClusterUsage is what a queue holds on one cluster.
+type ClusterUsage struct {
+	Name string `json:"name"`
+	// Admitted is the usage of workloads admitted on the cluster.
+	// +optional
+	Admitted corev1.ResourceList `json:"admitted,omitempty"`
+	// Reserved is held by workloads nominated to the cluster that no cluster admitted yet.
+	// +optional
+	Reserved corev1.ResourceList `json:"reserved,omitempty"`
+}
+
+// GlobalQueueStatus summarises a queue.
+type GlobalQueueStatus struct {
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// PendingWorkloads waiting for a winner.
+	PendingWorkloads int32 `json:"pendingWorkloads"`
+	// AdmittedWorkloads running on a cluster, not finished.
+	AdmittedWorkloads int32 `json:"admittedWorkloads"`
+	// Usage per cluster.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Usage []ClusterUsage `json:"usage,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=gq
+// +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.queueingStrategy`
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingWorkloads`
+// +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedWorkloads`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// GlobalQueue is a hub-wide queue with quota per worker cluster.
+type GlobalQueue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GlobalQueueSpec   `json:"spec"`
+	Status GlobalQueueStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// GlobalQueueList is a list of GlobalQueues.
+type GlobalQueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GlobalQueue `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GlobalQueue{}, &GlobalQueueList{})
+}

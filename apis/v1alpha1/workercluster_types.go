@@ -1,0 +1,70 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WorkerClusterSpec says how the hub reaches a worker cluster and whether it may receive new jobs.
+type WorkerClusterSpec struct {
+	// KubeconfigSecretRef names a Secret in the hub's namespace whose data key "kubeconfig" holds a
+	// kubeconfig for the worker. The kubeconfig must authenticate with embedded credentials: kubeconfigs
+	// that read local files or run exec plugins are refused unless the hub was started to allow them.
+	// +required
+	KubeconfigSecretRef SecretReference `json:"kubeconfigSecretRef"`
+
+	// Cordoned stops new dispatches to the cluster; jobs already running there go on.
+	// +optional
+	Cordoned bool `json:"cordoned,omitempty"`
+}
+
+// SecretReference names a Secret in the hub's namespace.
+type SecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// WorkerClusterStatus is what the hub observed of the cluster.
+type WorkerClusterStatus struct {
+	// Conditions: Connected and AgentReady.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Capacity is the latest summary the cluster's agent published.
+	// +optional
+	Capacity *CapacitySummary `json:"capacity,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=wc
+// +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`
+// +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.cordoned`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// WorkerCluster registers a cluster that runs Gantry jobs.
+type WorkerCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   WorkerClusterSpec   `json:"spec"`
+	Status WorkerClusterStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// WorkerClusterList is a list of WorkerClusters.
+type WorkerClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkerCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WorkerCluster{}, &WorkerClusterList{})
+}

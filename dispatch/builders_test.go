@@ -1,0 +1,126 @@
+package dispatch
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type snapshotBuilder struct{ s *Snapshot }
+
+func makeSnapshot() *snapshotBuilder {
+	return &snapshotBuilder{s: &Snapshot{Clusters: map[string]Cluster{}, Queues: map[string]*GlobalQueue{}}}
+}
+
+func (b *snapshotBuilder) cluster(names ...string) *snapshotBuilder {
+	for _, n := range names {
+		b.s.Clusters[n] = Cluster{Name: n, Connected: true, AgentReady: true}
+	}
+	return b
+}
+
+func (b *snapshotBuilder) disconnected(name string) *snapshotBuilder {
+	c := b.s.Clusters[name]
+	c.Connected = false
+	b.s.Clusters[name] = c
+	return b
+}
+
+func (b *snapshotBuilder) cordoned(name string) *snapshotBuilder {
+	c := b.s.Clusters[name]
+	c.Cordoned = true
+	b.s.Clusters[name] = c
+	return b
+}
+
+func (b *snapshotBuilder) queue(q *GlobalQueue) *snapshotBuilder {
+	b.s.Queues[q.Name] = q
+	return b
+}
+
+func (b *snapshotBuilder) workloads(ws ...*Workload) *snapshotBuilder {
+	b.s.Workloads = append(b.s.Workloads, ws...)
+	return b
+}
+
+func (b *snapshotBuilder) obj() *Snapshot { return b.s }
+
+type queueBuilder struct{ q *GlobalQueue }
+
+func makeQueue(name string) *queueBuilder {
+	return &queueBuilder{q: &GlobalQueue{Name: name, MaxCandidates: 2, Quota: map[string]Resources{}}}
+}
+
+// quota adds a cluster with the given quota, as pairs of resource name and whole units.
+func (b *queueBuilder) quota(cluster string, pairs ...any) *queueBuilder {
+	b.q.Clusters = append(b.q.Clusters, cluster)
+	r := Resources{}
+	for i := 0; i < len(pairs); i += 2 {
+		r[corev1.ResourceName(pairs[i].(string))] = int64(pairs[i+1].(int)) * 1000
+	}
+	b.q.Quota[cluster] = r
+	return b
+}
+
+func (b *queueBuilder) strict() *queueBuilder             { b.q.StrictFIFO = true; return b }
+func (b *queueBuilder) maxCandidates(n int) *queueBuilder { b.q.MaxCandidates = n; return b }
+func (b *queueBuilder) obj() *GlobalQueue                 { return b.q }
+
+type workloadBuilder struct{ w *Workload }
+
+func makeWorkload(key, queue string) *workloadBuilder {
+	return &workloadBuilder{w: &Workload{Key: key, GlobalQueue: queue, Created: t0, Requests: Resources{}}}
+}
+
+func (b *workloadBuilder) gpus(n int) *workloadBuilder {
+	b.w.Requests["nvidia.com/gpu"] = int64(n) * 1000
+	return b
+}
+
+func (b *workloadBuilder) cpu(n int) *workloadBuilder {
+	b.w.Requests["cpu"] = int64(n) * 1000
+	return b
+}
+
+func (b *workloadBuilder) priority(p int32) *workloadBuilder { b.w.Priority = p; return b }
+func (b *workloadBuilder) createdAt(sec int) *workloadBuilder {
+	b.w.Created = t0.Add(time.Duration(sec) * time.Second)
+	return b
+}
+
+func (b *workloadBuilder) nominated(epoch int64, clusters ...string) *workloadBuilder {
+	b.w.Epoch, b.w.Nominated = epoch, clusters
+	return b
+}
+
+func (b *workloadBuilder) admittedOn(cluster string) *workloadBuilder {
+	b.w.Phase, b.w.Winner = Admitted, cluster
+	if b.w.Epoch == 0 {
+		b.w.Epoch, b.w.Nominated = 1, []string{cluster}
+	}
+	return b
+}
+
+func (b *workloadBuilder) finished() *workloadBuilder { b.w.Phase = Finished; return b }
+
+func (b *workloadBuilder) copyAdmitted(cluster string, atSec int) *workloadBuilder {
+	b.w.Copies = append(b.w.Copies, Copy{Cluster: cluster, Admitted: true, AdmittedAt: t0.Add(time.Duration(atSec) * time.Second)})
+	return b
+}
+
+func (b *workloadBuilder) copyRejected(cluster, reason string) *workloadBuilder {
+	b.w.Copies = append(b.w.Copies, Copy{Cluster: cluster, Rejected: true, Reason: reason, Message: "no"})
+	return b
+}
+
+func (b *workloadBuilder) rejected(clusters ...string) *workloadBuilder {
+	b.w.Rejected = map[string]bool{}
+	for _, c := range clusters {
+		b.w.Rejected[c] = true
+	}
+	return b
+}
+
+func (b *workloadBuilder) obj() *Workload { return b.w }

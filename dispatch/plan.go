@@ -1,0 +1,480 @@
+package dispatch
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// Winner records that Cluster runs the workload Key.
+type Winner struct {
+	Key     string
+	Cluster string
+}
+
+// Rejection is a cluster that said it can never run a workload.
+type Rejection struct {
+	Cluster string
+	Reason  string
+	Message string
+}
+
+// Nomination sends copies of the workload Key to Clusters in a new Epoch.
+type Nomination struct {
+	Key      string
+	Epoch    int64
+	Clusters []string
+}
+
+// Verdict explains why a workload stays pending.
+type Verdict struct {
+	Key     string
+	Reason  string
+	Message string
+	// Withdraw says the workload's nomination is no longer valid and its reservations were given up:
+	// the executor clears the nominated clusters and withdraws their copies.
+	Withdraw bool
+}
+
+// Result is what one dispatch pass decided. The executor persists each workload's part in one status
+// write: its new rejections together with its winner, nomination or verdict.
+type Result struct {
+	Winners     []Winner
+	Rejections  map[string][]Rejection
+	Nominations []Nomination
+	Verdicts    []Verdict
+}
+
+// Plan runs one dispatch pass. In order: it confirms winners among admitted copies (each within the
+// quota left on its cluster), records rejections, and nominates clusters for workloads that have no
+// usable nomination, highest priority first, reserving the queue's quota on every nominated cluster so
+// that confirmed usage can never exceed the quota.
+func Plan(s *Snapshot) Result {
+	res := Result{Rejections: map[string][]Rejection{}}
+	l := newLedger(s)
+
+	pending := make([]*Workload, 0, len(s.Workloads))
+	for _, w := range s.Workloads {
+		if w.Phase == Pending {
+			pending = append(pending, w)
+		}
+	}
+	sortByQueueOrder(pending)
+
+	needNomination := make(map[string][]*Workload) // by queue
+	for _, w := range pending {
+		q := l.queues[w.GlobalQueue]
+		if q == nil {
+			continue // no queue: the snapshot builder reports why
+		}
+		vec := q.vector(w.Requests)
+
+		if w.Epoch > 0 {
+			if c, ok := q.chooseWinner(w, vec); ok {
+				res.Winners = append(res.Winners, Winner{Key: w.Key, Cluster: c})
+				continue
+			}
+		}
+		rejected := w.Rejected
+		for _, cp := range w.Copies {
+			if cp.Rejected && !rejected[cp.Cluster] {
+				res.Rejections[w.Key] = append(res.Rejections[w.Key], Rejection{Cluster: cp.Cluster, Reason: cp.Reason, Message: cp.Message})
+				if len(res.Rejections[w.Key]) == 1 {
+					rejected = copyRejected(w.Rejected) // never mutate the snapshot
+				}
+				rejected[cp.Cluster] = true
+			}
+		}
+		if w.Epoch > 0 && q.hasValidNomination(w, rejected) {
+			continue
+		}
+		q.release(w)
+		needNomination[w.GlobalQueue] = append(needNomination[w.GlobalQueue], &Workload{
+			Key: w.Key, GlobalQueue: w.GlobalQueue, Priority: w.Priority, Created: w.Created,
+			Requests: w.Requests, Epoch: w.Epoch, Nominated: w.Nominated, Rejected: rejected,
+		})
+	}
+
+	queueNames := make([]string, 0, len(needNomination))
+	for name := range needNomination {
+		queueNames = append(queueNames, name)
+	}
+	sort.Strings(queueNames)
+	for _, name := range queueNames {
+		l.queues[name].nominate(needNomination[name], &res)
+	}
+	return res
+}
+
+func copyRejected(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// sortByQueueOrder orders workloads by queue, then priority (higher first), creation time and key.
+func sortByQueueOrder(ws []*Workload) {
+	sort.Slice(ws, func(i, j int) bool {
+		a, b := ws[i], ws[j]
+		if a.GlobalQueue != b.GlobalQueue {
+			return a.GlobalQueue < b.GlobalQueue
+		}
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		if !a.Created.Equal(b.Created) {
+			return a.Created.Before(b.Created)
+		}
+		return a.Key < b.Key
+	})
+}
+
+// ledger tracks, per queue and cluster, the quota admitted workloads use and nominated ones reserve.
+type ledger struct {
+	queues map[string]*queueLedger
+}
+
+type queueLedger struct {
+	q        *GlobalQueue
+	index    map[corev1.ResourceName]int // resources the queue limits on some cluster
+	clusters []clusterLedger
+	byName   map[string]int
+}
+
+type clusterLedger struct {
+	name     string
+	cluster  Cluster
+	known    bool
+	quota    []int64 // math.MaxInt64 where the resource is not limited on this cluster
+	admitted []int64
+	reserved []int64
+}
+
+func newLedger(s *Snapshot) *ledger {
+	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues))}
+	for name, q := range s.Queues {
+		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters))}
+		for _, c := range q.Clusters {
+			for r := range q.Quota[c] {
+				if _, ok := ql.index[r]; !ok {
+					ql.index[r] = len(ql.index)
+				}
+			}
+		}
+		n := len(ql.index)
+		for i, c := range q.Clusters {
+			cl, known := s.Clusters[c]
+			cs := clusterLedger{name: c, cluster: cl, known: known,
+				quota: make([]int64, n), admitted: make([]int64, n), reserved: make([]int64, n)}
+			for k := range cs.quota {
+				cs.quota[k] = math.MaxInt64
+			}
+			for r, v := range q.Quota[c] {
+				cs.quota[ql.index[r]] = v
+			}
+			ql.clusters = append(ql.clusters, cs)
+			ql.byName[c] = i
+		}
+		l.queues[name] = ql
+	}
+	for _, w := range s.Workloads {
+		ql := l.queues[w.GlobalQueue]
+		if ql == nil {
+			continue
+		}
+		switch w.Phase {
+		case Admitted:
+			if i, ok := ql.byName[w.Winner]; ok {
+				addTo(ql.clusters[i].admitted, ql.vector(w.Requests))
+			}
+		case Pending:
+			if w.Epoch > 0 {
+				vec := ql.vector(w.Requests)
+				for _, c := range w.Nominated {
+					if i, ok := ql.byName[c]; ok {
+						addTo(ql.clusters[i].reserved, vec)
+					}
+				}
+			}
+		}
+	}
+	return l
+}
+
+// vector lays out the requests the queue limits; other resources are not counted.
+func (ql *queueLedger) vector(req Resources) []int64 {
+	vec := make([]int64, len(ql.index))
+	for r, v := range req {
+		if i, ok := ql.index[r]; ok {
+			vec[i] = v
+		}
+	}
+	return vec
+}
+
+func addTo(dst, v []int64) {
+	for i := range v {
+		dst[i] += v[i]
+	}
+}
+
+func subFrom(dst, v []int64) {
+	for i := range v {
+		dst[i] -= v[i]
+	}
+}
+
+// release drops the reservations of a workload's current nomination.
+func (ql *queueLedger) release(w *Workload) {
+	if w.Epoch == 0 {
+		return
+	}
+	vec := ql.vector(w.Requests)
+	for _, c := range w.Nominated {
+		if i, ok := ql.byName[c]; ok {
+			subFrom(ql.clusters[i].reserved, vec)
+		}
+	}
+}
+
+// chooseWinner picks the earliest admitted copy on a nominated cluster whose confirmed usage stays within
+// quota, and moves the workload's reservations to confirmed usage on the winner.
+func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (string, bool) {
+	copies := make([]Copy, 0, len(w.Copies))
+	for _, cp := range w.Copies {
+		if cp.Admitted && contains(w.Nominated, cp.Cluster) {
+			copies = append(copies, cp)
+		}
+	}
+	sort.Slice(copies, func(i, j int) bool {
+		if !copies[i].AdmittedAt.Equal(copies[j].AdmittedAt) {
+			return copies[i].AdmittedAt.Before(copies[j].AdmittedAt)
+		}
+		return copies[i].Cluster < copies[j].Cluster
+	})
+	for _, cp := range copies {
+		i, ok := ql.byName[cp.Cluster]
+		if !ok {
+			continue
+		}
+		c := &ql.clusters[i]
+		if !within(c.quota, c.admitted, vec) {
+			continue
+		}
+		ql.release(w)
+		addTo(c.admitted, vec)
+		return cp.Cluster, true
+	}
+	return "", false
+}
+
+// within says whether used+add stays within quota for every limited resource.
+func within(quota, used, add []int64) bool {
+	for i := range add {
+		if add[i] > 0 && used[i]+add[i] > quota[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hasValidNomination says whether a nominated cluster can still admit the workload.
+func (ql *queueLedger) hasValidNomination(w *Workload, rejected map[string]bool) bool {
+	for _, c := range w.Nominated {
+		i, ok := ql.byName[c]
+		if ok && ql.clusters[i].known && ql.clusters[i].cluster.Usable() && !rejected[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// nominate walks a queue's workloads that need clusters, in queue order.
+func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
+	maxCandidates := ql.q.MaxCandidates
+	if maxCandidates < 1 {
+		maxCandidates = 1
+	}
+	type scored struct {
+		idx   int
+		score float64
+	}
+	best := make([]scored, 0, maxCandidates)
+	// Quota only shrinks during a pass, so a request shape that found no cluster fails again: remember
+	// a few such shapes (bursts of identical jobs are common) and skip their scan.
+	type failure struct {
+		vec     []int64
+		verdict Verdict
+	}
+	var failures []failure
+	var blockedBy string
+	for _, w := range ws {
+		if blockedBy != "" {
+			res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForQuota,
+				Message: "queued behind " + blockedBy + " (StrictFIFO)", Withdraw: len(w.Nominated) > 0})
+			continue
+		}
+		vec := ql.vector(w.Requests)
+		if len(w.Rejected) == 0 {
+			if i := slices.IndexFunc(failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
+				v := failures[i].verdict
+				v.Key, v.Withdraw = w.Key, len(w.Nominated) > 0
+				res.Verdicts = append(res.Verdicts, v)
+				continue
+			}
+		}
+		best = best[:0]
+		canEverHold, usableHolders := 0, 0
+		for i := range ql.clusters {
+			c := &ql.clusters[i]
+			if !c.known || (len(w.Rejected) > 0 && w.Rejected[c.name]) || !fitsEmpty(c.quota, vec) {
+				continue
+			}
+			canEverHold++
+			if !c.cluster.Usable() {
+				continue
+			}
+			usableHolders++
+			if !within3(c.quota, c.admitted, c.reserved, vec) {
+				continue
+			}
+			sc := headroomScore(c, vec)
+			// Keep the best maxCandidates by score, earlier clusters first on ties.
+			pos := len(best)
+			for pos > 0 && best[pos-1].score < sc {
+				pos--
+			}
+			if pos < maxCandidates {
+				if len(best) < maxCandidates {
+					best = append(best, scored{})
+				}
+				copy(best[pos+1:], best[pos:len(best)-1])
+				best[pos] = scored{idx: i, score: sc}
+			}
+		}
+		if len(best) == 0 {
+			v := Verdict{Key: w.Key, Withdraw: len(w.Nominated) > 0}
+			switch {
+			case canEverHold == 0:
+				v.Reason, v.Message = gantry.ReasonNoClusterCanHold, ql.cannotHoldMessage(w, vec)
+			case usableHolders == 0:
+				v.Reason, v.Message = gantry.ReasonNoClusterAvailable, ql.unavailableMessage(w, vec)
+			default:
+				v.Reason = gantry.ReasonWaitingForQuota
+				v.Message = fmt.Sprintf("waiting for quota of GlobalQueue %s on %d cluster(s)", ql.q.Name, usableHolders)
+			}
+			res.Verdicts = append(res.Verdicts, v)
+			if len(w.Rejected) == 0 && len(failures) < 16 {
+				failures = append(failures, failure{vec: vec, verdict: v})
+			}
+			if ql.q.StrictFIFO && canEverHold > 0 {
+				blockedBy = w.Key
+			}
+			continue
+		}
+		n := Nomination{Key: w.Key, Epoch: w.Epoch + 1, Clusters: make([]string, len(best))}
+		for k, b := range best {
+			addTo(ql.clusters[b.idx].reserved, vec)
+			n.Clusters[k] = ql.clusters[b.idx].name
+		}
+		res.Nominations = append(res.Nominations, n)
+	}
+}
+
+func fitsEmpty(quota, vec []int64) bool {
+	for i := range vec {
+		if vec[i] > quota[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func within3(quota, admitted, reserved, vec []int64) bool {
+	for i := range vec {
+		if vec[i] > 0 && admitted[i]+reserved[i]+vec[i] > quota[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// headroomScore is the smallest fraction of a limited quota left after placing vec; 1 when nothing limits.
+func headroomScore(c *clusterLedger, vec []int64) float64 {
+	score := 1.0
+	for i := range vec {
+		if c.quota[i] == math.MaxInt64 || c.quota[i] == 0 {
+			continue
+		}
+		left := float64(c.quota[i]-c.admitted[i]-c.reserved[i]-vec[i]) / float64(c.quota[i])
+		if left < score {
+			score = left
+		}
+	}
+	return score
+}
+
+func (ql *queueLedger) cannotHoldMessage(w *Workload, vec []int64) string {
+	var parts []string
+	for i := range ql.clusters {
+		c := &ql.clusters[i]
+		switch {
+		case !c.known:
+			parts = append(parts, c.name+": no such WorkerCluster")
+		case w.Rejected[c.name]:
+			parts = append(parts, c.name+": rejected by its agent")
+		default:
+			for r, k := range ql.index {
+				if vec[k] > c.quota[k] {
+					parts = append(parts, fmt.Sprintf("%s: needs %s %s, quota is %s", c.name,
+						formatMilli(vec[k]), r, formatMilli(c.quota[k])))
+				}
+			}
+		}
+	}
+	sort.Strings(parts)
+	return "no cluster of GlobalQueue " + ql.q.Name + " can ever hold this workload: " + strings.Join(parts, "; ")
+}
+
+func (ql *queueLedger) unavailableMessage(w *Workload, vec []int64) string {
+	var parts []string
+	for i := range ql.clusters {
+		c := &ql.clusters[i]
+		if w.Rejected[c.name] || !c.known || !fitsEmpty(c.quota, vec) {
+			continue
+		}
+		switch {
+		case !c.cluster.Connected:
+			parts = append(parts, c.name+" is not connected")
+		case !c.cluster.AgentReady:
+			parts = append(parts, c.name+" has no ready agent")
+		case c.cluster.Cordoned:
+			parts = append(parts, c.name+" is cordoned")
+		}
+	}
+	return "no cluster that could hold this workload is available: " + strings.Join(parts, ", ")
+}
+
+func formatMilli(v int64) string {
+	if v%1000 == 0 {
+		return fmt.Sprint(v / 1000)
+	}
+	return fmt.Sprintf("%dm", v)
+}

@@ -1,0 +1,197 @@
+package dispatch
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+func TestPlan(t *testing.T) {
+	twoClusters := func() *queueBuilder {
+		return makeQueue("q").quota("a", "nvidia.com/gpu", 8).quota("b", "nvidia.com/gpu", 8)
+	}
+	cases := map[string]struct {
+		snapshot *Snapshot
+		want     Result
+	}{
+		"only the cluster with room is a candidate": {
+			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/running", "q").gpus(8).admittedOn("a").obj(),
+				makeWorkload("ns/new", "q").gpus(4).obj(),
+			).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, Clusters: []string{"b"}}}},
+		},
+		"several candidates, most headroom first": {
+			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/running", "q").gpus(2).admittedOn("a").obj(),
+				makeWorkload("ns/new", "q").gpus(4).obj(),
+			).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, Clusters: []string{"b", "a"}}}},
+		},
+		"nominations reserve quota": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/first", "q").gpus(6).createdAt(1).obj(),
+				makeWorkload("ns/second", "q").gpus(6).createdAt(2).obj(),
+			).obj(),
+			want: Result{
+				Nominations: []Nomination{{Key: "ns/first", Epoch: 1, Clusters: []string{"a"}}},
+				Verdicts: []Verdict{{Key: "ns/second", Reason: gantry.ReasonWaitingForQuota,
+					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
+			},
+		},
+		"existing nominations hold their reservation": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/first", "q").gpus(6).nominated(3, "a").obj(),
+				makeWorkload("ns/second", "q").gpus(6).obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{{Key: "ns/second", Reason: gantry.ReasonWaitingForQuota,
+				Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}}},
+		},
+		"priority before age": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/old", "q").gpus(8).createdAt(1).obj(),
+				makeWorkload("ns/urgent", "q").gpus(8).createdAt(5).priority(10).obj(),
+			).obj(),
+			want: Result{
+				Nominations: []Nomination{{Key: "ns/urgent", Epoch: 1, Clusters: []string{"a"}}},
+				Verdicts: []Verdict{{Key: "ns/old", Reason: gantry.ReasonWaitingForQuota,
+					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
+			},
+		},
+		"best effort lets a small workload pass": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/running", "q").gpus(4).admittedOn("a").obj(),
+				makeWorkload("ns/big", "q").gpus(8).createdAt(1).obj(),
+				makeWorkload("ns/small", "q").gpus(2).createdAt(2).obj(),
+			).obj(),
+			want: Result{
+				Nominations: []Nomination{{Key: "ns/small", Epoch: 1, Clusters: []string{"a"}}},
+				Verdicts: []Verdict{{Key: "ns/big", Reason: gantry.ReasonWaitingForQuota,
+					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
+			},
+		},
+		"strict FIFO blocks behind the head": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").strict().quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/running", "q").gpus(4).admittedOn("a").obj(),
+				makeWorkload("ns/big", "q").gpus(8).createdAt(1).obj(),
+				makeWorkload("ns/small", "q").gpus(2).createdAt(2).obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{
+				{Key: "ns/big", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"},
+				{Key: "ns/small", Reason: gantry.ReasonWaitingForQuota, Message: "queued behind ns/big (StrictFIFO)"},
+			}},
+		},
+		"strict FIFO does not block behind a workload no cluster can hold": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").strict().quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/huge", "q").gpus(16).createdAt(1).obj(),
+				makeWorkload("ns/small", "q").gpus(2).createdAt(2).obj(),
+			).obj(),
+			want: Result{
+				Nominations: []Nomination{{Key: "ns/small", Epoch: 1, Clusters: []string{"a"}}},
+				Verdicts: []Verdict{{Key: "ns/huge", Reason: gantry.ReasonNoClusterCanHold,
+					Message: "no cluster of GlobalQueue q can ever hold this workload: a: needs 16 nvidia.com/gpu, quota is 8"}},
+			},
+		},
+		"resources the queue does not limit are not counted": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/cpu-heavy", "q").cpu(10000).gpus(1).obj(),
+			).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/cpu-heavy", Epoch: 1, Clusters: []string{"a"}}}},
+		},
+		"disconnected and cordoned clusters are skipped": {
+			snapshot: makeSnapshot().cluster("a", "b").disconnected("a").cordoned("b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/new", "q").gpus(1).obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{{Key: "ns/new", Reason: gantry.ReasonNoClusterAvailable,
+				Message: "no cluster that could hold this workload is available: a is not connected, b is cordoned"}}},
+		},
+		"unknown cluster in a queue can never hold": {
+			snapshot: makeSnapshot().queue(makeQueue("q").quota("ghost", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/new", "q").gpus(1).obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{{Key: "ns/new", Reason: gantry.ReasonNoClusterCanHold,
+				Message: "no cluster of GlobalQueue q can ever hold this workload: ghost: no such WorkerCluster"}}},
+		},
+		"the earliest admitted copy wins and frees the other reservation": {
+			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().maxCandidates(1).obj()).workloads(
+				makeWorkload("ns/racing", "q").gpus(8).createdAt(1).nominated(2, "a", "b").
+					copyAdmitted("b", 10).copyAdmitted("a", 11).obj(),
+				makeWorkload("ns/next", "q").gpus(8).createdAt(2).obj(),
+			).obj(),
+			want: Result{
+				Winners:     []Winner{{Key: "ns/racing", Cluster: "b"}},
+				Nominations: []Nomination{{Key: "ns/next", Epoch: 1, Clusters: []string{"a"}}},
+			},
+		},
+		"a winner stays within the confirmed quota": {
+			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/running", "q").gpus(6).admittedOn("a").obj(),
+				makeWorkload("ns/racing", "q").gpus(4).nominated(1, "a", "b").
+					copyAdmitted("a", 1).copyAdmitted("b", 2).obj(),
+			).obj(),
+			want: Result{Winners: []Winner{{Key: "ns/racing", Cluster: "b"}}},
+		},
+		"an admitted copy on a cluster not nominated in this epoch is ignored": {
+			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/w", "q").gpus(4).nominated(2, "b").copyAdmitted("a", 1).obj(),
+			).obj(),
+			want: Result{},
+		},
+		"a rejection is recorded and the workload renominated": {
+			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/w", "q").gpus(4).nominated(1, "a").copyRejected("a", gantry.ReasonNeverFits).obj(),
+			).obj(),
+			want: Result{
+				Rejections:  map[string][]Rejection{"ns/w": {{Cluster: "a", Reason: gantry.ReasonNeverFits, Message: "no"}}},
+				Nominations: []Nomination{{Key: "ns/w", Epoch: 2, Clusters: []string{"b"}}},
+			},
+		},
+		"rejected everywhere": {
+			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/w", "q").gpus(4).nominated(1, "b").rejected("a").copyRejected("b", gantry.ReasonJobNameConflict).obj(),
+			).obj(),
+			want: Result{
+				Rejections: map[string][]Rejection{"ns/w": {{Cluster: "b", Reason: gantry.ReasonJobNameConflict, Message: "no"}}},
+				Verdicts: []Verdict{{Key: "ns/w", Reason: gantry.ReasonNoClusterCanHold,
+					Message:  "no cluster of GlobalQueue q can ever hold this workload: a: rejected by its agent; b: rejected by its agent",
+					Withdraw: true}},
+			},
+		},
+		"a nomination to a lost cluster is replaced by a new epoch": {
+			snapshot: makeSnapshot().cluster("a", "b").disconnected("a").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/w", "q").gpus(4).nominated(5, "a").obj(),
+			).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 6, Clusters: []string{"b"}}}},
+		},
+		"finished workloads use no quota": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/done", "q").gpus(8).admittedOn("a").finished().obj(),
+				makeWorkload("ns/new", "q").gpus(8).obj(),
+			).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, Clusters: []string{"a"}}}},
+		},
+		"workloads of unknown queues are left to the snapshot builder": {
+			snapshot: makeSnapshot().cluster("a").workloads(makeWorkload("ns/w", "missing").gpus(1).obj()).obj(),
+			want:     Result{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Plan(tc.snapshot)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Plan() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResourcesRoundTrip(t *testing.T) {
+	in := Resources{"cpu": 1500, "nvidia.com/gpu": 8000}
+	got := FromResourceList(in.ToResourceList())
+	if diff := cmp.Diff(in, got); diff != "" {
+		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+	}
+}

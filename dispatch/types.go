@@ -1,0 +1,122 @@
+// Package dispatch decides, over an in-memory snapshot of the hub, which clusters receive a copy of each
+// pending workload and which admitted copy wins. It does no I/O: the hub's controllers build a Snapshot
+// from their caches, call these functions and carry out the result.
+package dispatch
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Resources maps a resource name to an amount in milli-units (cpu "1" is 1000, nvidia.com/gpu "8" is 8000).
+// Milli-units keep cpu exact; for bytes they overflow only beyond 9.2 PB.
+type Resources map[corev1.ResourceName]int64
+
+// FromResourceList converts a ResourceList to milli-units.
+func FromResourceList(rl corev1.ResourceList) Resources {
+	r := make(Resources, len(rl))
+	for name, q := range rl {
+		r[name] = q.MilliValue()
+	}
+	return r
+}
+
+// ToResourceList converts back to a ResourceList, choosing the usual format per amount.
+func (r Resources) ToResourceList() corev1.ResourceList {
+	if len(r) == 0 {
+		return nil
+	}
+	rl := make(corev1.ResourceList, len(r))
+	for name, v := range r {
+		if v%1000 == 0 {
+			rl[name] = *resource.NewQuantity(v/1000, resource.DecimalSI)
+		} else {
+			rl[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
+		}
+	}
+	return rl
+}
+
+// Add adds o to r in place.
+func (r Resources) Add(o Resources) {
+	for name, v := range o {
+		r[name] += v
+	}
+}
+
+// Sub subtracts o from r in place.
+func (r Resources) Sub(o Resources) {
+	for name, v := range o {
+		r[name] -= v
+	}
+}
+
+// Cluster is what the dispatcher knows of one worker cluster.
+type Cluster struct {
+	Name       string
+	Connected  bool
+	AgentReady bool
+	Cordoned   bool
+}
+
+// Usable says whether new copies may be sent to the cluster.
+func (c Cluster) Usable() bool { return c.Connected && c.AgentReady && !c.Cordoned }
+
+// GlobalQueue is a queue's strategy and quota per cluster. Clusters keeps the spec's order.
+type GlobalQueue struct {
+	Name          string
+	StrictFIFO    bool
+	MaxCandidates int
+	Clusters      []string
+	Quota         map[string]Resources // cluster name -> quota; resources not listed are not limited
+}
+
+// Phase of a workload on the hub.
+type Phase int
+
+const (
+	// Pending: no winner, maybe nominated.
+	Pending Phase = iota
+	// Admitted: a winner is recorded and the job is not finished; it uses quota on the winner.
+	Admitted
+	// Finished: the job ended; it uses no quota.
+	Finished
+)
+
+// Workload is what the dispatcher knows of one hub Workload.
+type Workload struct {
+	Key         string // namespace/name
+	GlobalQueue string // empty when its Queue or GlobalQueue is missing: it cannot be dispatched
+	Priority    int32
+	Created     time.Time
+	Requests    Resources // total over all pods of all pod sets
+	Phase       Phase
+
+	Epoch     int64
+	Nominated []string
+	Winner    string
+	Rejected  map[string]bool // clusters that said they can never run it
+
+	// Copies of the current epoch as observed on the workers.
+	Copies []Copy
+}
+
+// Copy is the observed state of one worker copy of the workload's current epoch.
+type Copy struct {
+	Cluster    string
+	Admitted   bool
+	AdmittedAt time.Time
+	// Rejected: the cluster's agent says it can never run the workload (Reason, Message say why).
+	Rejected bool
+	Reason   string
+	Message  string
+}
+
+// Snapshot is the hub state the dispatcher decides over.
+type Snapshot struct {
+	Clusters  map[string]Cluster
+	Queues    map[string]*GlobalQueue
+	Workloads []*Workload
+}
