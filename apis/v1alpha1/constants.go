@@ -6,8 +6,6 @@ const (
 	QueueLabel = "gantry.dev/queue-name"
 	// JobNameLabel on a hub Workload names the Job it stands for.
 	JobNameLabel = "gantry.dev/job-name"
-	// WorkloadNameLabel on every object Gantry creates on a worker names the hub Workload (same namespace).
-	WorkloadNameLabel = "gantry.dev/workload-name"
 	// WorkloadUIDLabel on every object Gantry creates on a worker holds the hub Workload's UID. Its presence
 	// marks an object as Gantry's own; a worker object without it is never adopted or deleted.
 	WorkloadUIDLabel = "gantry.dev/workload-uid"

@@ -41,7 +41,6 @@ type GlobalQueueSpec struct {
 }
 
 // ClusterQuota is the quota of one queue on one worker cluster.
-// +kubebuilder:validation:XValidation:rule="!has(self.quota) || self.quota.all(r, !string(self.quota[r]).startsWith('-'))",message="quota must not be negative"
 type ClusterQuota struct {
 	// Name of the WorkerCluster.
 	// +kubebuilder:validation:MinLength=1
@@ -51,9 +50,13 @@ type ClusterQuota struct {
 	// Quota caps, per resource name, what the queue's admitted workloads may use on the cluster at once.
 	// Resources not listed are not limited by the queue.
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? int(self[r]) >= 0 : !self[r].startsWith('-'))",message="quota must not be negative"
 	// +optional
 	Quota corev1.ResourceList `json:"quota,omitempty"`
 }
+
+// DefaultMaxCandidates is how many clusters receive copies when a GlobalQueue does not say.
+const DefaultMaxCandidates = 2
 
 // DispatchPolicy tunes dispatching.
 type DispatchPolicy struct {

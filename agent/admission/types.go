@@ -1,0 +1,149 @@
+// Package admission decides, on a worker cluster, whether a gang of pods fits now: every pod of every pod
+// set placed at once on some Ready node, or none of them.
+//
+// It is a pure function over an in-memory Snapshot of the cluster: no client, no informer, no clock. The
+// agent builds a Snapshot on every pass from its informers (NewSnapshot, then AddUsage for each
+// non-terminal bound pod and Reserve for each gang admitted earlier whose pods are not running yet), asks
+// Admit for a decision on each pending gang and writes the decisions back.
+//
+// A Snapshot is not safe for concurrent use; Fit reuses scratch buffers held by the Snapshot.
+package admission
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// GPUProductLabel is the node label naming the GPU product a node carries (set by NVIDIA's GPU feature
+// discovery). Summary groups GPU capacity by its value.
+const GPUProductLabel = "nvidia.com/gpu.product"
+
+// GPUResource is the extended resource name of NVIDIA GPUs.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// Node is the part of a corev1.Node that the fit needs. Allocatable is the node's status.allocatable; the
+// Snapshot subtracts bound pods and reservations from it. A Snapshot keeps references to Labels, Taints
+// and Allocatable: do not change them while the Snapshot is in use.
+type Node struct {
+	Name          string
+	Labels        map[string]string
+	Taints        []corev1.Taint
+	Ready         bool
+	Unschedulable bool
+	Allocatable   corev1.ResourceList
+}
+
+// NodeFromCore takes from a corev1.Node what the fit needs. A node is Ready when its NodeReady condition
+// is True.
+func NodeFromCore(n *corev1.Node) Node {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+			break
+		}
+	}
+	return Node{
+		Name:          n.Name,
+		Labels:        n.Labels,
+		Taints:        n.Spec.Taints,
+		Ready:         ready,
+		Unschedulable: n.Spec.Unschedulable,
+		Allocatable:   n.Status.Allocatable,
+	}
+}
+
+// PodSet is Count identical pods, each requesting Requests. A pod may only go to a node whose labels match
+// NodeSelector and RequiredAffinity (if set; the pod's
+// affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) and whose NoSchedule and
+// NoExecute taints Tolerations all tolerate. Every pod implicitly takes one of the node's "pods"
+// allocatable; a "pods" entry in Requests is ignored.
+type PodSet struct {
+	Name             string
+	Count            int32
+	Requests         corev1.ResourceList
+	NodeSelector     map[string]string
+	Tolerations      []corev1.Toleration
+	RequiredAffinity *corev1.NodeSelector
+}
+
+// Gang is a job copy asking for admission: all pods of all its pod sets run at once or not at all. Key
+// identifies it (for reservations and decisions), e.g. "namespace/name". Priority (higher first), then
+// CreationTime (older first), then Key order gangs in Admit.
+type Gang struct {
+	Key          string
+	Priority     int32
+	CreationTime time.Time
+	PodSets      []PodSet
+}
+
+// Assignment puts Count pods of pod set PodSet on node Node. Requests is the per-pod request of the pod
+// set (a copy), so that a Placement can be reserved on its own.
+type Assignment struct {
+	PodSet   string
+	Node     string
+	Count    int32
+	Requests corev1.ResourceList
+}
+
+// Placement is where every pod of a gang goes, ordered by pod set (in the gang's order), then node name.
+type Placement []Assignment
+
+// Pods counts the pods of pod set podSet in the placement.
+func (p Placement) Pods(podSet string) int32 {
+	var n int32
+	for _, a := range p {
+		if a.PodSet == podSet {
+			n += a.Count
+		}
+	}
+	return n
+}
+
+// UnfitReason says why a gang does not fit. NoEligibleNode, InsufficientResources and NeverFits equal
+// the reasons of the same names that the agent writes on a copy's Admitted condition.
+type UnfitReason string
+
+const (
+	// NoEligibleNode: no node is Ready, schedulable, matches the pod set's nodeSelector and required
+	// affinity and has only taints the pod set tolerates.
+	NoEligibleNode UnfitReason = "NoEligibleNode"
+	// InsufficientResources: the gang would fit if the eligible nodes were empty, but not now.
+	InsufficientResources UnfitReason = "InsufficientResources"
+	// NeverFits: even with every eligible node empty the pod set cannot be placed: one pod needs more
+	// than any eligible node's allocatable, or the eligible nodes together cannot hold Count pods.
+	NeverFits UnfitReason = "NeverFits"
+	// InvalidGang: the gang itself is malformed (negative count or request, duplicate pod set names).
+	InvalidGang UnfitReason = "InvalidGang"
+)
+
+// Unfit explains why a gang does not fit now.
+type Unfit struct {
+	Reason UnfitReason
+	// PodSet is the pod set that could not be placed.
+	PodSet string
+	// Resource is the resource that blocks it, if one does.
+	Resource corev1.ResourceName
+	// Message is for a person: it names the pod set, the resource that blocks and the most of it free
+	// on one eligible node, and which node that is.
+	Message string
+}
+
+// String returns "Reason: Message".
+func (u *Unfit) String() string {
+	if u == nil {
+		return "<fits>"
+	}
+	return fmt.Sprintf("%s: %s", u.Reason, u.Message)
+}
+
+// Decision is the outcome of Admit for one gang: Admitted with its Placement (now reserved in the
+// Snapshot), or not admitted with the Unfit explanation.
+type Decision struct {
+	Key       string
+	Admitted  bool
+	Placement Placement
+	Unfit     *Unfit
+}

@@ -1,0 +1,292 @@
+// Package agenttest builds the objects agent tests need, so that a test reads as the scenario it checks:
+//
+//	agenttest.MakeNode("gpu-1").GPUs(8, "NVIDIA-A100").Obj()
+//	agenttest.MakeCopy("train", "team-a").HubUID("u1").PodSet("main", 2, "nvidia.com/gpu", "4").Obj()
+//	agenttest.MakePod("train-0", "team-a").Workload("u1").Node("gpu-1").Request("nvidia.com/gpu", "4").Obj()
+package agenttest
+
+import (
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// Resources builds a ResourceList from name, quantity pairs: Resources("cpu", "2", "memory", "4Gi").
+func Resources(kv ...string) corev1.ResourceList {
+	if len(kv)%2 != 0 {
+		panic(fmt.Sprintf("Resources needs name, quantity pairs, got %q", kv))
+	}
+	out := make(corev1.ResourceList, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+// NodeWrapper builds a Node: Ready, schedulable, with 110 pods allocatable unless changed.
+type NodeWrapper struct{ corev1.Node }
+
+// MakeNode starts a Ready, schedulable node.
+func MakeNode(name string) *NodeWrapper {
+	return &NodeWrapper{corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
+		Status: corev1.NodeStatus{
+			Allocatable: Resources("pods", "110"),
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}}
+}
+
+// Obj returns the node.
+func (w *NodeWrapper) Obj() *corev1.Node { return &w.Node }
+
+// Allocatable sets allocatable amounts (name, quantity pairs).
+func (w *NodeWrapper) Allocatable(kv ...string) *NodeWrapper {
+	for k, v := range Resources(kv...) {
+		w.Status.Allocatable[k] = v
+	}
+	return w
+}
+
+// GPUs gives the node n nvidia.com/gpu and labels it with the GPU product.
+func (w *NodeWrapper) GPUs(n int, product string) *NodeWrapper {
+	w.Status.Allocatable[gantryv1alpha1.GPUResource] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	return w.Label(gantryv1alpha1.GPUProductLabel, product)
+}
+
+// Label sets a label.
+func (w *NodeWrapper) Label(k, v string) *NodeWrapper {
+	w.Labels[k] = v
+	return w
+}
+
+// NotReady sets the Ready condition to False.
+func (w *NodeWrapper) NotReady() *NodeWrapper {
+	w.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
+	return w
+}
+
+// Unschedulable cordons the node.
+func (w *NodeWrapper) Unschedulable() *NodeWrapper {
+	w.Spec.Unschedulable = true
+	return w
+}
+
+// Taint adds a taint.
+func (w *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeWrapper {
+	w.Spec.Taints = append(w.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
+	return w
+}
+
+// CopyWrapper builds a Workload copy as the hub creates it in a worker.
+type CopyWrapper struct{ gantryv1alpha1.Workload }
+
+// MakeCopy starts a copy with object UID "copy-<name>", hub UID "hub-<name>", dispatch epoch 1, and no
+// pod sets.
+func MakeCopy(name, namespace string) *CopyWrapper {
+	return &CopyWrapper{gantryv1alpha1.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: namespace,
+			UID:       types.UID("copy-" + name),
+			Labels: map[string]string{
+				gantryv1alpha1.WorkloadUIDLabel:   "hub-" + name,
+				gantryv1alpha1.DispatchEpochLabel: "1",
+			},
+		},
+		Spec: gantryv1alpha1.WorkloadSpec{QueueName: "default"},
+	}}
+}
+
+// Obj returns the copy.
+func (w *CopyWrapper) Obj() *gantryv1alpha1.Workload { return &w.Workload }
+
+// HubUID sets the gantry.dev/workload-uid label.
+func (w *CopyWrapper) HubUID(uid string) *CopyWrapper {
+	w.Labels[gantryv1alpha1.WorkloadUIDLabel] = uid
+	return w
+}
+
+// UID sets the copy's own object UID.
+func (w *CopyWrapper) UID(uid string) *CopyWrapper {
+	w.ObjectMeta.UID = types.UID(uid)
+	return w
+}
+
+// ResourceVersion sets the copy's resourceVersion.
+func (w *CopyWrapper) ResourceVersion(rv string) *CopyWrapper {
+	w.ObjectMeta.ResourceVersion = rv
+	return w
+}
+
+// Generation sets metadata.generation.
+func (w *CopyWrapper) Generation(g int64) *CopyWrapper {
+	w.ObjectMeta.Generation = g
+	return w
+}
+
+// Priority sets spec.priority.
+func (w *CopyWrapper) Priority(p int32) *CopyWrapper {
+	w.Spec.Priority = p
+	return w
+}
+
+// Created sets the creation timestamp.
+func (w *CopyWrapper) Created(t time.Time) *CopyWrapper {
+	w.CreationTimestamp = metav1.NewTime(t)
+	return w
+}
+
+// Deleting marks the copy as being deleted.
+func (w *CopyWrapper) Deleting() *CopyWrapper {
+	now := metav1.Now()
+	w.DeletionTimestamp = &now
+	w.Finalizers = append(w.Finalizers, "test.gantry.dev/hold")
+	return w
+}
+
+// PodSet adds a pod set of count pods, each requesting the given name, quantity pairs.
+func (w *CopyWrapper) PodSet(name string, count int32, requests ...string) *CopyWrapper {
+	w.Spec.PodSets = append(w.Spec.PodSets, gantryv1alpha1.PodSet{Name: name, Count: count, Requests: Resources(requests...)})
+	return w
+}
+
+// NodeSelector sets the node selector of the last pod set.
+func (w *CopyWrapper) NodeSelector(k, v string) *CopyWrapper {
+	ps := &w.Spec.PodSets[len(w.Spec.PodSets)-1]
+	if ps.NodeSelector == nil {
+		ps.NodeSelector = map[string]string{}
+	}
+	ps.NodeSelector[k] = v
+	return w
+}
+
+// Condition sets the Admitted condition.
+func (w *CopyWrapper) Condition(status metav1.ConditionStatus, reason, message string) *CopyWrapper {
+	w.Status.Conditions = []metav1.Condition{{
+		Type:               gantryv1alpha1.WorkloadAdmitted,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: w.ObjectMeta.Generation,
+		LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+	}}
+	return w
+}
+
+// Admitted sets Admitted=True with reason Fits.
+func (w *CopyWrapper) Admitted() *CopyWrapper {
+	return w.Condition(metav1.ConditionTrue, gantryv1alpha1.ReasonFits, "admitted")
+}
+
+// PodWrapper builds a Pod with one container.
+type PodWrapper struct{ corev1.Pod }
+
+// MakePod starts a pending, unbound pod with one container and no requests.
+func MakePod(name, namespace string) *PodWrapper {
+	return &PodWrapper{corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: new(bool),
+			Containers:                   []corev1.Container{{Name: "main", Image: "busybox"}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}}
+}
+
+// Obj returns the pod.
+func (w *PodWrapper) Obj() *corev1.Pod { return &w.Pod }
+
+// Workload labels the pod as a pod of the copy with hub UID uid.
+func (w *PodWrapper) Workload(uid string) *PodWrapper {
+	w.Labels[gantryv1alpha1.WorkloadUIDLabel] = uid
+	return w
+}
+
+// Node binds the pod to a node.
+func (w *PodWrapper) Node(name string) *PodWrapper {
+	w.Spec.NodeName = name
+	return w
+}
+
+// Phase sets status.phase.
+func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper {
+	w.Status.Phase = p
+	return w
+}
+
+// Request sets requests of the first container (name, quantity pairs).
+func (w *PodWrapper) Request(kv ...string) *PodWrapper {
+	w.Spec.Containers[0].Resources.Requests = Resources(kv...)
+	return w
+}
+
+// Limit sets limits of the first container (name, quantity pairs). The API server wants extended
+// resources such as nvidia.com/gpu in limits as well, equal to the requests.
+func (w *PodWrapper) Limit(kv ...string) *PodWrapper {
+	w.Spec.Containers[0].Resources.Limits = Resources(kv...)
+	return w
+}
+
+// Container adds a container requesting the given name, quantity pairs.
+func (w *PodWrapper) Container(name string, kv ...string) *PodWrapper {
+	w.Spec.Containers = append(w.Spec.Containers, corev1.Container{Name: name, Image: "busybox",
+		Resources: corev1.ResourceRequirements{Requests: Resources(kv...)}})
+	return w
+}
+
+// InitContainer adds an init container requesting the given name, quantity pairs.
+func (w *PodWrapper) InitContainer(name string, kv ...string) *PodWrapper {
+	w.Spec.InitContainers = append(w.Spec.InitContainers, corev1.Container{Name: name, Image: "busybox",
+		Resources: corev1.ResourceRequirements{Requests: Resources(kv...)}})
+	return w
+}
+
+// Overhead sets the pod overhead (name, quantity pairs).
+func (w *PodWrapper) Overhead(kv ...string) *PodWrapper {
+	w.Spec.Overhead = Resources(kv...)
+	return w
+}
+
+// JobWrapper builds a batch/v1 Job.
+type JobWrapper struct{ batchv1.Job }
+
+// MakeJob starts a Job with one container, not labelled by Gantry.
+func MakeJob(name, namespace string) *JobWrapper {
+	return &JobWrapper{batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}},
+		Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+			}},
+		},
+	}}
+}
+
+// Obj returns the Job.
+func (w *JobWrapper) Obj() *batchv1.Job { return &w.Job }
+
+// Workload labels the Job (and its pod template) as Gantry's, for the copy with hub UID uid.
+func (w *JobWrapper) Workload(uid string) *JobWrapper {
+	w.Labels[gantryv1alpha1.WorkloadUIDLabel] = uid
+	if w.Spec.Template.Labels == nil {
+		w.Spec.Template.Labels = map[string]string{}
+	}
+	w.Spec.Template.Labels[gantryv1alpha1.WorkloadUIDLabel] = uid
+	return w
+}
+
+// Finished adds a True condition of type t (Complete or Failed).
+func (w *JobWrapper) Finished(t batchv1.JobConditionType) *JobWrapper {
+	w.Status.Conditions = append(w.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue})
+	return w
+}

@@ -1,0 +1,298 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gantry-dev/gantry/agent/admission"
+	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// maxConditionMessage is the longest message a metav1.Condition accepts.
+const maxConditionMessage = 32768
+
+// maxPlacementEntries is how many assignments an Admitted message lists before it summarises the rest.
+const maxPlacementEntries = 6
+
+// Assumption is an Admitted condition this agent wrote to a copy that the cache may not show yet.
+type Assumption struct {
+	// StaleVersion is the copy's resourceVersion that the write replaced. While the cache still holds
+	// that version it is behind the write, and the pass goes by Condition instead.
+	StaleVersion string
+	// Condition is the Admitted condition written.
+	Condition metav1.Condition
+}
+
+// Input is what one pass decides on: the agent's caches and its memory of earlier passes. Decide reads it
+// and changes nothing in it.
+type Input struct {
+	Nodes []*corev1.Node
+	Pods  []*corev1.Pod
+	// Copies are the Workload copies in the cluster (objects without gantry.dev/workload-uid are skipped).
+	Copies []*gantryv1alpha1.Workload
+	// Jobs holds, for a copy, the Job with the copy's namespace and name when there is one.
+	Jobs map[types.NamespacedName]*batchv1.Job
+	// Placements are the reservations of admitted copies from earlier passes, by copy UID. A copy
+	// admitted without a known placement (by an earlier agent process) is placed again.
+	Placements map[types.UID]admission.Placement
+	// Assumed are the writes of earlier passes, by copy UID.
+	Assumed map[types.UID]Assumption
+	// Now stamps condition transitions.
+	Now time.Time
+}
+
+// Plan is what one pass decided.
+type Plan struct {
+	// Snapshot is the cluster with bound pods counted and every admitted copy reserved, the copies
+	// admitted by this plan included.
+	Snapshot *admission.Snapshot
+	// Updates are the Admitted conditions to write: only those that differ from what the copy shows.
+	Updates []Update
+	// Placements are the reservations of the admitted copies, by copy UID, for the next pass.
+	Placements map[types.UID]admission.Placement
+	// Assumed are the earlier writes the cache still does not show.
+	Assumed map[types.UID]Assumption
+}
+
+// Update sets the Admitted condition of one copy.
+type Update struct {
+	// Copy is the copy as read from the cache; it must not be modified.
+	Copy      *gantryv1alpha1.Workload
+	Condition metav1.Condition
+	// Placement is what the snapshot reserved for the copy when Condition admits it.
+	Placement admission.Placement
+}
+
+// Admits tells whether u admits its copy.
+func (u Update) Admits() bool { return u.Condition.Status == metav1.ConditionTrue }
+
+// Result names the outcome for metrics: "Admitted", or the reason the copy was not admitted.
+func (u Update) Result() string {
+	if u.Admits() {
+		return "Admitted"
+	}
+	return u.Condition.Reason
+}
+
+// Decide runs one admission pass in memory.
+//
+// It builds a snapshot of the nodes, counts the requests of every bound, non-terminal pod, and reserves
+// for each admitted copy the pods of its gang that are neither bound nor terminated (nothing once the
+// copy's Job has finished), so that a pod is never counted both as usage and as reservation. Then it
+// admits, in admission order, the copies that are not admitted yet and fit; the others get the reason
+// they do not. A copy whose namespace and name are taken by a Job that Gantry did not create for it is
+// rejected with JobNameConflict. Copies being deleted are ignored. An admitted copy stays admitted, and a
+// copy rejected for good (NeverFits, JobNameConflict) stays rejected until its spec changes.
+func Decide(in Input) Plan {
+	nodes := make([]admission.Node, 0, len(in.Nodes))
+	for _, n := range in.Nodes {
+		nodes = append(nodes, admission.NodeFromCore(n))
+	}
+	snap := admission.NewSnapshot(nodes)
+	podsByCopy := map[string][]*corev1.Pod{}
+	for _, pod := range in.Pods {
+		if UsesNode(pod) {
+			snap.AddUsage(pod.Spec.NodeName, PodRequests(pod))
+		}
+		if uid, ok := pod.Labels[gantryv1alpha1.WorkloadUIDLabel]; ok {
+			k := pod.Namespace + "/" + uid
+			podsByCopy[k] = append(podsByCopy[k], pod)
+		}
+	}
+	plan := Plan{
+		Snapshot:   snap,
+		Placements: map[types.UID]admission.Placement{},
+		Assumed:    map[types.UID]Assumption{},
+	}
+
+	copies := slices.Clone(in.Copies)
+	slices.SortFunc(copies, func(a, b *gantryv1alpha1.Workload) int { return strings.Compare(GangKey(a), GangKey(b)) })
+	current := make(map[string]*metav1.Condition, len(copies))
+	byKey := make(map[string]*gantryv1alpha1.Workload, len(copies))
+	var admitted, pending []*gantryv1alpha1.Workload
+	for _, c := range copies {
+		if !IsCopy(c) || c.DeletionTimestamp != nil {
+			continue
+		}
+		key := GangKey(c)
+		byKey[key] = c
+		cond := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadAdmitted)
+		if a, ok := in.Assumed[c.UID]; ok && c.ResourceVersion == a.StaleVersion {
+			plan.Assumed[c.UID] = a
+			cond = &a.Condition
+		}
+		current[key] = cond
+		if cond != nil && cond.Status == metav1.ConditionTrue {
+			admitted = append(admitted, c)
+		} else {
+			pending = append(pending, c)
+		}
+	}
+
+	// Hold what admitted copies still need.
+	var refit []admission.Gang
+	for _, c := range admitted {
+		if job := in.Jobs[JobKey(c)]; job != nil && OwnsJob(c, job) && JobFinished(job) {
+			continue
+		}
+		progress := ProgressOf(c, podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]])
+		if p, ok := in.Placements[c.UID]; ok {
+			plan.Placements[c.UID] = p
+			if !progress.Done() {
+				snap.Reserve(GangKey(c), TrimPlacement(p, progress))
+			}
+			continue
+		}
+		if !progress.Done() {
+			refit = append(refit, remainingGang(GangFromCopy(c), progress))
+		}
+	}
+	if len(refit) > 0 {
+		plan.placeAgain(refit, byKey, nodes)
+	}
+
+	// Admit what fits of the rest.
+	gangs := make([]admission.Gang, 0, len(pending))
+	for _, c := range pending {
+		if cur := current[GangKey(c)]; cur != nil && permanent(cur.Reason) && cur.ObservedGeneration == c.Generation {
+			// The hub took it as the cluster's final answer; only a new spec is decided again.
+			continue
+		}
+		if job := in.Jobs[JobKey(c)]; job != nil && !OwnsJob(c, job) {
+			plan.set(c, current[GangKey(c)], jobConflict(c, job, in.Now), nil)
+			continue
+		}
+		gangs = append(gangs, GangFromCopy(c))
+	}
+	for _, d := range snap.Admit(gangs) {
+		c := byKey[d.Key]
+		if d.Admitted {
+			plan.Placements[c.UID] = d.Placement
+			plan.set(c, current[d.Key], condition(c, metav1.ConditionTrue, gantryv1alpha1.ReasonFits,
+				describePlacement(d.Placement), in.Now), d.Placement)
+			continue
+		}
+		plan.set(c, current[d.Key], condition(c, metav1.ConditionFalse, unfitReason(d.Unfit.Reason),
+			d.Unfit.Message, in.Now), nil)
+	}
+	return plan
+}
+
+// placeAgain reserves the gangs of copies admitted earlier whose placement is not known: where they fit
+// now, or, when the cluster is overcommitted, where they would fit on empty nodes, so that their room is
+// held even though it is taken.
+func (p *Plan) placeAgain(gangs []admission.Gang, byKey map[string]*gantryv1alpha1.Workload, nodes []admission.Node) {
+	byGang := make(map[string]admission.Gang, len(gangs))
+	for _, g := range gangs {
+		byGang[g.Key] = g
+	}
+	var empty *admission.Snapshot
+	for _, d := range p.Snapshot.Admit(gangs) {
+		placement := d.Placement
+		if !d.Admitted {
+			if empty == nil {
+				empty = admission.NewSnapshot(nodes)
+			}
+			var u *admission.Unfit
+			if placement, u = empty.Fit(byGang[d.Key]); u != nil {
+				// The nodes it was admitted to are gone: there is nothing left to hold.
+				continue
+			}
+			p.Snapshot.Reserve(d.Key, placement)
+		}
+		p.Placements[byKey[d.Key].UID] = placement
+	}
+}
+
+// set plans to write want as c's Admitted condition, unless c already shows it (cur).
+func (p *Plan) set(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav1.Condition, placement admission.Placement) {
+	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message &&
+		cur.ObservedGeneration == want.ObservedGeneration {
+		return
+	}
+	p.Updates = append(p.Updates, Update{Copy: c, Condition: want, Placement: placement})
+}
+
+func condition(c *gantryv1alpha1.Workload, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {
+	if len(message) > maxConditionMessage {
+		message = message[:maxConditionMessage-3] + "..."
+	}
+	return metav1.Condition{
+		Type:               gantryv1alpha1.WorkloadAdmitted,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: c.Generation,
+		LastTransitionTime: metav1.NewTime(now),
+	}
+}
+
+// jobConflict rejects copy c because job, which Gantry did not create for it, holds its name.
+func jobConflict(c *gantryv1alpha1.Workload, job *batchv1.Job, now time.Time) metav1.Condition {
+	uid := c.Labels[gantryv1alpha1.WorkloadUIDLabel]
+	detail := fmt.Sprintf("it lacks the label %s=%s", gantryv1alpha1.WorkloadUIDLabel, uid)
+	if got, ok := job.Labels[gantryv1alpha1.WorkloadUIDLabel]; ok {
+		detail = fmt.Sprintf("its label %s is %q, not %q", gantryv1alpha1.WorkloadUIDLabel, got, uid)
+	}
+	return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict,
+		fmt.Sprintf("Job %s/%s already exists in this cluster and was not created by Gantry for this workload (%s); it is left untouched",
+			job.Namespace, job.Name, detail), now)
+}
+
+// unfitReason is the Admitted reason for an admission.UnfitReason. A malformed gang can never fit.
+func unfitReason(r admission.UnfitReason) string {
+	switch r {
+	case admission.NoEligibleNode:
+		return gantryv1alpha1.ReasonNoEligibleNode
+	case admission.InsufficientResources:
+		return gantryv1alpha1.ReasonInsufficientResources
+	default:
+		return gantryv1alpha1.ReasonNeverFits
+	}
+}
+
+// describePlacement renders a placement for a person, e.g.
+// `2 pods on 2 nodes: "main" 1 on node-a, 1 on node-b`.
+func describePlacement(p admission.Placement) string {
+	pods := int32(0)
+	nodes := map[string]bool{}
+	for _, a := range p {
+		pods += a.Count
+		nodes[a.Node] = true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s on %d %s", pods, plural(int(pods), "pod", "pods"), len(nodes), plural(len(nodes), "node", "nodes"))
+	set := ""
+	for i, a := range p {
+		if i == maxPlacementEntries {
+			fmt.Fprintf(&b, ", and %d more", len(p)-i)
+			break
+		}
+		switch {
+		case i == 0:
+			fmt.Fprintf(&b, ": %q ", a.PodSet)
+		case a.PodSet != set:
+			fmt.Fprintf(&b, "; %q ", a.PodSet)
+		default:
+			b.WriteString(", ")
+		}
+		set = a.PodSet
+		fmt.Fprintf(&b, "%d on %s", a.Count, a.Node)
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

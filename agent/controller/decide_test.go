@@ -1,0 +1,455 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gantry-dev/gantry/agent/admission"
+	"github.com/gantry-dev/gantry/agent/agenttest"
+	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+var (
+	t0  = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	now = t0.Add(time.Hour)
+)
+
+func gpuNode(name string) *corev1.Node {
+	return agenttest.MakeNode(name).Allocatable("cpu", "64", "memory", "512Gi").GPUs(8, "NVIDIA-A100").Obj()
+}
+
+// copyOf is a copy created minutes after t0 with one pod set "main" of count pods of gpus GPUs each.
+func copyOf(name string, minutes int, count int32, gpus string) *agenttest.CopyWrapper {
+	return agenttest.MakeCopy(name, "ns").Created(t0.Add(time.Duration(minutes)*time.Minute)).
+		PodSet("main", count, "nvidia.com/gpu", gpus)
+}
+
+func gpuPod(name, hubUID string, gpus string) *agenttest.PodWrapper {
+	return agenttest.MakePod(name, "ns").Workload(hubUID).Request("nvidia.com/gpu", gpus)
+}
+
+func jobs(js ...*batchv1.Job) map[types.NamespacedName]*batchv1.Job {
+	out := map[types.NamespacedName]*batchv1.Job{}
+	for _, j := range js {
+		out[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = j
+	}
+	return out
+}
+
+func gpuPlacement(nodeCounts ...any) admission.Placement {
+	var p admission.Placement
+	for i := 0; i < len(nodeCounts); i += 2 {
+		p = append(p, admission.Assignment{PodSet: "main", Node: nodeCounts[i].(string), Count: int32(nodeCounts[i+1].(int)),
+			Requests: res("nvidia.com/gpu", "8")})
+	}
+	return p
+}
+
+// outcome is what a test checks of a Plan.
+type outcome struct {
+	// Updates: copy key -> "Status/Reason".
+	Updates map[string]string
+	// Reserved: copy key -> pods reserved in the snapshot.
+	Reserved map[string]int32
+	// FreeGPU: node -> nvidia.com/gpu free in the snapshot (negative when overcommitted).
+	FreeGPU map[string]int64
+	// Remembered: copy keys whose placement the plan keeps for the next pass.
+	Remembered []string
+}
+
+func outcomeOf(in Input, plan Plan) outcome {
+	o := outcome{Updates: map[string]string{}, Reserved: map[string]int32{}, FreeGPU: map[string]int64{}}
+	for _, u := range plan.Updates {
+		o.Updates[GangKey(u.Copy)] = string(u.Condition.Status) + "/" + u.Condition.Reason
+	}
+	for _, c := range in.Copies {
+		if p, ok := plan.Snapshot.Reservation(GangKey(c)); ok {
+			for _, a := range p {
+				o.Reserved[GangKey(c)] += a.Count
+			}
+		}
+		if _, ok := plan.Placements[c.UID]; ok {
+			o.Remembered = append(o.Remembered, GangKey(c))
+		}
+	}
+	for _, n := range in.Nodes {
+		free, _ := plan.Snapshot.NodeFree(n.Name)
+		q := free[gantryv1alpha1.GPUResource]
+		o.FreeGPU[n.Name] = q.Value()
+	}
+	return o
+}
+
+func TestDecide(t *testing.T) {
+	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
+	cases := map[string]struct {
+		in   Input
+		want outcome
+	}{
+		"a copy that fits is admitted and reserved": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()}},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "True/Fits"},
+				Reserved:   map[string]int32{"ns/a": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"a later copy waits for the earlier one's reservation": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+				copyOf("b", 1, 1, "4").Obj(), copyOf("a", 0, 2, "6").Obj(),
+			}},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "True/Fits", "ns/b": "False/InsufficientResources"},
+				Reserved:   map[string]int32{"ns/a": 2},
+				FreeGPU:    map[string]int64{"n1": 2, "n2": 2},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"higher priority goes first": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 2, "6").Obj(), copyOf("b", 1, 1, "8").Priority(10).Obj(),
+			}},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "False/InsufficientResources", "ns/b": "True/Fits"},
+				Reserved:   map[string]int32{"ns/b": 1},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 8},
+				Remembered: []string{"ns/b"},
+			},
+		},
+		"several copies are admitted in one pass": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 1, "8").Obj(), copyOf("b", 1, 1, "8").Obj(), copyOf("c", 2, 1, "8").Obj(),
+			}},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "True/Fits", "ns/b": "True/Fits", "ns/c": "False/InsufficientResources"},
+				Reserved:   map[string]int32{"ns/a": 1, "ns/b": 1},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a", "ns/b"},
+			},
+		},
+		"a pod bigger than every node never fits": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "16").Obj()}},
+			want: outcome{
+				Updates: map[string]string{"ns/a": "False/NeverFits"},
+				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
+			},
+		},
+		"a selector no node matches": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 1, "1").NodeSelector(gantryv1alpha1.GPUProductLabel, "NVIDIA-H100").Obj(),
+			}},
+			want: outcome{
+				Updates: map[string]string{"ns/a": "False/NoEligibleNode"},
+				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
+			},
+		},
+		"a foreign Job with the copy's name rejects it, and it reserves nothing": {
+			in: Input{
+				Nodes:  twoNodes,
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj(), copyOf("b", 1, 2, "8").Obj()},
+				Jobs:   jobs(agenttest.MakeJob("a", "ns").Obj()),
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "False/JobNameConflict", "ns/b": "True/Fits"},
+				Reserved:   map[string]int32{"ns/b": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/b"},
+			},
+		},
+		"a Job of another workload with the copy's name rejects it": {
+			in: Input{
+				Nodes:  twoNodes,
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj()},
+				Jobs:   jobs(agenttest.MakeJob("a", "ns").Workload("someone-else").Obj()),
+			},
+			want: outcome{
+				Updates: map[string]string{"ns/a": "False/JobNameConflict"},
+				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
+			},
+		},
+		"the copy's own Job is no conflict": {
+			in: Input{
+				Nodes:  twoNodes,
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj()},
+				Jobs:   jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Obj()),
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "True/Fits"},
+				Reserved:   map[string]int32{"ns/a": 1},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 8},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"an admitted copy holds only its pods not yet bound; bound ones are usage": {
+			in: Input{
+				Nodes:      twoNodes,
+				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 1, "1").Obj()},
+				Pods:       []*corev1.Pod{gpuPod("a-0", "hub-a", "8").Node("n1").Phase(corev1.PodRunning).Obj(), gpuPod("a-1", "hub-a", "8").Obj()},
+				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/b": "False/InsufficientResources"},
+				Reserved:   map[string]int32{"ns/a": 1},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"an admitted copy whose pods all run holds nothing more": {
+			in: Input{
+				Nodes:  twoNodes,
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj()},
+				Pods: []*corev1.Pod{
+					gpuPod("a-0", "hub-a", "8").Node("n1").Phase(corev1.PodRunning).Obj(),
+					gpuPod("a-1", "hub-a", "8").Node("n2").Phase(corev1.PodRunning).Obj(),
+				},
+				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
+			},
+			want: outcome{
+				Updates:    map[string]string{},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"an admitted copy with no known placement is placed again": {
+			in: Input{
+				Nodes:  twoNodes,
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 1, "1").Obj()},
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/b": "False/InsufficientResources"},
+				Reserved:   map[string]int32{"ns/a": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"an admitted copy is held even where the cluster is overcommitted": {
+			in: Input{
+				Nodes:  []*corev1.Node{gpuNode("n1")},
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Admitted().Obj()},
+				Pods:   []*corev1.Pod{agenttest.MakePod("other", "ns").Node("n1").Request("nvidia.com/gpu", "8").Obj()},
+			},
+			want: outcome{
+				Updates:    map[string]string{},
+				Reserved:   map[string]int32{"ns/a": 1},
+				FreeGPU:    map[string]int64{"n1": -8},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"a finished Job releases its copy's reservation": {
+			in: Input{
+				Nodes:      twoNodes,
+				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 2, "8").Obj()},
+				Jobs:       jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Finished(batchv1.JobComplete).Obj()),
+				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/b": "True/Fits"},
+				Reserved:   map[string]int32{"ns/b": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/b"},
+			},
+		},
+		"a copy being deleted is ignored": {
+			in: Input{
+				Nodes:      twoNodes,
+				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Deleting().Obj(), copyOf("b", 1, 2, "8").Obj(), copyOf("c", 2, 1, "1").Deleting().Obj()},
+				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/b": "True/Fits"},
+				Reserved:   map[string]int32{"ns/b": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/b"},
+			},
+		},
+		"an admission the cache does not show yet still holds its room": {
+			in: Input{
+				Nodes:      twoNodes,
+				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").ResourceVersion("5").Obj(), copyOf("b", 1, 1, "1").Obj()},
+				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
+				Assumed: map[types.UID]Assumption{"copy-a": {StaleVersion: "5", Condition: metav1.Condition{
+					Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantryv1alpha1.ReasonFits}}},
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/b": "False/InsufficientResources"},
+				Reserved:   map[string]int32{"ns/a": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"a copy rejected for good stays rejected": {
+			in: Input{
+				Nodes: twoNodes,
+				Copies: []*gantryv1alpha1.Workload{
+					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonNeverFits, "m").Obj(),
+					copyOf("b", 1, 1, "1").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict, "m").Obj(),
+				},
+			},
+			want: outcome{
+				Updates: map[string]string{},
+				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
+			},
+		},
+		"a copy rejected for good is decided again when its spec changed": {
+			in: Input{
+				Nodes: twoNodes,
+				Copies: []*gantryv1alpha1.Workload{
+					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonNeverFits, "m").Generation(2).Obj(),
+				},
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "True/Fits"},
+				Reserved:   map[string]int32{"ns/a": 1},
+				FreeGPU:    map[string]int64{"n1": 7, "n2": 8},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"a transient rejection is decided again": {
+			in: Input{
+				Nodes: twoNodes,
+				Copies: []*gantryv1alpha1.Workload{
+					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonInsufficientResources, "m").Obj(),
+				},
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "True/Fits"},
+				Reserved:   map[string]int32{"ns/a": 1},
+				FreeGPU:    map[string]int64{"n1": 7, "n2": 8},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"an admitted copy stays admitted": {
+			in: Input{
+				Nodes:  []*corev1.Node{gpuNode("n1").DeepCopy()},
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "16").Admitted().Obj()},
+			},
+			want: outcome{
+				Updates: map[string]string{},
+				FreeGPU: map[string]int64{"n1": 8},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.in.Now = now
+			got := outcomeOf(tc.in, Decide(tc.in))
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecideConditions(t *testing.T) {
+	in := Input{
+		Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")},
+		Copies: []*gantryv1alpha1.Workload{
+			copyOf("fits", 0, 2, "8").Generation(3).Obj(),
+			copyOf("conflict", 1, 1, "1").Obj(),
+			copyOf("conflict-other", 2, 1, "1").Obj(),
+		},
+		Jobs: jobs(agenttest.MakeJob("conflict", "ns").Obj(), agenttest.MakeJob("conflict-other", "ns").Workload("x").Obj()),
+		Now:  now,
+	}
+	plan := Decide(in)
+	var got []metav1.Condition
+	for _, u := range plan.Updates {
+		got = append(got, u.Condition)
+	}
+	at := metav1.NewTime(now)
+	want := []metav1.Condition{
+		{
+			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonJobNameConflict,
+			Message: "Job ns/conflict already exists in this cluster and was not created by Gantry for this workload " +
+				"(it lacks the label gantry.dev/workload-uid=hub-conflict); it is left untouched",
+			LastTransitionTime: at,
+		},
+		{
+			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonJobNameConflict,
+			Message: "Job ns/conflict-other already exists in this cluster and was not created by Gantry for this workload " +
+				`(its label gantry.dev/workload-uid is "x", not "hub-conflict-other"); it is left untouched`,
+			LastTransitionTime: at,
+		},
+		{
+			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantryv1alpha1.ReasonFits,
+			Message: `2 pods on 2 nodes: "main" 1 on n1, 1 on n2`, ObservedGeneration: 3, LastTransitionTime: at,
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecideWritesOnlyChanges checks that a copy showing the decision already is not written again.
+func TestDecideWritesOnlyChanges(t *testing.T) {
+	nodes := []*corev1.Node{gpuNode("n1")}
+	first := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()}, Now: now})
+	if len(first.Updates) != 1 || first.Updates[0].Condition.Reason != gantryv1alpha1.ReasonInsufficientResources &&
+		first.Updates[0].Condition.Reason != gantryv1alpha1.ReasonNeverFits {
+		t.Fatalf("first pass: want one rejection, got %+v", first.Updates)
+	}
+	c := first.Updates[0].Condition
+	if c.Message == "" {
+		t.Error("rejection has no message")
+	}
+	shown := copyOf("a", 0, 2, "8").Condition(c.Status, c.Reason, c.Message).Obj()
+	second := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{shown}, Now: now.Add(time.Minute)})
+	if len(second.Updates) != 0 {
+		t.Errorf("second pass wrote %+v, want no writes", second.Updates)
+	}
+
+	// The same holds while the cache is behind the write: the assumption stands in for the copy.
+	stale := copyOf("a", 0, 2, "8").ResourceVersion("7").Obj()
+	third := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{stale}, Now: now.Add(time.Minute),
+		Assumed: map[types.UID]Assumption{stale.UID: {StaleVersion: "7", Condition: c}}})
+	if len(third.Updates) != 0 {
+		t.Errorf("pass with a stale cache wrote %+v, want no writes", third.Updates)
+	}
+	if _, ok := third.Assumed[stale.UID]; !ok {
+		t.Error("assumption dropped while the cache is still behind")
+	}
+
+	// Once the cache moved on, the assumption is dropped.
+	fresh := copyOf("a", 0, 2, "8").ResourceVersion("8").Condition(c.Status, c.Reason, c.Message).Obj()
+	fourth := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{fresh}, Now: now.Add(time.Minute),
+		Assumed: map[types.UID]Assumption{stale.UID: {StaleVersion: "7", Condition: c}}})
+	if len(fourth.Updates) != 0 || len(fourth.Assumed) != 0 {
+		t.Errorf("pass with a fresh cache: updates %+v, assumed %+v; want none", fourth.Updates, fourth.Assumed)
+	}
+}
+
+func TestDescribePlacement(t *testing.T) {
+	at := func(ps, node string, n int32) admission.Assignment {
+		return admission.Assignment{PodSet: ps, Node: node, Count: n}
+	}
+	cases := map[string]struct {
+		p    admission.Placement
+		want string
+	}{
+		"one pod":      {admission.Placement{at("main", "n1", 1)}, `1 pod on 1 node: "main" 1 on n1`},
+		"two pod sets": {admission.Placement{at("l", "n1", 1), at("w", "n1", 2), at("w", "n2", 4)}, `7 pods on 2 nodes: "l" 1 on n1; "w" 2 on n1, 4 on n2`},
+		"long": {
+			admission.Placement{at("w", "n1", 1), at("w", "n2", 1), at("w", "n3", 1), at("w", "n4", 1), at("w", "n5", 1), at("w", "n6", 1), at("w", "n7", 1), at("w", "n8", 1)},
+			`8 pods on 8 nodes: "w" 1 on n1, 1 on n2, 1 on n3, 1 on n4, 1 on n5, 1 on n6, and 2 more`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := describePlacement(tc.p); got != tc.want {
+				t.Errorf("describePlacement = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := condition(&gantryv1alpha1.Workload{}, metav1.ConditionFalse, "R", strings.Repeat("x", maxConditionMessage+10), now); len(got.Message) != maxConditionMessage {
+		t.Errorf("message of %d bytes, want it cut to %d", len(got.Message), maxConditionMessage)
+	}
+}

@@ -1,0 +1,294 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gantry-dev/gantry/agent/admission"
+	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// ControllerName names the agent's controller (logs, metrics, events).
+const ControllerName = "gantry-agent"
+
+// passRequest is the only key the agent's queue holds: every change asks for one more pass, and the
+// queue folds the requests that arrive while a pass runs into one.
+var passRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "admission-pass"}}
+
+// Options configure the agent.
+type Options struct {
+	// ClusterName names the cluster's CapacityReport and is written into it. Required.
+	ClusterName string
+	// HeartbeatInterval is how often the CapacityReport is rewritten when nothing changed.
+	// Defaults to DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+}
+
+// Reconciler runs the agent's passes. Create it with NewReconciler.
+type Reconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	clock    clock.Clock
+	opts     Options
+
+	// mu serialises passes; the single queue key already does, this keeps the memory below safe if a
+	// pass is ever called directly.
+	mu         sync.Mutex
+	placements map[types.UID]admission.Placement
+	assumed    map[types.UID]Assumption
+	lastReport *reportWrite
+}
+
+// NewReconciler returns the agent's reconciler. c must read from a cache set up with CacheOptions (any
+// client works for tests); recorder receives events about copies; clk stamps conditions and heartbeats.
+func NewReconciler(c client.Client, recorder events.EventRecorder, clk clock.Clock, opts Options) (*Reconciler, error) {
+	if opts.ClusterName == "" {
+		return nil, errors.New("a cluster name is required")
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	return &Reconciler{
+		client:     c,
+		recorder:   recorder,
+		clock:      clk,
+		opts:       opts,
+		placements: map[types.UID]admission.Placement{},
+		assumed:    map[types.UID]Assumption{},
+	}, nil
+}
+
+// SetupWithManager registers the agent's controller: it watches copies, Nodes, Pods, Jobs and the
+// CapacityReport, and runs one pass on start.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	enqueue := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{passRequest}
+	})
+	return builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(crcontroller.Options{
+			MaxConcurrentReconciles: 1,
+			// A process runs one agent, but tests run one per worker cluster in the same process.
+			SkipNameValidation: ptr.To(true),
+			// Errors retry soon; a pass is also queued by every change, so retries do not need to be long.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](50*time.Millisecond, 30*time.Second),
+		}).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(passRequest)
+			return nil
+		})).
+		Watches(&gantryv1alpha1.Workload{}, enqueue, builder.WithPredicates(copyChanged)).
+		Watches(&corev1.Node{}, enqueue, builder.WithPredicates(nodeChanged)).
+		Watches(&corev1.Pod{}, enqueue, builder.WithPredicates(podChanged)).
+		Watches(&batchv1.Job{}, enqueue, builder.WithPredicates(jobChanged)).
+		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName))).
+		Complete(r)
+}
+
+// Reconcile runs one pass: read the caches, decide, write the copies' conditions, then the report.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := r.clock.Now()
+	defer func() { passDuration.Observe(r.clock.Since(start).Seconds()) }()
+
+	in, err := r.read(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	plan := Decide(in)
+	writeErr := r.apply(ctx, plan)
+	next, reportErr := r.syncReport(ctx, CapacityFromSummary(plan.Snapshot.Summary()))
+	if err := errors.Join(writeErr, reportErr); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// read collects a pass's input from the cache. Objects are not deep-copied: nothing here or in Decide
+// modifies them.
+func (r *Reconciler) read(ctx context.Context) (Input, error) {
+	noCopy := client.UnsafeDisableDeepCopy
+	var nodes corev1.NodeList
+	if err := r.client.List(ctx, &nodes, noCopy); err != nil {
+		return Input{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, noCopy); err != nil {
+		return Input{}, fmt.Errorf("listing pods: %w", err)
+	}
+	var copies gantryv1alpha1.WorkloadList
+	if err := r.client.List(ctx, &copies, client.HasLabels{gantryv1alpha1.WorkloadUIDLabel}, noCopy); err != nil {
+		return Input{}, fmt.Errorf("listing workload copies: %w", err)
+	}
+	in := Input{
+		Nodes:      make([]*corev1.Node, len(nodes.Items)),
+		Pods:       make([]*corev1.Pod, len(pods.Items)),
+		Copies:     make([]*gantryv1alpha1.Workload, len(copies.Items)),
+		Jobs:       map[types.NamespacedName]*batchv1.Job{},
+		Placements: r.placements,
+		Assumed:    r.assumed,
+		Now:        r.clock.Now(),
+	}
+	for i := range nodes.Items {
+		in.Nodes[i] = &nodes.Items[i]
+	}
+	for i := range pods.Items {
+		in.Pods[i] = &pods.Items[i]
+	}
+	for i := range copies.Items {
+		c := &copies.Items[i]
+		in.Copies[i] = c
+		key := JobKey(c)
+		job := &batchv1.Job{}
+		switch err := r.client.Get(ctx, key, job, noCopy); {
+		case err == nil:
+			in.Jobs[key] = job
+		case !apierrors.IsNotFound(err):
+			return Input{}, fmt.Errorf("reading Job %s: %w", key, err)
+		}
+	}
+	return in, nil
+}
+
+// apply writes the plan's conditions, one status update per copy, each against the resourceVersion the
+// pass read. A copy that changed in between is decided again by the pass its change queues; an
+// admission that was not written gives its reservation back before the report is computed.
+func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
+	logger := log.FromContext(ctx)
+	r.placements = maps.Clone(plan.Placements)
+	r.assumed = maps.Clone(plan.Assumed)
+	var errs []error
+	for _, u := range plan.Updates {
+		c := u.Copy.DeepCopy()
+		meta.SetStatusCondition(&c.Status.Conditions, u.Condition)
+		if err := r.client.Status().Update(ctx, c); err != nil {
+			if u.Admits() {
+				plan.Snapshot.Release(GangKey(c))
+				delete(r.placements, c.UID)
+			}
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				logger.V(2).Info("Copy changed since the pass read it; deciding again", "workload", klog.KObj(c), "err", err)
+				continue
+			}
+			errs = append(errs, fmt.Errorf("updating the Admitted condition of workload copy %s: %w", klog.KObj(c), err))
+			continue
+		}
+		r.assumed[c.UID] = Assumption{StaleVersion: u.Copy.ResourceVersion, Condition: u.Condition}
+		admissionsTotal.WithLabelValues(u.Result()).Inc()
+		if u.Admits() {
+			logger.Info("Admitted workload copy", "workload", klog.KObj(c), "placement", u.Condition.Message)
+			r.recorder.Eventf(c, nil, corev1.EventTypeNormal, gantryv1alpha1.ReasonFits, "Admit", "%s", u.Condition.Message)
+			continue
+		}
+		logger.V(2).Info("Workload copy not admitted", "workload", klog.KObj(c), "reason", u.Condition.Reason, "message", u.Condition.Message)
+		if permanent(u.Condition.Reason) {
+			r.recorder.Eventf(c, nil, corev1.EventTypeWarning, u.Condition.Reason, "Reject", "%s", u.Condition.Message)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// permanent tells whether a reason rejects the cluster for good (the hub will not nominate it again).
+func permanent(reason string) bool {
+	return reason == gantryv1alpha1.ReasonNeverFits || reason == gantryv1alpha1.ReasonJobNameConflict
+}
+
+// The predicates below let through only the changes that can change a pass's outcome.
+
+var copyChanged = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	_, ok := o.GetLabels()[gantryv1alpha1.WorkloadUIDLabel]
+	return ok
+})
+
+var nodeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !equality.Semantic.DeepEqual(admission.NodeFromCore(o), admission.NodeFromCore(n))
+	},
+}
+
+// podMatters tells whether pod counts in a pass: as usage, or as a started pod of a copy.
+func podMatters(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" || IsTerminal(pod)
+}
+
+var podChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return isPodThat(e.Object, podMatters) },
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		// A tombstone may hide the pod; let it through.
+		pod, ok := e.Object.(*corev1.Pod)
+		return !ok || podMatters(pod)
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		if !podMatters(o) && !podMatters(n) {
+			return false
+		}
+		return o.Spec.NodeName != n.Spec.NodeName || IsTerminal(o) != IsTerminal(n) ||
+			o.Labels[gantryv1alpha1.WorkloadUIDLabel] != n.Labels[gantryv1alpha1.WorkloadUIDLabel] ||
+			!equality.Semantic.DeepEqual(PodRequests(o), PodRequests(n))
+	},
+	GenericFunc: func(event.GenericEvent) bool { return true },
+}
+
+func isPodThat(o client.Object, f func(*corev1.Pod) bool) bool {
+	pod, ok := o.(*corev1.Pod)
+	return !ok || f(pod)
+}
+
+var jobChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*batchv1.Job)
+		n, ok2 := e.ObjectNew.(*batchv1.Job)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Labels[gantryv1alpha1.WorkloadUIDLabel] != n.Labels[gantryv1alpha1.WorkloadUIDLabel] ||
+			JobFinished(o) != JobFinished(n)
+	},
+}
+
+// reportChanged lets through the report's creation and deletion: its updates are the agent's own.
+func reportChanged(name string) predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return e.Object.GetName() == name },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return e.Object.GetName() == name },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

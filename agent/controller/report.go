@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gantry-dev/gantry/agent/admission"
+	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// DefaultHeartbeatInterval is how often the agent rewrites its CapacityReport when nothing changed.
+const DefaultHeartbeatInterval = 30 * time.Second
+
+// CapacityFromSummary converts an admission summary to the API's CapacitySummary.
+func CapacityFromSummary(s admission.Summary) gantryv1alpha1.CapacitySummary {
+	out := gantryv1alpha1.CapacitySummary{Nodes: s.Nodes, ReadyNodes: s.ReadyNodes}
+	for _, r := range s.Resources {
+		out.Resources = append(out.Resources, gantryv1alpha1.ResourceCapacity{
+			Name:              r.Name,
+			Allocatable:       r.Allocatable,
+			Free:              r.Free,
+			LargestFreeOnNode: r.LargestFreeOnNode,
+		})
+	}
+	for _, p := range s.GPUProducts {
+		out.GPUProducts = append(out.GPUProducts, gantryv1alpha1.GPUProductCapacity{
+			Product:           p.Product,
+			Nodes:             p.Nodes,
+			Allocatable:       p.Allocatable,
+			Free:              p.Free,
+			LargestFreeOnNode: p.LargestFreeOnNode,
+		})
+	}
+	return out
+}
+
+// reportWrite is the last status this agent wrote to its CapacityReport, for as long as the cache may
+// still show the version it replaced.
+type reportWrite struct {
+	staleVersion string
+	status       gantryv1alpha1.CapacityReportStatus
+}
+
+// ReportDue tells whether a report showing cur must be rewritten to show want at now: when its cluster
+// name or capacity differ, or its heartbeat is interval old. It also returns how long until the next
+// heartbeat falls due if nothing changes.
+func ReportDue(cur gantryv1alpha1.CapacityReportStatus, want gantryv1alpha1.CapacityReportStatus, now time.Time, interval time.Duration) (bool, time.Duration) {
+	if cur.HeartbeatTime.IsZero() || cur.ClusterName != want.ClusterName ||
+		!equality.Semantic.DeepEqual(cur.Capacity, want.Capacity) {
+		return true, interval
+	}
+	left := cur.HeartbeatTime.Add(interval).Sub(now)
+	if left <= 0 {
+		return true, interval
+	}
+	return false, left
+}
+
+// syncReport brings the cluster's CapacityReport up to date with capacity, creating it when it is
+// missing. It returns when the next heartbeat is due.
+func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1alpha1.CapacitySummary) (time.Duration, error) {
+	logger := log.FromContext(ctx)
+	now := r.clock.Now()
+	want := gantryv1alpha1.CapacityReportStatus{
+		ClusterName:   r.opts.ClusterName,
+		HeartbeatTime: metav1.NewTime(now).Rfc3339Copy(),
+		Capacity:      capacity,
+	}
+
+	report := &gantryv1alpha1.CapacityReport{}
+	err := r.client.Get(ctx, client.ObjectKey{Name: r.opts.ClusterName}, report)
+	switch {
+	case apierrors.IsNotFound(err):
+		report = &gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: r.opts.ClusterName}}
+		if err := r.client.Create(ctx, report); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// The cache is behind; its create event queues the next pass.
+				logger.V(2).Info("CapacityReport exists but is not in the cache yet", "report", klog.KObj(report))
+				return r.opts.HeartbeatInterval, nil
+			}
+			return 0, fmt.Errorf("creating CapacityReport %s: %w", r.opts.ClusterName, err)
+		}
+		logger.Info("Created CapacityReport", "report", klog.KObj(report))
+	case err != nil:
+		return 0, fmt.Errorf("reading CapacityReport %s: %w", r.opts.ClusterName, err)
+	}
+
+	cur := report.Status
+	if r.lastReport != nil && r.lastReport.staleVersion == report.ResourceVersion {
+		cur = r.lastReport.status
+	}
+	due, next := ReportDue(cur, want, now, r.opts.HeartbeatInterval)
+	if !due {
+		return next, nil
+	}
+	updated := report.DeepCopy()
+	updated.Status = want
+	if err := r.client.Status().Update(ctx, updated); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Changed or deleted since the cache saw it; its event queues the next pass.
+			logger.V(2).Info("CapacityReport changed since it was read", "report", klog.KObj(report), "err", err)
+			return r.opts.HeartbeatInterval, nil
+		}
+		return 0, fmt.Errorf("updating the status of CapacityReport %s: %w", r.opts.ClusterName, err)
+	}
+	r.lastReport = &reportWrite{staleVersion: report.ResourceVersion, status: want}
+	logger.V(4).Info("Wrote CapacityReport", "report", klog.KObj(report), "readyNodes", capacity.ReadyNodes)
+	return next, nil
+}

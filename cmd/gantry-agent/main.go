@@ -1,0 +1,179 @@
+// Command gantry-agent runs in each worker cluster: it admits the Workload copies the Gantry hub
+// dispatches to the cluster and publishes the cluster's CapacityReport. See package
+// github.com/gantry-dev/gantry/agent/controller.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gantry-dev/gantry/agent/controller"
+	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// leaderElectionID names the Lease the agent's replicas compete for in --namespace.
+const leaderElectionID = "gantry-agent.gantry.dev"
+
+type options struct {
+	kubeconfig   string
+	namespace    string
+	clusterName  string
+	metricsAddr  string
+	probeAddr    string
+	leaderElect  bool
+	kubeAPIQPS   float64
+	kubeAPIBurst int
+	zap          zap.Options
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("gantry-agent", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
+		"Kubeconfig of the worker cluster the agent runs in. When absent, the in-cluster configuration is used.")
+	fs.StringVar(&o.namespace, "namespace", "gantry-system",
+		"Namespace of the agent's leader-election Lease.")
+	fs.StringVar(&o.clusterName, "cluster-name", "",
+		"Name of this cluster as registered on the hub (its WorkerCluster). Names the CapacityReport. Required.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
+		`Address the Prometheus metrics endpoint binds to; "0" disables it.`)
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
+		"Address the /healthz and /readyz endpoints bind to.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Elect a leader among the agent's replicas with a Lease in --namespace, so that only one admits. "+
+			"Off by default for local runs; turn it on when running more than one replica.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200,
+		"Queries per second to the cluster's API server. Admission writes must not wait on the client's rate limit.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400,
+		"Burst of queries to the cluster's API server.")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.clusterName == "" {
+		return nil, errors.New("--cluster-name is required: the name this cluster is registered under on the hub")
+	}
+	if errs := validation.IsDNS1123Subdomain(o.clusterName); len(errs) > 0 {
+		return nil, fmt.Errorf("--cluster-name %q is not a valid object name: %s", o.clusterName, strings.Join(errs, "; "))
+	}
+	if o.leaderElect && o.namespace == "" {
+		return nil, errors.New("--namespace must not be empty when --leader-elect is set")
+	}
+	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0 {
+		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	return o, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+func run(o *options) error {
+	logger := zap.New(zap.UseFlagOptions(&o.zap))
+	ctrllog.SetLogger(logger)
+	klog.SetLogger(logger)
+	setupLog := logger.WithName("setup")
+
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS = float32(o.kubeAPIQPS)
+	cfg.Burst = o.kubeAPIBurst
+	cfg.UserAgent = "gantry-agent"
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := gantryv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                        scheme,
+		Cache:                         controller.CacheOptions(o.clusterName),
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       o.namespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	r, err := controller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder(controller.ControllerName), clock.RealClock{},
+		controller.Options{ClusterName: o.clusterName})
+	if err != nil {
+		return err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the agent controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches are not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	setupLog.Info("Starting gantry-agent", "cluster", o.clusterName, "leaderElect", o.leaderElect, "namespace", o.namespace)
+	if err := mgr.Start(signals.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err == nil {
+		err = run(o)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gantry-agent: %v\n", err)
+		os.Exit(1)
+	}
+}

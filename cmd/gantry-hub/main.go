@@ -1,0 +1,119 @@
+// Command gantry-hub runs the hub: it queues Jobs submitted to the hub cluster and dispatches each to
+// exactly one worker cluster.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub"
+	"github.com/gantry-dev/gantry/hub/remote"
+)
+
+func main() {
+	var (
+		kubeconfig     string
+		namespace      string
+		metricsAddr    string
+		probeAddr      string
+		leaderElect    bool
+		qps            float64
+		burst          int
+		remoteQPS      float64
+		remoteBurst    int
+		allowInsecure  bool
+		workloadWorker int
+	)
+	// An own flag set: controller-runtime registers --kubeconfig on the global one.
+	fs := flag.NewFlagSet("gantry-hub", flag.ExitOnError)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the hub cluster; in-cluster configuration when empty.")
+	fs.StringVar(&namespace, "namespace", "gantry-system", "Namespace of the workers' kubeconfig Secrets and of the leader election lease.")
+	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
+	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one hub replica dispatches at a time.")
+	fs.Float64Var(&qps, "kube-api-qps", 500, "Queries per second to the hub's API server.")
+	fs.IntVar(&burst, "kube-api-burst", 1000, "Burst of queries to the hub's API server.")
+	fs.Float64Var(&remoteQPS, "worker-api-qps", 500, "Queries per second to each worker's API server.")
+	fs.IntVar(&remoteBurst, "worker-api-burst", 1000, "Burst of queries to each worker's API server.")
+	fs.BoolVar(&allowInsecure, "allow-insecure-kubeconfigs", false, "Accept worker kubeconfigs that read local files or run exec plugins.")
+	fs.IntVar(&workloadWorker, "workload-workers", 16, "Workloads synced with workers in parallel.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, leaderElect, qps, burst,
+		hub.Options{
+			Namespace:       namespace,
+			WorkloadWorkers: workloadWorker,
+			Remote:          remote.Options{AllowInsecureKubeconfigs: allowInsecure, QPS: float32(remoteQPS), Burst: remoteBurst},
+		}); err != nil {
+		log.Error(err, "Hub stopped")
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig, namespace, metricsAddr, probeAddr string, leaderElect bool, qps float64, burst int, opts hub.Options) error {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := gantry.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "gantry-hub",
+		LeaderElectionNamespace: namespace,
+		Cache: cache.Options{
+			// Only the hub's own namespace holds Secrets it may read.
+			ByObject:         map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: map[string]cache.Config{namespace: {}}}},
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	h, err := hub.Setup(mgr, opts)
+	if err != nil {
+		return err
+	}
+	defer h.Connections.DisconnectAll()
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}

@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# Local Gantry testbed without Docker: a hub and two worker clusters, each a real
+# etcd + kube-apiserver + controller-manager (+ scheduler + kwok on workers) run by
+# `kwokctl --runtime binary`, with fake GPU nodes, CRDs, a least-privilege hub
+# identity on each worker, and gantry-hub / gantry-agent running as local processes.
+#
+# Usage: hack/dev-up.sh [--no-gantry]   (make dev-up)
+#        hack/dev-down.sh                 (make dev-down) tears it all down.
+#   --no-gantry  clusters, nodes, CRDs (if generated) and hub access only: builds and
+#                starts no Gantry process and creates no hub objects (for tests
+#                that run the hub and agents themselves).
+# Everything lives under .dev/ in the repo root; the user's ~/.kube/config is never
+# touched. Re-running keeps the clusters and rebuilds/restarts the Gantry processes.
+#
+# Environment:
+#   GANTRY_CACHE        tool cache (see hack/install-tools.sh)
+#   GANTRY_DEV_PORT     first of six loopback ports for metrics/health (default 18080)
+#   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${ROOT}"
+DEV="${ROOT}/.dev"
+TESTBED="${ROOT}/hack/testbed"
+PORT_BASE="${GANTRY_DEV_PORT:-18080}"
+TIMEOUT="${GANTRY_DEV_TIMEOUT:-120}"
+WORKERS=(1 2)
+declare -A GPU_PRODUCT=([1]=NVIDIA-A100-SXM4-80GB [2]=NVIDIA-H100-80GB-HBM3)
+declare -A NODE_PREFIX=([1]=w1-a100 [2]=w2-h100)
+NODES_PER_WORKER=4
+
+log() { echo "dev-up: $*" >&2; }
+die() { echo "dev-up: ERROR: $*" >&2; exit 1; }
+
+GANTRY=1
+case "${1:-}" in
+  "") ;;
+  --no-gantry) GANTRY=0 ;;
+  *) die "unknown argument: $1 (usage: hack/dev-up.sh [--no-gantry])" ;;
+esac
+
+command -v curl >/dev/null || die "curl is required (apt-get install curl)"
+trap 'rc=$?; ((rc == 0)) || echo "dev-up: failed; hack/dev-down.sh removes whatever was started" >&2' EXIT
+
+# --- 1. tools and Gantry binaries --------------------------------------------
+log "ensuring testbed tools (a cold first run builds them: 8-16 min on 2 cores)"
+BIN=$("${ROOT}/hack/install-tools.sh" | tail -n1)
+[[ -x "${BIN}/kwokctl" ]] || die "hack/install-tools.sh did not produce ${BIN}/kwokctl"
+
+mkdir -p "${DEV}/logs" "${DEV}/pids" "${DEV}/kwok"
+printf '*\n' > "${DEV}/.gitignore"   # keep .dev/ out of git even without a root entry
+echo "${BIN}" > "${DEV}/bin-dir"     # lets dev-down find kwokctl without building
+
+if ((GANTRY)); then
+  for cmd in gantry-hub gantry-agent; do
+    [[ -d "${ROOT}/cmd/${cmd}" ]] || die "cmd/${cmd} does not exist yet; cannot build Gantry"
+  done
+  log "building bin/gantry-hub and bin/gantry-agent"
+  go build -o "${ROOT}/bin/" ./cmd/gantry-hub ./cmd/gantry-agent || die "go build of Gantry failed"
+fi
+
+export KWOK_WORKDIR="${DEV}/kwok"
+# kubectl's caches (ours and the one kwokctl runs) stay under .dev too.
+export KUBECACHEDIR="${DEV}/kube-cache"
+KUBECTL="${BIN}/kubectl"
+# Always an explicit kubeconfig, never the user's default one.
+kc() { local cfg=$1; shift; "${KUBECTL}" --kubeconfig "${cfg}" "$@"; }
+khub() { kc "${DEV}/hub.kubeconfig" "$@"; }
+kworker() { local n=$1; shift; kc "${DEV}/worker-${n}.kubeconfig" "$@"; }
+
+# Stops the process in a pid file: TERM, up to 10s grace, then KILL. Only if its
+# command line mentions .dev/, so a recycled pid never hits a stranger.
+stop_process() {
+  local pidfile=$1 pid
+  [[ -f "${pidfile}" ]] || return 0
+  pid=$(cat "${pidfile}")
+  if [[ "${pid}" =~ ^[0-9]+$ ]] && kill -0 "${pid}" 2>/dev/null \
+     && tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF "${DEV}/"; then
+    kill "${pid}" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "${pid}" 2>/dev/null || true
+  fi
+  rm -f "${pidfile}"
+}
+
+# start_process NAME METRICS_PORT HEALTH_PORT CMD...
+start_process() {
+  local name=$1 mport=$2 hport=$3
+  shift 3
+  stop_process "${DEV}/pids/${name}.pid"
+  echo "=== $(date -u +%FT%TZ) $*" >>"${DEV}/logs/${name}.log"
+  # setsid: detached from the calling terminal, so a Ctrl-C there does not reach it.
+  setsid "$@" \
+    --metrics-bind-address "127.0.0.1:${mport}" \
+    --health-probe-bind-address "127.0.0.1:${hport}" \
+    >>"${DEV}/logs/${name}.log" 2>&1 </dev/null &
+  echo $! > "${DEV}/pids/${name}.pid"
+  echo "${hport}" > "${DEV}/pids/${name}.health-port"
+}
+
+# Waits (bounded) until NAME answers /healthz and /readyz.
+wait_healthy() {
+  local name=$1 port pid deadline=$((SECONDS + TIMEOUT))
+  port=$(cat "${DEV}/pids/${name}.health-port")
+  pid=$(cat "${DEV}/pids/${name}.pid")
+  until curl -fsS "http://127.0.0.1:${port}/healthz" >/dev/null 2>&1 \
+     && curl -fsS "http://127.0.0.1:${port}/readyz" >/dev/null 2>&1; do
+    if ! kill -0 "${pid}" 2>/dev/null; then
+      tail -n 30 "${DEV}/logs/${name}.log" >&2 || true
+      die "${name} exited; see ${DEV}/logs/${name}.log"
+    fi
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "${DEV}/logs/${name}.log" >&2 || true
+      die "${name} not healthy on 127.0.0.1:${port} after ${TIMEOUT}s; see ${DEV}/logs/${name}.log"
+    fi
+    sleep 1
+  done
+}
+
+# The summary goes to stdout; progress goes to stderr.
+print_summary() {
+  cat <<EOF
+
+Gantry testbed is up.
+  hub:       ${DEV}/hub.kubeconfig
+  worker-1:  ${DEV}/worker-1.kubeconfig  (etcd $(cat "${DEV}/worker-1.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[1]})
+  worker-2:  ${DEV}/worker-2.kubeconfig  (etcd $(cat "${DEV}/worker-2.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[2]})
+  logs:      ${DEV}/logs/
+  kubectl:   ${KUBECTL}
+
+  export KUBECONFIG=${DEV}/hub.kubeconfig PATH=${BIN}:\$PATH
+
+Submit a job to the hub: a batch/v1 Job in namespace default labelled
+gantry.dev/queue-name: default (examples: hack/testbed/sample-jobs.yaml), e.g.
+  kubectl apply -f hack/testbed/sample-jobs.yaml
+  kubectl get workloads.gantry.dev -L gantry.dev/job-name
+Tear down with: hack/dev-down.sh
+EOF
+}
+
+# --- 2. clusters -------------------------------------------------------------
+# kwokctl reads binaries, ports and stages from one config. bindAddress keeps
+# etcd, the API server and the other components on loopback; the e2e tests read
+# each worker's etcd under the pinned prefix.
+KWOK_CONFIG="${DEV}/kwokctl-config.yaml"
+{
+  cat <<EOF
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  runtime: binary
+  bindAddress: 127.0.0.1
+  etcdPrefix: /registry
+  securePort: true
+  kubeAuthorization: true
+  kubeAdmission: true
+  kubeApiserverBinary: ${BIN}/kube-apiserver
+  kubeControllerManagerBinary: ${BIN}/kube-controller-manager
+  kubeSchedulerBinary: ${BIN}/kube-scheduler
+  kubectlBinary: ${BIN}/kubectl
+  kwokControllerBinary: ${BIN}/kwok
+  etcdBinary: ${BIN}/etcd
+---
+EOF
+  cat "${TESTBED}/stages.yaml"
+} > "${KWOK_CONFIG}"
+
+create_cluster() {
+  local name=$1 start=${SECONDS}
+  shift
+  log "creating cluster ${name}"
+  "${BIN}/kwokctl" create cluster --name "${name}" --runtime binary \
+    --config "${KWOK_CONFIG}" \
+    --kubeconfig "${DEV}/kwokctl.kubeconfig" \
+    --timeout "${TIMEOUT}s" --wait "${TIMEOUT}s" \
+    "$@" >>"${DEV}/logs/kwokctl.log" 2>&1 \
+    || die "kwokctl create cluster ${name} failed; see ${DEV}/logs/kwokctl.log"
+  # kwokctl only logs a failed --wait; check readiness ourselves (bounded).
+  local deadline=$((SECONDS + TIMEOUT))
+  until "${KUBECTL}" --kubeconfig "${KWOK_WORKDIR}/clusters/${name}/kubeconfig.yaml" \
+      get --raw /readyz >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || die "cluster ${name}'s API server is not ready; see ${KWOK_WORKDIR}/clusters/${name}/logs/"
+    sleep 1
+  done
+  log "cluster ${name} up in $((SECONDS - start))s"
+}
+
+# Copies a cluster's admin kubeconfig with certificates embedded, so the copy
+# has no file references into the kwok workdir.
+export_kubeconfig() {
+  local name=$1 out=$2
+  "${KUBECTL}" --kubeconfig "${KWOK_WORKDIR}/clusters/${name}/kubeconfig.yaml" \
+    config view --raw --flatten --minify > "${out}.tmp"
+  mv "${out}.tmp" "${out}"
+}
+
+# Nothing runs on the hub, so it needs neither a scheduler nor a kwok controller.
+create_cluster gantry-hub --disable kube-scheduler,kwok-controller
+export_kubeconfig gantry-hub "${DEV}/hub.kubeconfig"
+for n in "${WORKERS[@]}"; do
+  create_cluster "gantry-worker-${n}"
+  export_kubeconfig "gantry-worker-${n}" "${DEV}/worker-${n}.kubeconfig"
+  # The e2e tests watch each worker's etcd directly.
+  etcd_url=$(grep -o -- '--listen-client-urls=[^" ]*' "${KWOK_WORKDIR}/clusters/gantry-worker-${n}/kwok.yaml" \
+    | head -n1 | cut -d= -f2) || true
+  [[ "${etcd_url}" == http://127.0.0.1:* ]] || die "cannot find worker-${n}'s etcd client URL in its kwok.yaml"
+  echo "${etcd_url}" > "${DEV}/worker-${n}.etcd"
+done
+
+# --- 3. fake GPU nodes -------------------------------------------------------
+for n in "${WORKERS[@]}"; do
+  for ((i = 0; i < NODES_PER_WORKER; i++)); do
+    sed -e "s/\${NODE_NAME}/${NODE_PREFIX[$n]}-${i}/g" -e "s/\${GPU_PRODUCT}/${GPU_PRODUCT[$n]}/g" \
+      "${TESTBED}/gpu-node.yaml"
+    echo "---"
+  done > "${DEV}/worker-${n}-nodes.yaml"
+  kworker "${n}" apply -f "${DEV}/worker-${n}-nodes.yaml" >/dev/null
+done
+for n in "${WORKERS[@]}"; do
+  kworker "${n}" wait --for=condition=Ready node -l type=kwok --timeout="${TIMEOUT}s" >/dev/null \
+    || die "worker-${n}'s kwok nodes did not become Ready"
+done
+log "fake GPU nodes ready"
+
+# --- 4. CRDs and hub manifests -----------------------------------------------
+if compgen -G "${ROOT}/deploy/crd/*.yaml" >/dev/null; then
+  for k in khub "kworker 1" "kworker 2"; do
+    ${k} apply --server-side --force-conflicts -f "${ROOT}/deploy/crd/" >/dev/null
+    ${k} wait --for=condition=Established -f "${ROOT}/deploy/crd/" --timeout=60s >/dev/null \
+      || die "CRDs did not become Established (${k})"
+  done
+  log "CRDs installed"
+elif ((GANTRY)); then
+  die "no CRDs in deploy/crd/ (generate them first)"
+else
+  log "no CRDs in deploy/crd/ yet; skipping"
+fi
+khub create namespace gantry-system --dry-run=client -o yaml | khub apply -f - >/dev/null
+if [[ -d "${ROOT}/deploy/hub" ]] && compgen -G "${ROOT}/deploy/hub/*.yaml" >/dev/null; then
+  khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/" >/dev/null
+fi
+
+# --- 5. least-privilege hub identity on each worker ----------------------------
+for n in "${WORKERS[@]}"; do
+  kworker "${n}" apply --server-side --force-conflicts -f "${ROOT}/deploy/worker/" >/dev/null
+  server=$(kworker "${n}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+  ca=$(kworker "${n}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+  [[ -n "${ca}" ]] || die "worker-${n}'s kubeconfig has no embedded CA data"
+  token=$(kworker "${n}" create token gantry-hub-remote -n gantry-system --duration=8760h)
+  # Token only: no client certificate, no exec plugin, no file references.
+  (
+    umask 077
+    cat > "${DEV}/worker-${n}.hub-access.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: worker-${n}
+  cluster:
+    server: ${server}
+    certificate-authority-data: ${ca}
+users:
+- name: gantry-hub-remote
+  user:
+    token: ${token}
+contexts:
+- name: worker-${n}
+  context:
+    cluster: worker-${n}
+    user: gantry-hub-remote
+current-context: worker-${n}
+EOF
+  )
+  khub -n gantry-system create secret generic "worker-${n}-kubeconfig" \
+    --from-file=kubeconfig="${DEV}/worker-${n}.hub-access.kubeconfig" --dry-run=client -o yaml \
+    | khub apply -f - >/dev/null
+done
+log "hub access to workers configured"
+
+# --- 6. Gantry processes -----------------------------------------------------
+if ((!GANTRY)); then
+  print_summary
+  echo "(--no-gantry: gantry-hub and gantry-agent are not running)"
+  exit 0
+fi
+
+start_process gantry-hub "${PORT_BASE}" "$((PORT_BASE + 1))" \
+  "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system
+for n in "${WORKERS[@]}"; do
+  start_process "gantry-agent-${n}" "$((PORT_BASE + 2 * n))" "$((PORT_BASE + 2 * n + 1))" \
+    "${ROOT}/bin/gantry-agent" --kubeconfig "${DEV}/worker-${n}.kubeconfig" \
+    --cluster-name "worker-${n}" --namespace gantry-system
+done
+for name in gantry-hub gantry-agent-1 gantry-agent-2; do
+  wait_healthy "${name}"
+done
+log "gantry-hub and agents healthy"
+
+# --- 7. hub objects ----------------------------------------------------------
+khub apply -f "${TESTBED}/hub-objects.yaml" >/dev/null
+for n in "${WORKERS[@]}"; do
+  if ! khub wait --for=condition=Connected "workerclusters.gantry.dev/worker-${n}" --timeout="${TIMEOUT}s" >/dev/null; then
+    khub get workerclusters.gantry.dev -o yaml >&2 || true
+    tail -n 30 "${DEV}/logs/gantry-hub.log" >&2 || true
+    die "WorkerCluster worker-${n} is not Connected; see ${DEV}/logs/gantry-hub.log"
+  fi
+done
+log "both WorkerClusters Connected"
+
+# --- 8. summary --------------------------------------------------------------
+print_summary

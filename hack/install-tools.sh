@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Builds the pinned testbed/envtest binaries from the Go module proxy:
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s.io/kubernetes)
+#   etcd (go.etcd.io/etcd/server/v3), kwok, kwokctl (sigs.k8s.io/kwok)
+#
+# Usage: BIN=$(hack/install-tools.sh [--envtest])
+#   Prints the bin dir as the last line of stdout; progress goes to stderr.
+#   Binaries are cached in ${GANTRY_CACHE:-$HOME/.cache/gantry}/bin/<stamp>/, so a
+#   second run returns at once. envtest: KUBEBUILDER_ASSETS=$(hack/install-tools.sh --envtest)
+#   --envtest  only etcd, kube-apiserver and kubectl (what envtest runs; saves
+#              several minutes on a cold machine). Same bin dir as a full run.
+#
+# Versions come from the build modules under hack/tools/{kube,etcd,kwok}; each is
+# a separate module so their dependency graphs never have to agree.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS="${ROOT}/hack/tools"
+CACHE="${GANTRY_CACHE:-${HOME}/.cache/gantry}"
+
+log() { echo "install-tools: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# Reads the required version of module $2 from go.mod $1.
+modver() {
+  local v
+  v=$(awk -v m="$2" '($1 == m || ($1 == "require" && $2 == m)) && $0 !~ /=>/ {
+        print ($1 == "require") ? $3 : $2; exit }' "$1")
+  [[ -n "${v}" ]] || die "cannot find ${2} in ${1}"
+  echo "${v}"
+}
+
+ENVTEST_ONLY=0
+case "${1:-}" in
+  "") ;;
+  --envtest) ENVTEST_ONLY=1 ;;
+  *) die "unknown argument: $1 (usage: hack/install-tools.sh [--envtest])" ;;
+esac
+
+K8S_VERSION=$(modver "${TOOLS}/kube/go.mod" k8s.io/kubernetes)
+ETCD_VERSION=$(modver "${TOOLS}/etcd/go.mod" go.etcd.io/etcd/server/v3)
+KWOK_VERSION=$(modver "${TOOLS}/kwok/go.mod" sigs.k8s.io/kwok)
+
+STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+BIN="${CACHE}/bin/${STAMP}"
+if ((ENVTEST_ONLY)); then
+  WANT=(etcd kube-apiserver kubectl)
+else
+  WANT=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwokctl)
+fi
+
+missing() {
+  local b
+  for b in "${WANT[@]}"; do
+    [[ -x "${BIN}/${b}" ]] || echo "${b}"
+  done
+}
+
+# Fast path: everything already built.
+if [[ -z "$(missing)" ]]; then
+  echo "${BIN}"
+  exit 0
+fi
+
+command -v go >/dev/null || die "go is not in PATH"
+command -v flock >/dev/null || die "flock is not in PATH (util-linux)"
+
+mkdir -p "${BIN}"
+# One builder at a time; a concurrent caller waits (bounded) and then finds the
+# binaries present.
+exec 9>"${CACHE}/bin/.${STAMP}.lock"
+if ! flock -n 9; then
+  log "another build holds ${CACHE}/bin/.${STAMP}.lock; waiting (up to 30 min)"
+  flock -w 1800 9 || die "timed out waiting for the build lock"
+fi
+
+# Go settings that keep these builds independent of the caller's environment:
+# no go.work, go.sum must already be complete, static binaries.
+export GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
+
+STAGE=$(mktemp -d "${CACHE}/bin/.stage.XXXXXX")
+trap 'rm -rf "${STAGE}"' EXIT
+
+# build MODULE_DIR LDFLAGS NAME=PACKAGE...
+# Builds into the stage dir, then moves each binary into place so a reader never
+# sees a half-written file.
+build() {
+  local dir=$1 ldflags=$2 spec name pkg start
+  shift 2
+  local pkgs=() names=()
+  for spec in "$@"; do
+    name=${spec%%=*} pkg=${spec#*=}
+    [[ -x "${BIN}/${name}" ]] && continue
+    [[ " ${WANT[*]} " == *" ${name} "* ]] || continue
+    names+=("${name}") pkgs+=("${pkg}")
+  done
+  [[ ${#pkgs[@]} -gt 0 ]] || return 0
+  log "building ${names[*]} (module ${dir#"${ROOT}/"})"
+  start=${SECONDS}
+  rm -rf "${STAGE:?}"/*
+  if [[ ${#pkgs[@]} -eq 1 ]]; then
+    (cd "${dir}" && go build -trimpath -ldflags "${ldflags}" -o "${STAGE}/${names[0]}" "${pkgs[0]}") \
+      || die "building ${names[*]} failed"
+  else
+    (cd "${dir}" && go build -trimpath -ldflags "${ldflags}" -o "${STAGE}/" "${pkgs[@]}") \
+      || die "building ${names[*]} failed"
+  fi
+  for name in "${names[@]}"; do
+    [[ -x "${STAGE}/${name}" ]] || die "expected ${STAGE}/${name} after build"
+    mv -f "${STAGE}/${name}" "${BIN}/${name}"
+  done
+  log "built ${names[*]} in $((SECONDS - start))s"
+}
+
+k8s_ldflags() {
+  local v=${K8S_VERSION} major minor f=() p
+  major=${v#v}; major=${major%%.*}
+  minor=${v#v"${major}".}; minor=${minor%%.*}
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    f+=("-X ${p}.gitVersion=${v}" "-X ${p}.gitMajor=${major}" "-X ${p}.gitMinor=${minor}"
+        "-X ${p}.gitTreeState=clean")
+  done
+  echo "-s -w ${f[*]}"
+}
+
+# kwokctl derives component flags from its default Kubernetes version; make that
+# default match the binaries built here.
+KWOK_LDFLAGS="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${K8S_VERSION#v}"
+
+# What envtest needs first (see --envtest).
+build "${TOOLS}/etcd" "-s -w" etcd=.
+build "${TOOLS}/kube" "$(k8s_ldflags)" \
+  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+  kubectl=k8s.io/kubernetes/cmd/kubectl
+build "${TOOLS}/kube" "$(k8s_ldflags)" \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
+build "${TOOLS}/kwok" "${KWOK_LDFLAGS}" \
+  kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
+
+[[ -z "$(missing)" ]] || die "still missing after build: $(missing | tr '\n' ' ')"
+log "binaries ready in ${BIN}"
+echo "${BIN}"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every test tier: unit (pure decisions, fuzz seeds, builders), integration (hub and agents
+# in-process against three real API servers) and end to end (whole kwok clusters with the real binaries).
+# Pinned Kubernetes binaries are built once into $GANTRY_CACHE by hack/install-tools.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== unit tests"
+go test -count=1 ./apis/... ./dispatch/... ./agent/... ./hub/... ./cmd/...
+
+echo "== integration tests (real kube-apiservers: one hub, two workers)"
+assets=$(hack/install-tools.sh --envtest | tail -n 1)
+KUBEBUILDER_ASSETS="$assets" go test -count=1 -timeout 15m ./test/integration/...
+
+if compgen -G "test/e2e/*_test.go" >/dev/null; then
+  echo "== end-to-end tests (kwok clusters, real gantry-hub and gantry-agent)"
+  make --no-print-directory build
+  GANTRY_TOOLS="$(hack/install-tools.sh | tail -n 1)" go test -count=1 -timeout 25m ./test/e2e/...
+fi

@@ -1,0 +1,199 @@
+// Package dispatcher runs the hub's dispatch loop: it builds a dispatch.Snapshot from the hub's caches
+// and the connected workers, calls dispatch.Plan and persists each decision in the Workload's status
+// before anything is created on a worker.
+package dispatcher
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
+)
+
+// CopyReader reads a workload's copy on a connected cluster.
+type CopyReader interface {
+	// Copy returns the copy of the hub Workload on the cluster, or nil when there is none or the cluster
+	// is not connected.
+	Copy(cluster string, wl *gantry.Workload) *gantry.Workload
+	IsConnected(cluster string) bool
+}
+
+// hubState is what one pass reads from the hub's cache.
+type hubState struct {
+	workloads  []*gantry.Workload
+	globals    []gantry.GlobalQueue
+	queues     []gantry.Queue
+	clusters   []gantry.WorkerCluster
+	namespaces map[string]labels.Set
+}
+
+// blocked is a workload that cannot enter dispatch, with the reason.
+type blocked struct {
+	wl      *gantry.Workload
+	reason  string
+	message string
+}
+
+// buildSnapshot turns hub state into the dispatcher's snapshot. Workloads whose queue cannot be
+// resolved come back as blocked, with a reason a person can act on.
+func buildSnapshot(st *hubState, copies CopyReader) (*dispatch.Snapshot, map[string]*gantry.Workload, []blocked) {
+	s := &dispatch.Snapshot{Clusters: map[string]dispatch.Cluster{}, Queues: map[string]*dispatch.GlobalQueue{}}
+	for _, wc := range st.clusters {
+		s.Clusters[wc.Name] = dispatch.Cluster{
+			Name:       wc.Name,
+			Connected:  copies.IsConnected(wc.Name),
+			AgentReady: apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady),
+			Cordoned:   wc.Spec.Cordoned,
+		}
+	}
+	selectors := map[string]labels.Selector{}
+	for i := range st.globals {
+		gq := &st.globals[i]
+		q := &dispatch.GlobalQueue{
+			Name:          gq.Name,
+			StrictFIFO:    gq.Spec.QueueingStrategy == gantry.StrictFIFO,
+			MaxCandidates: int(gq.Spec.Dispatch.MaxCandidates),
+			Quota:         map[string]dispatch.Resources{},
+		}
+		if q.MaxCandidates == 0 {
+			q.MaxCandidates = gantry.DefaultMaxCandidates
+		}
+		for _, c := range gq.Spec.Clusters {
+			q.Clusters = append(q.Clusters, c.Name)
+			q.Quota[c.Name] = dispatch.FromResourceList(c.Quota)
+		}
+		s.Queues[gq.Name] = q
+		if gq.Spec.NamespaceSelector == nil {
+			selectors[gq.Name] = labels.Nothing()
+		} else if sel, err := metav1.LabelSelectorAsSelector(gq.Spec.NamespaceSelector); err == nil {
+			selectors[gq.Name] = sel
+		} else {
+			selectors[gq.Name] = labels.Nothing()
+		}
+	}
+	queueOf := map[string]string{}
+	for _, q := range st.queues {
+		queueOf[q.Namespace+"/"+q.Name] = q.Spec.GlobalQueue
+	}
+
+	byKey := make(map[string]*gantry.Workload, len(st.workloads))
+	var blockedList []blocked
+	for _, wl := range st.workloads {
+		if wl.DeletionTimestamp != nil {
+			continue
+		}
+		key := wl.Namespace + "/" + wl.Name
+		byKey[key] = wl
+		w := &dispatch.Workload{
+			Key:       key,
+			Priority:  wl.Spec.Priority,
+			Created:   wl.CreationTimestamp.Time,
+			Requests:  totalRequests(wl),
+			Epoch:     wl.Status.DispatchEpoch,
+			Nominated: wl.Status.NominatedClusters,
+			Winner:    wl.Status.ClusterName,
+		}
+		switch {
+		case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
+			w.Phase = dispatch.Finished
+		case wl.Status.ClusterName != "":
+			w.Phase = dispatch.Admitted
+		}
+		if len(wl.Status.RejectedClusters) > 0 {
+			w.Rejected = map[string]bool{}
+			for _, r := range wl.Status.RejectedClusters {
+				w.Rejected[r.Name] = true
+			}
+		}
+		gqName, ok := queueOf[wl.Namespace+"/"+wl.Spec.QueueName]
+		switch {
+		case !ok:
+			if w.Phase == dispatch.Pending {
+				blockedList = append(blockedList, blocked{wl, gantry.ReasonQueueNotFound,
+					fmt.Sprintf("Queue %q not found in namespace %s", wl.Spec.QueueName, wl.Namespace)})
+			}
+			continue
+		case s.Queues[gqName] == nil:
+			if w.Phase == dispatch.Pending {
+				blockedList = append(blockedList, blocked{wl, gantry.ReasonGlobalQueueNotFound,
+					fmt.Sprintf("GlobalQueue %q of Queue %q not found", gqName, wl.Spec.QueueName)})
+			}
+			continue
+		case !selectors[gqName].Matches(st.namespaces[wl.Namespace]):
+			if w.Phase == dispatch.Pending {
+				blockedList = append(blockedList, blocked{wl, gantry.ReasonNamespaceNotSelected,
+					fmt.Sprintf("namespace %s is not selected by the namespaceSelector of GlobalQueue %q", wl.Namespace, gqName)})
+			}
+			continue
+		}
+		w.GlobalQueue = gqName
+		if w.Phase == dispatch.Pending && w.Epoch > 0 {
+			w.Copies = observeCopies(wl, copies)
+		}
+		s.Workloads = append(s.Workloads, w)
+	}
+	return s, byKey, blockedList
+}
+
+// observeCopies reads the copies of the workload's current epoch on its nominated clusters. Copies of
+// other epochs or of another Workload of the same name are ignored: they are fenced.
+func observeCopies(wl *gantry.Workload, copies CopyReader) []dispatch.Copy {
+	var out []dispatch.Copy
+	epoch := fmt.Sprint(wl.Status.DispatchEpoch)
+	for _, c := range wl.Status.NominatedClusters {
+		cp := copies.Copy(c, wl)
+		if cp == nil || cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) || cp.Labels[gantry.DispatchEpochLabel] != epoch {
+			continue
+		}
+		cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
+		if cond == nil {
+			continue
+		}
+		switch {
+		case cond.Status == metav1.ConditionTrue:
+			out = append(out, dispatch.Copy{Cluster: c, Admitted: true, AdmittedAt: cond.LastTransitionTime.Time})
+		case rejects(cond.Reason):
+			out = append(out, dispatch.Copy{Cluster: c, Rejected: true, Reason: cond.Reason, Message: cond.Message})
+		}
+	}
+	return out
+}
+
+// rejects says whether an agent's reason means its cluster cannot run the workload as the cluster is:
+// no node could ever hold a pod, no node is eligible at all, or a foreign Job holds the name. Such a
+// cluster is not nominated for the workload again.
+func rejects(reason string) bool {
+	switch reason {
+	case gantry.ReasonNeverFits, gantry.ReasonNoEligibleNode, gantry.ReasonJobNameConflict:
+		return true
+	}
+	return false
+}
+
+// totalRequests sums the requests of all pods of all pod sets.
+func totalRequests(wl *gantry.Workload) dispatch.Resources {
+	total := dispatch.Resources{}
+	for _, ps := range wl.Spec.PodSets {
+		for name, q := range ps.Requests {
+			total[name] += q.MilliValue() * int64(ps.Count)
+		}
+	}
+	return total
+}
+
+// jobRef is the hub Job a Workload stands for, for Events.
+func jobRef(wl *gantry.Workload) *batchv1.Job {
+	ref := metav1.GetControllerOf(wl)
+	if ref == nil || ref.Kind != "Job" {
+		return nil
+	}
+	job := &batchv1.Job{}
+	job.APIVersion, job.Kind = batchv1.SchemeGroupVersion.String(), "Job"
+	job.Name, job.Namespace, job.UID = ref.Name, wl.Namespace, ref.UID
+	return job
+}

@@ -1,0 +1,175 @@
+// Package hub wires the hub's controllers: Jobs become Workloads, the dispatcher decides where they go,
+// the workload controller carries the decisions out on the workers, and the workercluster controller
+// keeps the workers connected.
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/dispatcher"
+	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/hub/workercluster"
+	"github.com/gantry-dev/gantry/hub/workload"
+)
+
+// Options configure the hub.
+type Options struct {
+	// Namespace holds the workers' kubeconfig Secrets.
+	Namespace string
+	// Remote tunes connections to workers.
+	Remote remote.Options
+	// WorkloadWorkers and JobWorkers are the controllers' parallel reconciles.
+	WorkloadWorkers int
+	JobWorkers      int
+	Clock           clock.WithTicker
+}
+
+// Hub is the wired hub; Connections is exposed for tests and for shutdown.
+type Hub struct {
+	Connections *remote.Manager
+	Dispatcher  *dispatcher.Dispatcher
+
+	client         client.Client
+	workloadEvents chan event.GenericEvent
+	reportEvents   chan event.GenericEvent
+}
+
+// Setup registers every hub controller with the manager.
+func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.WorkloadWorkers < 1 {
+		opts.WorkloadWorkers = 16
+	}
+	if opts.JobWorkers < 1 {
+		opts.JobWorkers = 8
+	}
+	h := &Hub{
+		Connections:    remote.NewManager(mgr.GetScheme(), opts.Remote),
+		client:         mgr.GetClient(),
+		workloadEvents: make(chan event.GenericEvent, 4096),
+		reportEvents:   make(chan event.GenericEvent, 256),
+	}
+	h.Dispatcher = &dispatcher.Dispatcher{
+		Client:   mgr.GetClient(),
+		Copies:   copyReader{h.Connections},
+		Recorder: mgr.GetEventRecorder("gantry-dispatcher"),
+		Clock:    opts.Clock,
+	}
+	h.Connections.SetHandler(h)
+	recorder := mgr.GetEventRecorder("gantry-hub")
+
+	if err := (&jobs.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, opts.JobWorkers); err != nil {
+		return nil, fmt.Errorf("setting up the job controller: %w", err)
+	}
+	if err := (&workload.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clusters: h.Connections,
+		Recorder: recorder, Remote: h.workloadEvents,
+	}).SetupWithManager(mgr, opts.WorkloadWorkers); err != nil {
+		return nil, fmt.Errorf("setting up the workload controller: %w", err)
+	}
+	if err := (&workercluster.Reconciler{
+		Client: mgr.GetClient(), Namespace: opts.Namespace, Connections: h.Connections,
+		Clock: opts.Clock, Reports: h.reportEvents,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the workercluster controller: %w", err)
+	}
+	if err := mgr.Add(h.Dispatcher); err != nil {
+		return nil, err
+	}
+	// Any change the dispatcher decides over asks for a pass.
+	trigger := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { h.Dispatcher.Trigger() },
+		UpdateFunc: func(any, any) { h.Dispatcher.Trigger() },
+		DeleteFunc: func(any) { h.Dispatcher.Trigger() },
+	}
+	for _, obj := range []client.Object{&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.WorkerCluster{}, &corev1.Namespace{}} {
+		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
+		if err != nil {
+			return nil, fmt.Errorf("watching %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(trigger); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// WorkerObjectChanged requeues the hub Workload of a changed copy or Job on a worker; a copy's change may
+// be an admission, so it also asks for a dispatch pass.
+func (h *Hub) WorkerObjectChanged(_ string, obj client.Object) {
+	key := workload.KeyForWorkerObject(obj)
+	h.workloadEvents <- event.GenericEvent{Object: objectWithKey(key)}
+	if _, isCopy := obj.(*gantry.Workload); isCopy {
+		h.Dispatcher.Trigger()
+	}
+}
+
+// CapacityReportChanged requeues the WorkerCluster.
+func (h *Hub) CapacityReportChanged(cluster string) {
+	wc := &gantry.WorkerCluster{}
+	wc.Name = cluster
+	h.reportEvents <- event.GenericEvent{Object: wc}
+}
+
+// ConnectionChanged asks for a dispatch pass and requeues the Workloads that involve the cluster, so
+// that copies and Jobs pending on it are created once it is back.
+func (h *Hub) ConnectionChanged(cluster string) {
+	h.Dispatcher.Trigger()
+	go func() {
+		var list gantry.WorkloadList
+		if err := h.client.List(context.Background(), &list); err != nil {
+			return
+		}
+		for i := range list.Items {
+			wl := &list.Items[i]
+			if wl.Status.ClusterName == cluster || containsString(wl.Status.NominatedClusters, cluster) {
+				h.workloadEvents <- event.GenericEvent{Object: objectWithKey(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})}
+			}
+		}
+	}()
+}
+
+func objectWithKey(key types.NamespacedName) client.Object {
+	wl := &gantry.Workload{}
+	wl.Namespace, wl.Name = key.Namespace, key.Name
+	return wl
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// copyReader reads copies from the connections' caches.
+type copyReader struct{ m *remote.Manager }
+
+func (r copyReader) IsConnected(cluster string) bool { return r.m.IsConnected(cluster) }
+
+func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
+	c, ok := r.m.Get(cluster)
+	if !ok {
+		return nil
+	}
+	var cp gantry.Workload
+	if err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(wl), &cp); err != nil {
+		return nil
+	}
+	return &cp
+}

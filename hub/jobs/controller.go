@@ -1,0 +1,102 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// Reasons of Events on hub Jobs.
+const (
+	EventNotManaged = "NotManaged"
+	EventInvalidJob = "InvalidJob"
+)
+
+// Reconciler keeps one Workload per queued Job and deletes it with the Job.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers the controller for Jobs that carry the queue label.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	queued := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[gantry.QueueLabel] != "" })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hub-jobs").
+		For(&batchv1.Job{}, builder.WithPredicates(queued, predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// Reconcile creates the Job's Workload, or deletes it once the Job is gone.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wlKey := types.NamespacedName{Namespace: req.Namespace, Name: WorkloadName(req.Name)}
+	var job batchv1.Job
+	if err := r.Client.Get(ctx, req.NamespacedName, &job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.deleteWorkload(ctx, wlKey)
+		}
+		return ctrl.Result{}, err
+	}
+	if job.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.deleteWorkload(ctx, wlKey)
+	}
+	if ptr.Deref(job.Spec.ManagedBy, "") != gantry.JobManagedBy {
+		// spec.managedBy is immutable: a Job created without it belongs to the hub's own Job controller.
+		r.Recorder.Eventf(&job, nil, corev1.EventTypeWarning, EventNotManaged, "Dispatch",
+			"Job has label %s but spec.managedBy is %q, not %q: it was created before Gantry's admission policy was installed; recreate it",
+			gantry.QueueLabel, ptr.Deref(job.Spec.ManagedBy, ""), gantry.JobManagedBy)
+		return ctrl.Result{}, nil
+	}
+
+	var existing gantry.Workload
+	err := r.Client.Get(ctx, wlKey, &existing)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	priority, err := r.priority(ctx, &job)
+	if err != nil {
+		r.Recorder.Eventf(&job, nil, corev1.EventTypeWarning, EventInvalidJob, "Dispatch", "%v", err)
+		return ctrl.Result{}, nil
+	}
+	wl := NewWorkload(&job, priority)
+	if err := r.Client.Create(ctx, wl); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("creating workload for job %s: %w", req.NamespacedName, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (int32, error) {
+	name := job.Spec.Template.Spec.PriorityClassName
+	if name == "" {
+		return 0, nil
+	}
+	var pc schedulingv1.PriorityClass
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &pc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("PriorityClass %q of the pod template not found", name)
+		}
+		return 0, err
+	}
+	return pc.Value, nil
+}
+
+func (r *Reconciler) deleteWorkload(ctx context.Context, key types.NamespacedName) error {
+	wl := &gantry.Workload{}
+	wl.Name, wl.Namespace = key.Name, key.Namespace
+	return client.IgnoreNotFound(r.Client.Delete(ctx, wl))
+}

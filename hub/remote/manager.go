@@ -1,0 +1,288 @@
+// Package remote holds the hub's connections to worker clusters. All of them are made, watched, health
+// checked and dropped here, so the rest of the hub only asks for a connected cluster by name.
+package remote
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// Options tune connections.
+type Options struct {
+	// AllowInsecureKubeconfigs lets kubeconfigs read local files and run exec plugins.
+	AllowInsecureKubeconfigs bool
+	// QPS and Burst of each worker client.
+	QPS   float32
+	Burst int
+	// SyncTimeout bounds the wait for a new connection's caches.
+	SyncTimeout time.Duration
+}
+
+// Handler is told about changes on workers.
+type Handler interface {
+	// WorkerObjectChanged is called for every change of a copy or a Job that Gantry created on a worker.
+	WorkerObjectChanged(cluster string, obj client.Object)
+	// CapacityReportChanged is called when a worker's capacity report changes.
+	CapacityReportChanged(cluster string)
+	// ConnectionChanged is called when a cluster connects or disconnects.
+	ConnectionChanged(cluster string)
+}
+
+// Cluster is a live connection to one worker.
+type Cluster struct {
+	Name string
+	// Client reads copies, Gantry's Jobs and capacity reports from the connection's cache and writes
+	// straight to the worker's API server.
+	Client client.Client
+	// Reader reads straight from the worker's API server.
+	Reader client.Reader
+
+	config    *rest.Config
+	discovery discovery.DiscoveryInterface
+	source    string // resourceVersion of the kubeconfig Secret it was built from
+	cancel    context.CancelFunc
+}
+
+// Manager keeps one connection per WorkerCluster.
+type Manager struct {
+	scheme  *runtime.Scheme
+	opts    Options
+	handler Handler
+
+	mu       sync.RWMutex
+	clusters map[string]*Cluster
+}
+
+// NewManager returns a manager without connections.
+func NewManager(scheme *runtime.Scheme, opts Options) *Manager {
+	if opts.SyncTimeout == 0 {
+		opts.SyncTimeout = 30 * time.Second
+	}
+	return &Manager{scheme: scheme, opts: opts, clusters: map[string]*Cluster{}}
+}
+
+// SetHandler sets who hears about worker changes. Call it before the first Connect.
+func (m *Manager) SetHandler(h Handler) { m.handler = h }
+
+// Get returns the connected cluster of that name.
+func (m *Manager) Get(name string) (*Cluster, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c, ok := m.clusters[name]
+	return c, ok
+}
+
+// Connected lists the names of connected clusters.
+func (m *Manager) Connected() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	names := make([]string, 0, len(m.clusters))
+	for n := range m.clusters {
+		names = append(names, n)
+	}
+	return names
+}
+
+// IsConnected says whether the named cluster has a live connection.
+func (m *Manager) IsConnected(name string) bool {
+	_, ok := m.Get(name)
+	return ok
+}
+
+// Ensure makes sure the named cluster is connected with the kubeconfig from the Secret of the given
+// resourceVersion. A live connection built from the same Secret version is health checked and kept.
+func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string) error {
+	if c, ok := m.Get(name); ok {
+		if c.source == secretVersion {
+			if err := healthCheck(ctx, c); err != nil {
+				m.Disconnect(name)
+				return fmt.Errorf("health check of %s: %w", name, err)
+			}
+			return nil
+		}
+		m.Disconnect(name)
+	}
+	cfg, err := RESTConfig(kubeconfig, m.opts.AllowInsecureKubeconfigs)
+	if err != nil {
+		return err
+	}
+	c, err := m.connect(ctx, name, cfg, secretVersion)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.clusters[name] = c
+	m.mu.Unlock()
+	if m.handler != nil {
+		m.handler.ConnectionChanged(name)
+	}
+	return nil
+}
+
+// Disconnect drops the named cluster's connection, if any.
+func (m *Manager) Disconnect(name string) {
+	m.mu.Lock()
+	c, ok := m.clusters[name]
+	delete(m.clusters, name)
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	c.cancel()
+	if m.handler != nil {
+		m.handler.ConnectionChanged(name)
+	}
+}
+
+// DisconnectAll drops every connection.
+func (m *Manager) DisconnectAll() {
+	for _, n := range m.Connected() {
+		m.Disconnect(n)
+	}
+}
+
+func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, secretVersion string) (*Cluster, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
+	cfg.Timeout = 30 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
+	}
+	c := &Cluster{Name: name, config: cfg, discovery: dc, source: secretVersion}
+	if err := checkAPIs(c); err != nil {
+		return nil, err
+	}
+
+	owned, _ := labels.NewRequirement(gantry.WorkloadUIDLabel, selection.Exists, nil)
+	ownedSelector := labels.NewSelector().Add(*owned)
+	watchCfg := rest.CopyConfig(cfg)
+	watchCfg.Timeout = 0 // watches are long-lived
+	ca, err := cache.New(watchCfg, cache.Options{
+		Scheme: m.scheme,
+		ByObject: map[client.Object]cache.ByObject{
+			&gantry.Workload{}:       {Label: ownedSelector},
+			&batchv1.Job{}:           {Label: ownedSelector},
+			&gantry.CapacityReport{}: {},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating cache for %s: %w", name, err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: m.scheme, Cache: &client.CacheOptions{Reader: ca}})
+	if err != nil {
+		return nil, fmt.Errorf("creating client for %s: %w", name, err)
+	}
+	reader, err := client.New(cfg, client.Options{Scheme: m.scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating reader for %s: %w", name, err)
+	}
+	c.Client, c.Reader = cl, reader
+
+	if err := m.watch(ctx, ca, name); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	log := ctrllog.FromContext(ctx).WithValues("cluster", name)
+	go func() {
+		if err := ca.Start(runCtx); err != nil {
+			log.Error(err, "Cache of worker cluster stopped")
+		}
+	}()
+	syncCtx, syncCancel := context.WithTimeout(ctx, m.opts.SyncTimeout)
+	defer syncCancel()
+	if !ca.WaitForCacheSync(syncCtx) {
+		cancel()
+		return nil, fmt.Errorf("caches of %s did not sync within %s", name, m.opts.SyncTimeout)
+	}
+	log.Info("Connected to worker cluster", "host", cfg.Host)
+	return c, nil
+}
+
+func (m *Manager) watch(ctx context.Context, ca cache.Cache, cluster string) error {
+	objectHandler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.objectChanged(cluster, obj) },
+		UpdateFunc: func(_, obj any) { m.objectChanged(cluster, obj) },
+		DeleteFunc: func(obj any) { m.objectChanged(cluster, obj) },
+	}
+	for _, obj := range []client.Object{&gantry.Workload{}, &batchv1.Job{}} {
+		inf, err := ca.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching %T on %s: %w", obj, cluster, err)
+		}
+		if _, err := inf.AddEventHandler(objectHandler); err != nil {
+			return err
+		}
+	}
+	inf, err := ca.GetInformer(ctx, &gantry.CapacityReport{})
+	if err != nil {
+		return fmt.Errorf("watching capacity reports on %s: %w", cluster, err)
+	}
+	report := func(any) {
+		if m.handler != nil {
+			m.handler.CapacityReportChanged(cluster)
+		}
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: report, UpdateFunc: func(_, o any) { report(o) }, DeleteFunc: report,
+	})
+	return err
+}
+
+func (m *Manager) objectChanged(cluster string, obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(client.Object)
+	if !ok || m.handler == nil {
+		return
+	}
+	m.handler.WorkerObjectChanged(cluster, o)
+}
+
+// checkAPIs makes sure the worker serves Gantry's API, so a missing CRD is reported as such instead of
+// an informer failing forever.
+func checkAPIs(c *Cluster) error {
+	list, err := c.discovery.ServerResourcesForGroupVersion(gantry.GroupVersion.String())
+	if err != nil {
+		if isNotFound(err) {
+			return &ConfigError{Reason: gantry.ReasonMissingAPI, Message: "the cluster does not serve " + gantry.GroupVersion.String() + ": install Gantry's CRDs there"}
+		}
+		return fmt.Errorf("reaching %s: %w", c.config.Host, err)
+	}
+	need := map[string]bool{"workloads": false, "capacityreports": false}
+	for _, r := range list.APIResources {
+		if _, ok := need[r.Name]; ok {
+			need[r.Name] = true
+		}
+	}
+	for r, ok := range need {
+		if !ok {
+			return &ConfigError{Reason: gantry.ReasonMissingAPI, Message: "the cluster does not serve " + r + "." + gantry.GroupVersion.Group}
+		}
+	}
+	return nil
+}
+
+func healthCheck(ctx context.Context, c *Cluster) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return c.discovery.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+}

@@ -1,0 +1,189 @@
+// Package workercluster keeps each WorkerCluster connected and its status true: whether the hub reaches
+// it, whether its agent reports, and what capacity the agent reported.
+package workercluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/remote"
+)
+
+// Timing of health checks, reconnects and agent heartbeats.
+const (
+	// HealthInterval is how often a connected cluster is checked.
+	HealthInterval = 30 * time.Second
+	// MaxBackoff caps the wait between reconnect attempts.
+	MaxBackoff = time.Minute
+	// HeartbeatTimeout is how old an agent's heartbeat may be before the agent counts as gone.
+	HeartbeatTimeout = 90 * time.Second
+)
+
+// Connections is what the controller needs of the remote manager.
+type Connections interface {
+	Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string) error
+	Disconnect(name string)
+	Get(name string) (*remote.Cluster, bool)
+}
+
+// Reconciler connects WorkerClusters and writes their status.
+type Reconciler struct {
+	Client      client.Client
+	Namespace   string // where kubeconfig Secrets live
+	Connections Connections
+	Clock       clock.Clock
+	// Reports receives WorkerCluster names whose capacity report changed.
+	Reports chan event.GenericEvent
+
+	mu       sync.Mutex
+	failures map[string]int
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.failures = map[string]int{}
+	secretToClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetNamespace() != r.Namespace {
+			return nil
+		}
+		var list gantry.WorkerClusterList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, wc := range list.Items {
+			if wc.Spec.KubeconfigSecretRef.Name == o.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: wc.Name}})
+			}
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hub-workercluster").
+		For(&gantry.WorkerCluster{}).
+		Watches(&corev1.Secret{}, secretToClusters).
+		WatchesRawSource(source.Channel(r.Reports, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+// Reconcile connects the cluster and records what it found.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var wc gantry.WorkerCluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Connections.Disconnect(req.Name)
+			r.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if wc.DeletionTimestamp != nil {
+		r.Connections.Disconnect(wc.Name)
+		return ctrl.Result{}, nil
+	}
+	status := wc.Status.DeepCopy()
+	result := ctrl.Result{RequeueAfter: HealthInterval}
+	if err := r.connect(ctx, &wc); err != nil {
+		r.Connections.Disconnect(wc.Name)
+		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionFalse, reasonOf(err), err.Error())
+		setCondition(status, wc.Generation, gantry.ClusterAgentReady, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
+		result.RequeueAfter = r.backoff(wc.Name)
+	} else {
+		r.forget(wc.Name)
+		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionTrue, gantry.ReasonConnected, "connected")
+		r.observeAgent(ctx, wc.Name, status)
+	}
+	if !equality.Semantic.DeepEqual(&wc.Status, status) {
+		wc.Status = *status
+		if err := r.Client.Status().Update(ctx, &wc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return result, nil
+}
+
+func (r *Reconciler) connect(ctx context.Context, wc *gantry.WorkerCluster) error {
+	var secret corev1.Secret
+	key := types.NamespacedName{Namespace: r.Namespace, Name: wc.Spec.KubeconfigSecretRef.Name}
+	if err := r.Client.Get(ctx, key, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &remote.ConfigError{Reason: gantry.ReasonSecretNotFound, Message: "Secret " + key.String() + " not found"}
+		}
+		return err
+	}
+	return r.Connections.Ensure(ctx, wc.Name, secret.Data[remote.KubeconfigKey], secret.ResourceVersion)
+}
+
+// observeAgent reads the agent's capacity report through the connection.
+func (r *Reconciler) observeAgent(ctx context.Context, name string, status *gantry.WorkerClusterStatus) {
+	c, ok := r.Connections.Get(name)
+	if !ok {
+		return
+	}
+	var reports gantry.CapacityReportList
+	if err := c.Client.List(ctx, &reports); err != nil {
+		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionUnknown, gantry.ReasonUnreachable, err.Error())
+		return
+	}
+	var newest *gantry.CapacityReport
+	for i := range reports.Items {
+		if newest == nil || reports.Items[i].Status.HeartbeatTime.After(newest.Status.HeartbeatTime.Time) {
+			newest = &reports.Items[i]
+		}
+	}
+	switch {
+	case newest == nil:
+		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionFalse, gantry.ReasonNoCapacityReport, "no agent has published a CapacityReport in the cluster")
+	case r.Clock.Since(newest.Status.HeartbeatTime.Time) > HeartbeatTimeout:
+		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionFalse, gantry.ReasonReportStale,
+			"the agent's last heartbeat is older than "+HeartbeatTimeout.String())
+		status.Capacity = newest.Status.Capacity.DeepCopy()
+	default:
+		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionTrue, gantry.ReasonAgentReporting, "agent "+newest.Status.ClusterName+" is reporting")
+		status.Capacity = newest.Status.Capacity.DeepCopy()
+	}
+}
+
+func (r *Reconciler) backoff(name string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.failures[name]
+	r.failures[name] = n + 1
+	d := time.Second << min(n, 6)
+	return min(d, MaxBackoff)
+}
+
+func (r *Reconciler) forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.failures, name)
+}
+
+func setCondition(st *gantry.WorkerClusterStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+func reasonOf(err error) string {
+	var ce *remote.ConfigError
+	if errors.As(err, &ce) {
+		return ce.Reason
+	}
+	return gantry.ReasonUnreachable
+}

@@ -1,0 +1,97 @@
+// Package workload carries out, for each hub Workload, what the dispatcher recorded in its status: it
+// creates and withdraws the copies on workers, creates the Job on the winner, mirrors the Job's status
+// back to the hub and cleans up workers when the Workload goes away.
+package workload
+
+import (
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// Labels the hub's Job controller puts on a Job's selector and pod template; they are tied to the hub
+// Job's UID and must not reach the worker.
+var hubJobControllerLabels = []string{
+	"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name",
+}
+
+// remoteLabels marks an object on a worker as Gantry's, created for the hub Workload in the given epoch.
+func remoteLabels(wl *gantry.Workload, epoch int64) map[string]string {
+	return map[string]string{
+		gantry.WorkloadUIDLabel:   string(wl.UID),
+		gantry.DispatchEpochLabel: strconv.FormatInt(epoch, 10),
+	}
+}
+
+// NewCopy builds the copy of a hub Workload sent to a nominated cluster.
+func NewCopy(wl *gantry.Workload) *gantry.Workload {
+	return &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      wl.Name,
+			Namespace: wl.Namespace,
+			Labels:    mergeLabels(remoteLabels(wl, wl.Status.DispatchEpoch), map[string]string{gantry.JobNameLabel: wl.Labels[gantry.JobNameLabel]}),
+		},
+		Spec: *wl.Spec.DeepCopy(),
+	}
+}
+
+// NewRemoteJob builds the Job that runs on the winner from the hub Job. The worker's Job controller
+// runs it (no managedBy, not suspended), with fresh selector labels; ttlSecondsAfterFinished is dropped
+// so that a worker never deletes a finished Job before its status reached the hub.
+func NewRemoteJob(hubJob *batchv1.Job, wl *gantry.Workload) *batchv1.Job {
+	labels := remoteLabels(wl, wl.Status.DispatchEpoch)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        hubJob.Name,
+			Namespace:   hubJob.Namespace,
+			Labels:      mergeLabels(hubJob.Labels, labels),
+			Annotations: hubJob.Annotations,
+		},
+		Spec: *hubJob.Spec.DeepCopy(),
+	}
+	job.Spec.ManagedBy = nil
+	job.Spec.Suspend = ptr.To(false)
+	job.Spec.TTLSecondsAfterFinished = nil
+	job.Spec.Selector = nil
+	job.Spec.ManualSelector = nil
+	tplLabels := mergeLabels(job.Spec.Template.Labels, labels)
+	for _, l := range hubJobControllerLabels {
+		delete(tplLabels, l)
+	}
+	job.Spec.Template.Labels = tplLabels
+	return job
+}
+
+func mergeLabels(base, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(extra))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+// epochOf reads the dispatch epoch an object on a worker was created in; -1 when it has none.
+func epochOf(labels map[string]string) int64 {
+	e, err := strconv.ParseInt(labels[gantry.DispatchEpochLabel], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return e
+}
+
+// jobFinished returns the Job's terminal condition type, if any.
+func jobFinished(job *batchv1.Job) (batchv1.JobConditionType, bool) {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == "True" {
+			return c.Type, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,324 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/jobs"
+)
+
+func TestJobIsHeldOnTheHub(t *testing.T) {
+	newGlobalQueue(t, "held", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "held")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "held", 1, 1)
+	submit(t, job)
+	if job.Spec.ManagedBy == nil || *job.Spec.ManagedBy != gantry.JobManagedBy || !ptr.Deref(job.Spec.Suspend, false) {
+		t.Fatalf("the admission policy did not hand the Job to Gantry: managedBy=%v suspend=%v", job.Spec.ManagedBy, job.Spec.Suspend)
+	}
+}
+
+func TestDispatchToTheOnlyClusterWithRoom(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "room", map[string]int64{"worker-1": 0, "worker-2": 8})
+	ns := newNamespace(t, "room")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "train", 2, 4)
+	submit(t, job)
+	if got := runsOn(t, job); got != "worker-2" {
+		t.Fatalf("job runs on %s, want worker-2 (the only cluster with quota)", got)
+	}
+	completeRemote(t, "worker-2", job)
+	hubJobComplete(t, job)
+	eventually(t, "workload finished", func() error {
+		wl := hubWorkload(t, job)
+		if !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+			return fmt.Errorf("conditions %+v", wl.Status.Conditions)
+		}
+		return nil
+	})
+	events := hubEvents(t, ns, job.Name)
+	for _, want := range []string{"Dispatched", "Admitted", "Finished"} {
+		if !contains(events, want) {
+			t.Errorf("no %s event on the hub Job; events:\n%s", want, events)
+		}
+	}
+}
+
+func TestBothWorkersAdmitExactlyOneRuns(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "race", map[string]int64{"worker-1": 16, "worker-2": 16})
+	ns := newNamespace(t, "race")
+	dumpOnFailure(t, ns)
+	var submitted []*batchv1.Job
+	for i := 0; i < 6; i++ {
+		job := gpuJob(ns, fmt.Sprintf("race-%d", i), 1, 2)
+		submit(t, job)
+		submitted = append(submitted, job)
+	}
+	for _, job := range submitted {
+		winner := runsOn(t, job)
+		wl := hubWorkload(t, job)
+		if wl.Status.ClusterName != winner {
+			t.Errorf("%s: recorded winner %q, Job runs on %s", job.Name, wl.Status.ClusterName, winner)
+		}
+		if len(wl.Status.NominatedClusters) != 2 {
+			t.Errorf("%s: nominated %v, want copies on both workers", job.Name, wl.Status.NominatedClusters)
+		}
+		// The losing copy is withdrawn, so its agent no longer reserves room for it.
+		loser := other(winner)
+		eventually(t, "copy withdrawn from "+loser, func() error {
+			var cp gantry.Workload
+			err := workers[loser].client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: wl.Name}, &cp)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("copy still on %s: %v", loser, err)
+		})
+	}
+	consistently(t, "every job on exactly one worker", 2*time.Second, func() error {
+		for _, job := range submitted {
+			where, err := remoteJobs(job)
+			if err != nil {
+				return err
+			}
+			if len(where) != 1 {
+				return fmt.Errorf("%s on %v", job.Name, where)
+			}
+		}
+		return nil
+	})
+	for _, job := range submitted {
+		deleteJob(t, job)
+	}
+}
+
+func TestQuotaPerClusterHolds(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "quota", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "quota")
+	dumpOnFailure(t, ns)
+	first := gpuJob(ns, "first", 1, 6)
+	submit(t, first)
+	runsOn(t, first)
+	second := gpuJob(ns, "second", 1, 6)
+	submit(t, second)
+	pendingReason(t, second, gantry.ReasonWaitingForQuota)
+	consistently(t, "second job waits for quota", time.Second, func() error {
+		if where, err := remoteJobs(second); err != nil || len(where) > 0 {
+			return fmt.Errorf("second job is on %v (%v)", where, err)
+		}
+		return nil
+	})
+	completeRemote(t, "worker-1", first)
+	if got := runsOn(t, second); got != "worker-1" {
+		t.Fatalf("second job runs on %s", got)
+	}
+	deleteJob(t, first)
+	deleteJob(t, second)
+}
+
+func TestDeletingTheHubJobCleansWorkers(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "cleanup", map[string]int64{"worker-1": 8, "worker-2": 8})
+	ns := newNamespace(t, "cleanup")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "doomed", 1, 1)
+	submit(t, job)
+	winner := runsOn(t, job)
+	deleteJob(t, job)
+	eventually(t, "workers cleaned", func() error {
+		for _, n := range names {
+			var cp gantry.Workload
+			if err := workers[n].client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &cp); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("copy still on %s", n)
+			}
+		}
+		var j batchv1.Job
+		err := workers[winner].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j)
+		if apierrors.IsNotFound(err) || (err == nil && j.DeletionTimestamp != nil) {
+			return nil
+		}
+		return fmt.Errorf("job still on %s: %v", winner, err)
+	})
+	eventually(t, "hub workload gone", func() error {
+		var wl gantry.Workload
+		err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("workload still there: %v", err)
+	})
+}
+
+func TestStatusReachesTheHubJob(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "status", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "status")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "observed", 2, 1)
+	submit(t, job)
+	runsOn(t, job)
+	// A running Job: the hub shows its active pods.
+	eventually(t, "remote job running", func() error {
+		var j batchv1.Job
+		if err := workers["worker-1"].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		j.Status.StartTime, j.Status.Active = &now, 2
+		return workers["worker-1"].client.Status().Update(context.Background(), &j)
+	})
+	eventually(t, "hub job shows 2 active pods", func() error {
+		var j batchv1.Job
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if j.Status.Active != 2 || j.Status.StartTime == nil {
+			return fmt.Errorf("status %+v", j.Status)
+		}
+		return nil
+	})
+	completeRemote(t, "worker-1", job)
+	hubJobComplete(t, job)
+	// ttlSecondsAfterFinished is not passed to the worker: the worker keeps the finished Job.
+	var j batchv1.Job
+	if err := workers["worker-1"].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Spec.TTLSecondsAfterFinished != nil {
+		t.Errorf("remote job has ttlSecondsAfterFinished %d", *j.Spec.TTLSecondsAfterFinished)
+	}
+	deleteJob(t, job)
+}
+
+func TestForeignJobOfTheSameNameIsNeverTouched(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "foreign", map[string]int64{"worker-1": 8, "worker-2": 8})
+	ns := newNamespace(t, "foreign")
+	dumpOnFailure(t, ns)
+	// A Job of the same name already runs on worker-1, created by someone else.
+	theirs := gpuJob(ns, "shared-name", 1, 1)
+	theirs.Labels = map[string]string{"owner": "someone-else"}
+	if err := workers["worker-1"].client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := workers["worker-1"].client.Create(context.Background(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	job := gpuJob(ns, "shared-name", 1, 1)
+	submit(t, job)
+	eventually(t, "job created on worker-2", func() error {
+		var j batchv1.Job
+		return workers["worker-2"].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j)
+	})
+	var j batchv1.Job
+	if err := workers["worker-1"].client.Get(context.Background(), client.ObjectKeyFromObject(theirs), &j); err != nil {
+		t.Fatalf("the foreign Job is gone: %v", err)
+	}
+	if j.Labels[gantry.WorkloadUIDLabel] != "" || j.UID != theirs.UID {
+		t.Fatalf("the foreign Job was adopted or replaced: %+v", j.ObjectMeta)
+	}
+	deleteJob(t, job)
+}
+
+func TestHubRestartDuringDispatch(t *testing.T) {
+	newGlobalQueue(t, "restart", map[string]int64{"worker-1": 32, "worker-2": 32})
+	ns := newNamespace(t, "restart")
+	dumpOnFailure(t, ns)
+	var submitted []*batchv1.Job
+	h := startHub(t)
+	for i := 0; i < 10; i++ {
+		job := gpuJob(ns, fmt.Sprintf("restart-%d", i), 1, 1)
+		submitted = append(submitted, job)
+		submit(t, job)
+	}
+	// Stop the hub while the burst is being dispatched, then start a new one.
+	h.stop()
+	startHub(t)
+	for _, job := range submitted {
+		winner := runsOn(t, job)
+		if wl := hubWorkload(t, job); wl.Status.ClusterName != winner {
+			t.Errorf("%s: recorded winner %q, Job runs on %s", job.Name, wl.Status.ClusterName, winner)
+		}
+	}
+	consistently(t, "no job duplicated", 2*time.Second, func() error {
+		for _, job := range submitted {
+			if where, err := remoteJobs(job); err != nil || len(where) != 1 {
+				return fmt.Errorf("%s on %v (%v)", job.Name, where, err)
+			}
+		}
+		return nil
+	})
+	for _, job := range submitted {
+		deleteJob(t, job)
+	}
+}
+
+// TestResumeFromEveryPersistedStep starts a hub over Workloads whose status was persisted at each step
+// of dispatch, as a crash would leave them, and checks that each resumes to exactly one Job.
+func TestResumeFromEveryPersistedStep(t *testing.T) {
+	newGlobalQueue(t, "resume", map[string]int64{"worker-1": 32, "worker-2": 32})
+	ns := newNamespace(t, "resume")
+	dumpOnFailure(t, ns)
+	ctx := context.Background()
+	steps := map[string]func(wl *gantry.Workload){
+		"nominated, no copies yet": func(wl *gantry.Workload) {
+			wl.Status.DispatchEpoch, wl.Status.NominatedClusters = 1, []string{"worker-1", "worker-2"}
+		},
+		"winner recorded, no Job yet": func(wl *gantry.Workload) {
+			wl.Status.DispatchEpoch, wl.Status.NominatedClusters = 1, []string{"worker-1", "worker-2"}
+			wl.Status.ClusterName = "worker-2"
+			apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantry.ReasonAdmittedByCluster})
+		},
+	}
+	var submitted []*batchv1.Job
+	want := map[string]string{}
+	for name, step := range steps {
+		job := gpuJob(ns, fmt.Sprintf("resume-%d", len(submitted)), 1, 1)
+		submit(t, job)
+		submitted = append(submitted, job)
+		// No hub runs yet: play the Job controller's part, then persist the step.
+		wl := jobs.NewWorkload(job, 0)
+		if err := hubEnv.client.Create(ctx, wl); err != nil {
+			t.Fatal(err)
+		}
+		step(wl)
+		if err := hubEnv.client.Status().Update(ctx, wl); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want[job.Name] = wl.Status.ClusterName
+	}
+	startHub(t)
+	for _, job := range submitted {
+		got := runsOn(t, job)
+		if w := want[job.Name]; w != "" && got != w {
+			t.Errorf("%s runs on %s, but %s was the recorded winner", job.Name, got, w)
+		}
+	}
+	for _, job := range submitted {
+		deleteJob(t, job)
+	}
+}
+
+func other(cluster string) string {
+	if cluster == "worker-1" {
+		return "worker-2"
+	}
+	return "worker-1"
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,332 @@
+// Package integration runs the hub and the agents in-process against real API servers: one hub and two
+// workers, each an etcd plus kube-apiserver started by envtest. No scheduler or Job controller runs on
+// the workers, so tests play the worker's Job controller where they need a Job to progress.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	agentcontroller "github.com/gantry-dev/gantry/agent/controller"
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub"
+	"github.com/gantry-dev/gantry/hub/remote"
+)
+
+const hubNamespace = "gantry-system"
+
+var (
+	scheme  = kruntime.NewScheme()
+	hubEnv  *cluster
+	workers = map[string]*cluster{}
+	names   = []string{"worker-1", "worker-2"}
+)
+
+type cluster struct {
+	name   string
+	env    *envtest.Environment
+	cfg    *rest.Config
+	client client.Client
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Println("integration tests need KUBEBUILDER_ASSETS (run them with make test-integration)")
+		os.Exit(1)
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+	must(clientgoscheme.AddToScheme(scheme))
+	must(gantry.AddToScheme(scheme))
+
+	all := append([]string{"hub"}, names...)
+	started := make([]*cluster, len(all))
+	var wg sync.WaitGroup
+	errs := make([]error, len(all))
+	for i, n := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started[i], errs[i] = startCluster(n)
+		}()
+	}
+	wg.Wait()
+	code := 1
+	defer func() {
+		for _, c := range started {
+			if c != nil {
+				_ = c.env.Stop()
+			}
+		}
+		os.Exit(code)
+	}()
+	for _, err := range errs {
+		if err != nil {
+			fmt.Println("starting API servers:", err)
+			return
+		}
+	}
+	hubEnv = started[0]
+	for i, n := range names {
+		workers[n] = started[i+1]
+	}
+	if err := setUp(); err != nil {
+		fmt.Println("setting up clusters:", err)
+		return
+	}
+	code = m.Run()
+}
+
+func zapLevel() zapcore.Level {
+	if os.Getenv("GANTRY_TEST_VERBOSE") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func startCluster(name string) (*cluster, error) {
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "deploy", "crd")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{name: name, env: env, cfg: cfg, client: c}, nil
+}
+
+// setUp installs the hub's admission policy, registers both workers, gives each worker GPU nodes and
+// starts an agent on each.
+func setUp() error {
+	ctx := context.Background()
+	if err := applyFile(ctx, hubEnv.client, filepath.Join(repoRoot(), "deploy", "hub", "job-admission-policy.yaml")); err != nil {
+		return err
+	}
+	if err := hubEnv.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubNamespace}}); err != nil {
+		return err
+	}
+	if err := waitForJobPolicy(ctx); err != nil {
+		return err
+	}
+	for _, n := range names {
+		w := workers[n]
+		kc, err := kubeconfigFor(w.cfg)
+		if err != nil {
+			return err
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n + "-kubeconfig", Namespace: hubNamespace},
+			Data: map[string][]byte{remote.KubeconfigKey: kc}}
+		if err := hubEnv.client.Create(ctx, secret); err != nil {
+			return err
+		}
+		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: secret.Name}}}
+		if err := hubEnv.client.Create(ctx, wc); err != nil {
+			return err
+		}
+		for i := 0; i < 2; i++ {
+			if err := createNode(ctx, w.client, fmt.Sprintf("%s-gpu-%d", n, i), 8); err != nil {
+				return err
+			}
+		}
+		if err := startAgent(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitForJobPolicy waits until the API server applies the admission policy it was just given, probing
+// with dry-run creates.
+func waitForJobPolicy(ctx context.Context) error {
+	probe := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: hubNamespace, Labels: map[string]string{gantry.QueueLabel: "probe"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "i"}},
+		}}},
+	}
+	for i := 0; i < 200; i++ {
+		p := probe.DeepCopy()
+		if err := hubEnv.client.Create(ctx, p, client.DryRunAll); err != nil {
+			return err
+		}
+		if ptr.Deref(p.Spec.ManagedBy, "") == gantry.JobManagedBy {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the job admission policy did not take effect")
+}
+
+// kubeconfigFor renders a kubeconfig with embedded credentials, as a worker's registration Secret holds.
+func kubeconfigFor(cfg *rest.Config) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	return clientcmd.Write(*kc)
+}
+
+func createNode(ctx context.Context, c client.Client, name string, gpus int64) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{gantry.GPUProductLabel: "NVIDIA-H100-80GB-HBM3"}}}
+	if err := c.Create(ctx, node); err != nil {
+		return err
+	}
+	rl := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("512Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+		gantry.GPUResource:    *resource.NewQuantity(gpus, resource.DecimalSI),
+	}
+	node.Status = corev1.NodeStatus{Capacity: rl, Allocatable: rl,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}}
+	if err := c.Status().Update(ctx, node); err != nil {
+		return err
+	}
+	// The API server taints new nodes not-ready; with no node controller here, the test lifts it.
+	node.Spec.Taints = nil
+	return c.Update(ctx, node)
+}
+
+func startAgent(w *cluster) error {
+	mgr, err := ctrl.NewManager(w.cfg, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: agentcontroller.CacheOptions(w.name),
+	})
+	if err != nil {
+		return err
+	}
+	r, err := agentcontroller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("gantry-agent"), clock.RealClock{}, agentcontroller.Options{ClusterName: w.name})
+	if err != nil {
+		return err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(context.Background()); err != nil {
+			fmt.Println("agent stopped:", err)
+		}
+	}()
+	return nil
+}
+
+// runningHub is a hub started by a test.
+type runningHub struct {
+	hub    *hub.Hub
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startHub starts a hub in-process; the test stops it at cleanup, or earlier with stop.
+func startHub(t *testing.T) *runningHub {
+	t.Helper()
+	mgr, err := ctrl.NewManager(hubEnv.cfg, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		// Tests start a hub many times in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hub.Setup(mgr, hub.Options{Namespace: hubNamespace, Remote: remote.Options{QPS: 500, Burst: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rh := &runningHub{hub: h, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(rh.done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("hub stopped: %v", err)
+		}
+		h.Connections.DisconnectAll()
+	}()
+	t.Cleanup(rh.stop)
+	eventually(t, "hub connected to both workers", func() error {
+		for _, n := range names {
+			if !h.Connections.IsConnected(n) {
+				return fmt.Errorf("%s not connected", n)
+			}
+		}
+		return nil
+	})
+	return rh
+}
+
+func (h *runningHub) stop() {
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(30 * time.Second):
+	}
+}
+
+// applyFile creates every object of a multi-document YAML file.
+func applyFile(ctx context.Context, c client.Client, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err != nil {
+			if err.Error() == "EOF" {
+				return nil
+			}
+			return err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Create(ctx, &u); err != nil {
+			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
