@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/remote"
+)
+
+func TestJobNamingAMissingQueueWaitsWithAReason(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "missing", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "missing")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "lost", 1, 1)
+	job.Labels[gantry.QueueLabel] = "no-such-queue"
+	submit(t, job)
+	cond := pendingReason(t, job, gantry.ReasonQueueNotFound)
+	if !strings.Contains(cond.Message, `"no-such-queue"`) {
+		t.Errorf("condition message %q does not name the queue", cond.Message)
+	}
+	eventually(t, "warning event on the hub job", func() error {
+		if ev := hubEvents(t, ns, job.Name); !strings.Contains(ev, "Warning Pending: QueueNotFound") {
+			return fmt.Errorf("events: %q", ev)
+		}
+		return nil
+	})
+	consistently(t, "the job stays suspended on the hub and goes nowhere", time.Second, func() error {
+		var j batchv1.Job
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if !ptr.Deref(j.Spec.Suspend, false) {
+			return fmt.Errorf("hub job is not suspended")
+		}
+		if where, err := remoteJobs(job); err != nil || len(where) > 0 {
+			return fmt.Errorf("job on %v (%v)", where, err)
+		}
+		return nil
+	})
+}
+
+func TestJobNoClusterCanHold(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "toobig", map[string]int64{"worker-1": 8, "worker-2": 64})
+	ns := newNamespace(t, "toobig")
+	dumpOnFailure(t, ns)
+
+	// Beyond every cluster's quota: the hub knows at once.
+	overQuota := gpuJob(ns, "over-quota", 8, 16)
+	submit(t, overQuota)
+	cond := pendingReason(t, overQuota, gantry.ReasonNoClusterCanHold)
+	for _, want := range []string{"worker-1: needs 128 nvidia.com/gpu, quota is 8", "worker-2: needs 128 nvidia.com/gpu, quota is 64"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q lacks %q", cond.Message, want)
+		}
+	}
+
+	// Within quota, but no node anywhere has 16 GPUs: both agents reject it.
+	tooWide := gpuJob(ns, "too-wide", 1, 16)
+	submit(t, tooWide)
+	cond = pendingReason(t, tooWide, gantry.ReasonNoClusterCanHold)
+	if !strings.Contains(cond.Message, "worker-2: rejected by its agent") {
+		t.Errorf("message %q does not say the agents rejected it", cond.Message)
+	}
+	wl := hubWorkload(t, tooWide)
+	if len(wl.Status.RejectedClusters) == 0 || wl.Status.RejectedClusters[0].Reason != gantry.ReasonNeverFits {
+		t.Errorf("rejected clusters %+v, want NeverFits", wl.Status.RejectedClusters)
+	}
+}
+
+func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
+	startHub(t)
+	ctx := context.Background()
+	goodConfig, err := kubeconfigFor(workers["worker-1"].cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withExec := strings.Replace(string(goodConfig), "users:\n- name: u\n  user:\n",
+		"users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      interactiveMode: Never\n", 1)
+	withTokenFile := strings.Replace(string(goodConfig), "users:\n- name: u\n  user:\n", "users:\n- name: u\n  user:\n    tokenFile: /etc/hostname\n", 1)
+	unreachable := strings.Replace(string(goodConfig), workers["worker-1"].cfg.Host, "https://127.0.0.1:1", 1)
+	cases := map[string]struct {
+		data   map[string][]byte // nil: no Secret at all
+		reason string
+	}{
+		"bad-missing":     {reason: gantry.ReasonSecretNotFound},
+		"bad-empty":       {data: map[string][]byte{"other": []byte("x")}, reason: gantry.ReasonInvalidKubeconfig},
+		"bad-malformed":   {data: map[string][]byte{remote.KubeconfigKey: []byte("{not yaml: [")}, reason: gantry.ReasonInvalidKubeconfig},
+		"bad-exec":        {data: map[string][]byte{remote.KubeconfigKey: []byte(withExec)}, reason: gantry.ReasonInsecureKubeconfig},
+		"bad-token-file":  {data: map[string][]byte{remote.KubeconfigKey: []byte(withTokenFile)}, reason: gantry.ReasonInsecureKubeconfig},
+		"bad-unreachable": {data: map[string][]byte{remote.KubeconfigKey: []byte(unreachable)}, reason: gantry.ReasonUnreachable},
+	}
+	for name, tc := range cases {
+		if tc.data != nil {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNamespace}, Data: tc.data}
+			if err := hubEnv.client.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, s) })
+		}
+		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: name}}}
+		if err := hubEnv.client.Create(ctx, wc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, wc) })
+	}
+	for name, tc := range cases {
+		eventually(t, name+" reported", func() error {
+			var wc gantry.WorkerCluster
+			if err := hubEnv.client.Get(ctx, types.NamespacedName{Name: name}, &wc); err != nil {
+				return err
+			}
+			c := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason || c.Message == "" {
+				return fmt.Errorf("connected condition %+v, want False/%s", c, tc.reason)
+			}
+			return nil
+		})
+	}
+	// The hub keeps serving the good clusters.
+	newGlobalQueue(t, "survivor", map[string]int64{"worker-1": 8, "worker-2": 8})
+	ns := newNamespace(t, "survivor")
+	job := gpuJob(ns, "still-runs", 1, 1)
+	submit(t, job)
+	runsOn(t, job)
+}
+
+func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
+	ctx := context.Background()
+	gpus := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(q)}
+	}
+	cases := map[string]struct {
+		clusters []gantry.ClusterQuota
+		want     string
+	}{
+		"negative quota": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("-4")}},
+			want:     "quota must not be negative",
+		},
+		"cluster listed twice": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}, {Name: "worker-1", Quota: gpus("8")}},
+			want:     "each cluster may be listed only once",
+		},
+		"no clusters": {
+			want: "spec.clusters",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"},
+				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters}}
+			err := hubEnv.client.Create(ctx, gq)
+			if err == nil {
+				_ = hubEnv.client.Delete(ctx, gq)
+				t.Fatalf("created; want rejection with %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestWinnerIsImmutable(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "immutable")
+	job := gpuJob(ns, "fixed", 1, 1)
+	submit(t, job)
+	wl := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: ns},
+		Spec: gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1}}}}
+	if err := hubEnv.client.Create(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	wl.Status.DispatchEpoch, wl.Status.ClusterName = 1, "worker-1"
+	if err := hubEnv.client.Status().Update(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	wl.Status.ClusterName = "worker-2"
+	err := hubEnv.client.Status().Update(ctx, wl)
+	if err == nil || !strings.Contains(err.Error(), "clusterName is immutable once set") {
+		t.Fatalf("changing the winner: got %v", err)
+	}
+}
