@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,14 +36,15 @@ func RESTConfig(data []byte, allowInsecure bool) (*rest.Config, error) {
 	if err != nil {
 		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: "parsing kubeconfig: " + err.Error()}
 	}
-	if err := clientcmd.Validate(*cfg); err != nil {
-		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: "invalid kubeconfig: " + err.Error()}
-	}
+	// Checked before validation, which itself reads the files a kubeconfig names.
 	if !allowInsecure {
 		if problems := insecureParts(cfg); len(problems) > 0 {
 			return nil, &ConfigError{Reason: gantry.ReasonInsecureKubeconfig,
 				Message: "kubeconfig refused: " + strings.Join(problems, "; ") + " (embed credentials and CA data instead)"}
 		}
+	}
+	if err := clientcmd.Validate(*cfg); err != nil {
+		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: "invalid kubeconfig: " + err.Error()}
 	}
 	restCfg, err := clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
@@ -51,33 +53,40 @@ func RESTConfig(data []byte, allowInsecure bool) (*rest.Config, error) {
 	return restCfg, nil
 }
 
-// insecureParts lists what in the kubeconfig's current context reads local files or runs programs.
+// insecureParts lists what in the kubeconfig reads local files or runs programs. Every user and cluster
+// is checked, not only the current context's: validation reads the files of all of them.
 func insecureParts(cfg *clientcmdapi.Config) []string {
 	var problems []string
-	ctx := cfg.Contexts[cfg.CurrentContext]
-	if ctx == nil {
-		return nil // Validate already failed on this
-	}
-	if auth := cfg.AuthInfos[ctx.AuthInfo]; auth != nil {
+	for _, name := range sortedKeys(cfg.AuthInfos) {
+		auth := cfg.AuthInfos[name]
 		if auth.Exec != nil {
-			problems = append(problems, "user "+ctx.AuthInfo+" runs an exec plugin")
+			problems = append(problems, "user "+name+" runs an exec plugin")
 		}
 		if auth.AuthProvider != nil {
-			problems = append(problems, "user "+ctx.AuthInfo+" uses an auth provider plugin")
+			problems = append(problems, "user "+name+" uses an auth provider plugin")
 		}
 		if auth.TokenFile != "" {
-			problems = append(problems, "user "+ctx.AuthInfo+" reads tokenFile "+auth.TokenFile)
+			problems = append(problems, "user "+name+" reads tokenFile "+auth.TokenFile)
 		}
 		if auth.ClientCertificate != "" || auth.ClientKey != "" {
-			problems = append(problems, "user "+ctx.AuthInfo+" reads a client certificate or key file")
+			problems = append(problems, "user "+name+" reads a client certificate or key file")
 		}
 	}
-	if cl := cfg.Clusters[ctx.Cluster]; cl != nil {
-		if cl.CertificateAuthority != "" {
-			problems = append(problems, "cluster "+ctx.Cluster+" reads certificate-authority file "+cl.CertificateAuthority)
+	for _, name := range sortedKeys(cfg.Clusters) {
+		if ca := cfg.Clusters[name].CertificateAuthority; ca != "" {
+			problems = append(problems, "cluster "+name+" reads certificate-authority file "+ca)
 		}
 	}
 	return problems
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // reasonOf returns the condition reason for a connection error.

@@ -1,0 +1,123 @@
+package dispatcher
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
+)
+
+type fakeCopies struct {
+	connected map[string]bool
+	copies    map[string]*gantry.Workload // by cluster
+}
+
+func (f fakeCopies) IsConnected(c string) bool { return f.connected[c] }
+func (f fakeCopies) Copy(c string, _ *gantry.Workload) *gantry.Workload {
+	if !f.connected[c] {
+		return nil
+	}
+	return f.copies[c]
+}
+
+var at = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+func hubWorkload(ns, name, queue string) *gantry.Workload {
+	return &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name), CreationTimestamp: at},
+		Spec: gantry.WorkloadSpec{QueueName: queue, PodSets: []gantry.PodSet{{Name: "main", Count: 2,
+			Requests: corev1.ResourceList{gantry.GPUResource: resource.MustParse("4")}}}},
+	}
+}
+
+func copyOf(wl *gantry.Workload, epoch string, cond *metav1.Condition) *gantry.Workload {
+	cp := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace,
+		Labels: map[string]string{gantry.WorkloadUIDLabel: string(wl.UID), gantry.DispatchEpochLabel: epoch}}}
+	if cond != nil {
+		cp.Status.Conditions = []metav1.Condition{*cond}
+	}
+	return cp
+}
+
+func TestBuildSnapshotResolvesQueues(t *testing.T) {
+	st := &hubState{
+		globals: []gantry.GlobalQueue{{ObjectMeta: metav1.ObjectMeta{Name: "gq"}, Spec: gantry.GlobalQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+			Clusters:          []gantry.ClusterQuota{{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8")}}},
+		}}},
+		queues: []gantry.Queue{
+			{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "team-a"}, Spec: gantry.QueueSpec{GlobalQueue: "gq"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "team-b"}, Spec: gantry.QueueSpec{GlobalQueue: "gq"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "dangling", Namespace: "team-a"}, Spec: gantry.QueueSpec{GlobalQueue: "gone"}},
+		},
+		clusters: []gantry.WorkerCluster{{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: gantry.WorkerClusterStatus{
+			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue}}}}},
+		namespaces: map[string]labels.Set{"team-a": {"team": "a"}, "team-b": {"team": "b"}},
+		workloads: []*gantry.Workload{
+			hubWorkload("team-a", "ok", "q"),
+			hubWorkload("team-a", "no-queue", "missing"),
+			hubWorkload("team-a", "no-global", "dangling"),
+			hubWorkload("team-b", "not-selected", "q"),
+		},
+	}
+	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}})
+
+	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true}}, snap.Clusters); diff != "" {
+		t.Errorf("clusters (-want +got):\n%s", diff)
+	}
+	if q := snap.Queues["gq"]; q == nil || q.MaxCandidates != gantry.DefaultMaxCandidates || q.Quota["w1"][gantry.GPUResource] != 8000 {
+		t.Errorf("queue %+v", q)
+	}
+	if len(snap.Workloads) != 1 || snap.Workloads[0].Key != "team-a/ok" || snap.Workloads[0].Requests[gantry.GPUResource] != 8000 {
+		t.Fatalf("workloads %+v", snap.Workloads)
+	}
+	got := map[string]string{}
+	for _, b := range blockedList {
+		got[b.wl.Name] = b.reason + ": " + b.message
+	}
+	want := map[string]string{
+		"no-queue":     gantry.ReasonQueueNotFound + `: Queue "missing" not found in namespace team-a`,
+		"no-global":    gantry.ReasonGlobalQueueNotFound + `: GlobalQueue "gone" of Queue "dangling" not found`,
+		"not-selected": gantry.ReasonNamespaceNotSelected + `: namespace team-b is not selected by the namespaceSelector of GlobalQueue "gq"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("blocked (-want +got):\n%s", diff)
+	}
+}
+
+func TestObserveCopiesFencesStaleCopies(t *testing.T) {
+	wl := hubWorkload("ns", "w", "q")
+	wl.Status.DispatchEpoch, wl.Status.NominatedClusters = 2, []string{"current", "stale", "stranger", "rejecting", "waiting", "lost"}
+	admitted := &metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantry.ReasonFits, LastTransitionTime: at}
+	stranger := copyOf(wl, "2", admitted)
+	stranger.Labels[gantry.WorkloadUIDLabel] = "an-older-workload"
+	copies := fakeCopies{
+		connected: map[string]bool{"current": true, "stale": true, "stranger": true, "rejecting": true, "waiting": true},
+		copies: map[string]*gantry.Workload{
+			"current":  copyOf(wl, "2", admitted),
+			"stale":    copyOf(wl, "1", admitted),
+			"stranger": stranger,
+			"rejecting": copyOf(wl, "2", &metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionFalse,
+				Reason: gantry.ReasonNeverFits, Message: "too big"}),
+			"waiting": copyOf(wl, "2", &metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionFalse,
+				Reason: gantry.ReasonInsufficientResources, Message: "later"}),
+		},
+	}
+	got := observeCopies(wl, copies)
+	want := []dispatch.Copy{
+		{Cluster: "current", Admitted: true, AdmittedAt: at.Time},
+		{Cluster: "rejecting", Rejected: true, Reason: gantry.ReasonNeverFits, Message: "too big"},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("observed copies (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,73 @@
+package jobs
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+func TestNewWorkload(t *testing.T) {
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "team-a", UID: "u1", Labels: map[string]string{gantry.QueueLabel: "gpu"}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](4), Completions: ptr.To[int32](8),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{gantry.GPUProductLabel: "NVIDIA-H100-80GB-HBM3"},
+				Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
+				InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}},
+				Containers: []corev1.Container{
+					{Name: "a", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("1"), gantry.GPUResource: resource.MustParse("8")}}},
+					{Name: "b", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("500m")}}},
+				},
+			}},
+		},
+	}
+	wl := NewWorkload(job, 100)
+	if wl.Name != "job-train" || wl.Namespace != "team-a" || wl.Spec.QueueName != "gpu" || wl.Spec.Priority != 100 {
+		t.Fatalf("identity: %s/%s queue %s priority %d", wl.Namespace, wl.Name, wl.Spec.QueueName, wl.Spec.Priority)
+	}
+	if ref := metav1.GetControllerOf(wl); ref == nil || ref.Kind != "Job" || ref.Name != "train" || ref.UID != "u1" {
+		t.Fatalf("owner %+v", ref)
+	}
+	if len(wl.Finalizers) != 1 || wl.Finalizers[0] != gantry.WorkloadFinalizer {
+		t.Fatalf("finalizers %v", wl.Finalizers)
+	}
+	want := []gantry.PodSet{{
+		Name: "main", Count: 4,
+		// The init container's 4 CPUs exceed the containers' 1.5 CPUs together.
+		Requests:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), gantry.GPUResource: resource.MustParse("8")},
+		NodeSelector: job.Spec.Template.Spec.NodeSelector,
+		Tolerations:  job.Spec.Template.Spec.Tolerations,
+	}}
+	if diff := cmp.Diff(want, wl.Spec.PodSets, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("pod sets (-want +got):\n%s", diff)
+	}
+}
+
+func TestPodCount(t *testing.T) {
+	cases := []struct {
+		parallelism, completions *int32
+		want                     int32
+	}{
+		{nil, nil, 1},
+		{ptr.To[int32](4), nil, 4},
+		{ptr.To[int32](4), ptr.To[int32](2), 2},
+		{ptr.To[int32](2), ptr.To[int32](10), 2},
+	}
+	for _, tc := range cases {
+		job := &batchv1.Job{Spec: batchv1.JobSpec{Parallelism: tc.parallelism, Completions: tc.completions}}
+		if got := PodCount(job); got != tc.want {
+			t.Errorf("PodCount(parallelism %v, completions %v) = %d, want %d", tc.parallelism, tc.completions, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package workload
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+func TestNewRemoteJob(t *testing.T) {
+	hubJob := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "hub-job-uid",
+			Labels: map[string]string{gantry.QueueLabel: "q", "team": "a"}},
+		Spec: batchv1.JobSpec{
+			ManagedBy: ptr.To(gantry.JobManagedBy), Suspend: ptr.To(true), TTLSecondsAfterFinished: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "hub-job-uid"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+					"batch.kubernetes.io/controller-uid": "hub-job-uid", "controller-uid": "hub-job-uid",
+					"batch.kubernetes.io/job-name": "train", "job-name": "train", "app": "trainer"}},
+			},
+		},
+	}
+	wl := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: "wl-uid"},
+		Status: gantry.WorkloadStatus{DispatchEpoch: 3}}
+	job := NewRemoteJob(hubJob, wl)
+
+	if job.Spec.ManagedBy != nil || ptr.Deref(job.Spec.Suspend, true) || job.Spec.TTLSecondsAfterFinished != nil || job.Spec.Selector != nil {
+		t.Errorf("spec not made runnable on the worker: managedBy %v suspend %v ttl %v selector %v",
+			job.Spec.ManagedBy, job.Spec.Suspend, job.Spec.TTLSecondsAfterFinished, job.Spec.Selector)
+	}
+	for _, l := range hubJobControllerLabels {
+		if _, ok := job.Spec.Template.Labels[l]; ok {
+			t.Errorf("template keeps the hub's %s label", l)
+		}
+	}
+	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
+		if labels[gantry.WorkloadUIDLabel] != "wl-uid" || labels[gantry.DispatchEpochLabel] != "3" {
+			t.Errorf("labels %v lack the workload uid and epoch", labels)
+		}
+	}
+	if job.Labels["team"] != "a" || job.Spec.Template.Labels["app"] != "trainer" {
+		t.Errorf("user labels lost: %v / %v", job.Labels, job.Spec.Template.Labels)
+	}
+	if !ptr.Deref(hubJob.Spec.Suspend, false) || hubJob.Spec.Template.Labels["job-name"] != "train" {
+		t.Errorf("the hub Job was modified")
+	}
+}
+
+func TestNewCopy(t *testing.T) {
+	wl := &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: "wl-uid", Labels: map[string]string{gantry.JobNameLabel: "train"}},
+		Spec:       gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 2}}},
+		Status:     gantry.WorkloadStatus{DispatchEpoch: 7, ClusterName: "x"},
+	}
+	cp := NewCopy(wl)
+	if cp.Name != wl.Name || cp.Namespace != wl.Namespace || cp.Spec.PodSets[0].Count != 2 {
+		t.Fatalf("copy %+v", cp)
+	}
+	want := map[string]string{gantry.WorkloadUIDLabel: "wl-uid", gantry.DispatchEpochLabel: "7", gantry.JobNameLabel: "train"}
+	for k, v := range want {
+		if cp.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, cp.Labels[k], v)
+		}
+	}
+	if cp.Status.ClusterName != "" || len(cp.Finalizers) != 0 {
+		t.Errorf("copy carries hub state: %+v %v", cp.Status, cp.Finalizers)
+	}
+}
