@@ -130,8 +130,26 @@ func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, se
 	m.mu.Unlock()
 	if m.handler != nil {
 		m.handler.ConnectionChanged(name)
+		// The cache's first events arrived before the cluster counted as connected; replay them so that
+		// everything on the cluster is looked at with the connection in place (orphans included).
+		m.replay(ctx, c)
 	}
 	return nil
+}
+
+func (m *Manager) replay(ctx context.Context, c *Cluster) {
+	var copies gantry.WorkloadList
+	if err := c.Client.List(ctx, &copies); err == nil {
+		for i := range copies.Items {
+			m.handler.WorkerObjectChanged(c.Name, &copies.Items[i])
+		}
+	}
+	var jobs batchv1.JobList
+	if err := c.Client.List(ctx, &jobs); err == nil {
+		for i := range jobs.Items {
+			m.handler.WorkerObjectChanged(c.Name, &jobs.Items[i])
+		}
+	}
 }
 
 // Disconnect drops the named cluster's connection, if any.
