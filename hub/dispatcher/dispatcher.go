@@ -88,6 +88,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	ctx = ctrllog.IntoContext(ctx, log)
 	resync := d.Clock.NewTicker(d.Resync)
 	defer resync.Stop()
+	var statusDue <-chan time.Time // a pass to write queue statuses that the last pass held back
 	d.Trigger()
 	for {
 		select {
@@ -95,11 +96,17 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			return nil
 		case <-d.trigger:
 		case <-resync.C():
+		case <-statusDue:
 		}
 		start := d.Clock.Now()
-		if err := d.Pass(ctx); err != nil {
+		wait, err := d.pass(ctx)
+		if err != nil {
 			log.V(2).Info("Dispatch pass needs a retry", "err", err.Error())
 			d.Trigger()
+		}
+		statusDue = nil
+		if wait > 0 {
+			statusDue = d.Clock.After(wait)
 		}
 		passDuration.Observe(d.Clock.Since(start).Seconds())
 	}
@@ -107,16 +114,20 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 
 // Pass runs one dispatch pass.
 func (d *Dispatcher) Pass(ctx context.Context) error {
+	_, err := d.pass(ctx)
+	return err
+}
+
+func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	d.init()
 	st, err := d.read(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	snap, byKey, blockedList := buildSnapshot(st, d.Copies)
 	res := dispatch.Plan(snap)
 	err = d.execute(ctx, byKey, res, blockedList)
-	d.writeQueueStatus(ctx, st, snap)
-	return err
+	return d.writeQueueStatus(ctx, st, snap), err
 }
 
 func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {

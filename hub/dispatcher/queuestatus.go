@@ -17,11 +17,12 @@ import (
 // the counts, and the counts are for people, not for the dispatch path.
 const queueStatusInterval = time.Second
 
-// writeQueueStatus publishes counts and usage on GlobalQueues and Queues.
-func (d *Dispatcher) writeQueueStatus(ctx context.Context, st *hubState, snap *dispatch.Snapshot) {
+// writeQueueStatus publishes counts and usage on GlobalQueues and Queues. When the last write was too
+// recent it writes nothing and returns how long to wait before the next pass should write.
+func (d *Dispatcher) writeQueueStatus(ctx context.Context, st *hubState, snap *dispatch.Snapshot) time.Duration {
 	now := d.Clock.Now()
-	if now.Sub(d.lastQueueStatus) < queueStatusInterval {
-		return
+	if wait := queueStatusInterval - now.Sub(d.lastQueueStatus); wait > 0 {
+		return wait
 	}
 	d.lastQueueStatus = now
 	globals, locals := queueStatuses(st, snap)
@@ -56,6 +57,7 @@ func (d *Dispatcher) writeQueueStatus(ctx context.Context, st *hubState, snap *d
 			log.V(2).Info("Writing Queue status", "queue", q.Namespace+"/"+q.Name, "err", err.Error())
 		}
 	}
+	return 0
 }
 
 func activeCondition(gq *gantry.GlobalQueue, snap *dispatch.Snapshot) metav1.Condition {

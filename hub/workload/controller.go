@@ -108,14 +108,12 @@ func (r *Reconciler) syncCopies(ctx context.Context, wl *gantry.Workload) error 
 		case cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID):
 			errs = append(errs, deleteExact(ctx, c, &cp)) // left by an earlier Workload of the same name
 		case !nominated || epochOf(cp.Labels) != wl.Status.DispatchEpoch:
-			// A copy of an earlier epoch is fenced: removed before the current epoch's copy is created.
+			// A copy of an earlier epoch is fenced: removed first; its deletion event brings the Workload
+			// back here to create the current epoch's copy.
 			if err := deleteExact(ctx, c, &cp); err != nil {
 				errs = append(errs, err)
 			} else {
 				withdrawn = append(withdrawn, name)
-			}
-			if nominated {
-				errs = append(errs, errRetry)
 			}
 		}
 	}
@@ -124,8 +122,6 @@ func (r *Reconciler) syncCopies(ctx context.Context, wl *gantry.Workload) error 
 	}
 	return errors.Join(errs...)
 }
-
-var errRetry = errors.New("a stale copy was withdrawn; the current one is created next")
 
 func (r *Reconciler) createCopy(ctx context.Context, c *remote.Cluster, wl *gantry.Workload) error {
 	return createInNamespace(ctx, c, NewCopy(wl))

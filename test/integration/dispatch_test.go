@@ -123,6 +123,18 @@ func TestQuotaPerClusterHolds(t *testing.T) {
 		}
 		return nil
 	})
+	eventually(t, "GlobalQueue status shows the usage", func() error {
+		var gq gantry.GlobalQueue
+		if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Name: "quota"}, &gq); err != nil {
+			return err
+		}
+		st := gq.Status
+		if st.AdmittedWorkloads != 1 || st.PendingWorkloads != 1 || len(st.Usage) != 1 ||
+			st.Usage[0].Admitted.Name(gantry.GPUResource, "").Value() != 6 {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	})
 	completeRemote(t, "worker-1", first)
 	if got := runsOn(t, second); got != "worker-1" {
 		t.Fatalf("second job runs on %s", got)
