@@ -34,6 +34,9 @@ import (
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
+// parallelWrites bounds the status writes of one pass in flight at once.
+const parallelWrites = 16
+
 // ControllerName names the agent's controller (logs, metrics, events).
 const ControllerName = "gantry-agent"
 
@@ -184,11 +187,29 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 	logger := log.FromContext(ctx)
 	r.placements = maps.Clone(plan.Placements)
 	r.assumed = maps.Clone(plan.Assumed)
+
+	// The writes are independent, so they go out together: a burst of copies is answered in one round
+	// trip's time, not one per copy.
+	written := make([]*gantryv1alpha1.Workload, len(plan.Updates))
+	writeErrs := make([]error, len(plan.Updates))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallelWrites)
+	for i, u := range plan.Updates {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c := u.Copy.DeepCopy()
+			meta.SetStatusCondition(&c.Status.Conditions, u.Condition)
+			written[i], writeErrs[i] = c, r.client.Status().Update(ctx, c)
+		}()
+	}
+	wg.Wait()
+
 	var errs []error
-	for _, u := range plan.Updates {
-		c := u.Copy.DeepCopy()
-		meta.SetStatusCondition(&c.Status.Conditions, u.Condition)
-		if err := r.client.Status().Update(ctx, c); err != nil {
+	for i, u := range plan.Updates {
+		c, err := written[i], writeErrs[i]
+		if err != nil {
 			if u.Admits() {
 				plan.Snapshot.Release(GangKey(c))
 				delete(r.placements, c.UID)
@@ -203,8 +224,8 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 		r.assumed[c.UID] = Assumption{StaleVersion: u.Copy.ResourceVersion, Condition: u.Condition}
 		admissionsTotal.WithLabelValues(u.Result()).Inc()
 		if u.Admits() {
-			logger.Info("Admitted workload copy", "workload", klog.KObj(c), "placement", u.Condition.Message)
-			r.recorder.Eventf(c, nil, corev1.EventTypeNormal, gantryv1alpha1.ReasonFits, "Admit", "%s", u.Condition.Message)
+			// No Event here: the hub records the admission on the Job the user watches.
+			logger.V(1).Info("Admitted workload copy", "workload", klog.KObj(c), "placement", u.Condition.Message)
 			continue
 		}
 		logger.V(2).Info("Workload copy not admitted", "workload", klog.KObj(c), "reason", u.Condition.Reason, "message", u.Condition.Message)
