@@ -5,10 +5,11 @@
 #
 # Usage: hack/demo.sh   (make demo)
 #   GANTRY_DEMO_TIMEOUT  seconds to wait for all jobs to finish (default 300)
+#   GANTRY_DEV_DIR       testbed directory, as for hack/dev-up.sh (default .dev)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-DEV="${ROOT}/.dev"
+DEV=$(realpath -m "${GANTRY_DEV_DIR:-${ROOT}/.dev}")
 JOBS_FILE="${ROOT}/hack/testbed/sample-jobs.yaml"
 TIMEOUT="${GANTRY_DEMO_TIMEOUT:-300}"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tears down the local testbed made by hack/dev-up.sh: stops gantry-hub and the
-# agents, deletes the three kwok clusters and removes .dev/.
+# agents, deletes the three kwok clusters and removes .dev/ (or GANTRY_DEV_DIR, the
+# same directory hack/dev-up.sh used).
 #
 # Usage: hack/dev-down.sh   (make dev-down)
 # Safe after a dev-up that failed halfway, and when nothing is up at all. Never
@@ -9,7 +10,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-DEV="${ROOT}/.dev"
+DEV=$(realpath -m "${GANTRY_DEV_DIR:-${ROOT}/.dev}")
 
 log() { echo "dev-down: $*" >&2; }
 
@@ -17,9 +18,14 @@ if [[ ! -d "${DEV}" ]]; then
   log "nothing to do (${DEV} does not exist)"
   exit 0
 fi
+# dev-up writes .gitignore first; without it this is not a testbed and is left alone.
+if [[ ! -f "${DEV}/.gitignore" ]]; then
+  log "ERROR: ${DEV} is not a testbed directory (no .gitignore written by dev-up); not touching it"
+  exit 1
+fi
 
 # Stops the process whose pid is in $1: TERM, up to 10s grace, then KILL. Only if
-# its command line mentions .dev/, so a recycled pid never hits a stranger.
+# its command line mentions the testbed directory, so a recycled pid never hits a stranger.
 stop_pidfile() {
   local pidfile=$1 pid
   pid=$(cat "${pidfile}" 2>/dev/null) || return 0

@@ -9,18 +9,21 @@
 #   --no-gantry  clusters, nodes, CRDs (if generated) and hub access only: builds and
 #                starts no Gantry process and creates no hub objects (for tests
 #                that run the hub and agents themselves).
-# Everything lives under .dev/ in the repo root; the user's ~/.kube/config is never
-# touched. Re-running keeps the clusters and rebuilds/restarts the Gantry processes.
+# Everything lives under .dev/ in the repo root (or GANTRY_DEV_DIR); the user's
+# ~/.kube/config is never touched. Re-running keeps the clusters and rebuilds/restarts
+# the Gantry processes. Testbeds in different directories run side by side: the
+# clusters take free loopback ports, and GANTRY_DEV_PORT separates the Gantry processes.
 #
 # Environment:
 #   GANTRY_CACHE        tool cache (see hack/install-tools.sh)
+#   GANTRY_DEV_DIR      directory of this testbed (default .dev in the repo root)
 #   GANTRY_DEV_PORT     first of six loopback ports for metrics/health (default 18080)
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
-DEV="${ROOT}/.dev"
+DEV=$(realpath -m "${GANTRY_DEV_DIR:-${ROOT}/.dev}")
 TESTBED="${ROOT}/hack/testbed"
 PORT_BASE="${GANTRY_DEV_PORT:-18080}"
 TIMEOUT="${GANTRY_DEV_TIMEOUT:-120}"
@@ -69,7 +72,7 @@ khub() { kc "${DEV}/hub.kubeconfig" "$@"; }
 kworker() { local n=$1; shift; kc "${DEV}/worker-${n}.kubeconfig" "$@"; }
 
 # Stops the process in a pid file: TERM, up to 10s grace, then KILL. Only if its
-# command line mentions .dev/, so a recycled pid never hits a stranger.
+# command line mentions the testbed directory, so a recycled pid never hits a stranger.
 stop_process() {
   local pidfile=$1 pid
   [[ -f "${pidfile}" ]] || return 0

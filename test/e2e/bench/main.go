@@ -1,0 +1,435 @@
+// Command bench measures how fast Gantry dispatches on the kwok testbed of hack/dev-up.sh, and how many
+// writes each job costs the API servers. hack/bench.sh (make bench) brings a testbed up, runs it and
+// tears the testbed down.
+//
+// It first runs single Jobs one after another on the idle testbed (latency from the Job's creation on
+// the hub to its creation on the winning worker), then submits a burst of one-pod Jobs at once and
+// reports dispatch throughput, latency percentiles and the mutating API requests per job on each
+// cluster, read from the API servers' apiserver_request_total before and after.
+//
+// Every time comes from watches in this process: the hub Job's creation is when the hub's watch
+// delivered it, its creation on a worker when that worker's watch did.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/test/e2e/testbed"
+)
+
+// runLabel marks every Job of one benchmark run; the watches select on it.
+const runLabel = "bench.gantry.dev/run"
+
+type options struct {
+	dir         string
+	jobs        int
+	singles     int
+	idle        time.Duration
+	submitters  int
+	waitTimeout time.Duration
+}
+
+func main() {
+	o := options{}
+	defaultJobs := 300
+	if v := os.Getenv("BENCH_JOBS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: BENCH_JOBS=%q is not a positive number\n", v)
+			os.Exit(2)
+		}
+		defaultJobs = n
+	}
+	flag.StringVar(&o.dir, "dir", ".dev", "Directory of a running testbed (hack/dev-up.sh).")
+	flag.IntVar(&o.jobs, "jobs", defaultJobs, "Jobs in the burst (default: BENCH_JOBS or 300).")
+	flag.IntVar(&o.singles, "singles", 10, "Single Jobs run one after another on the idle testbed.")
+	flag.DurationVar(&o.idle, "idle-sample", 10*time.Second, "How long to sample the idle testbed's background writes.")
+	flag.IntVar(&o.submitters, "submitters", 32, "Concurrent clients submitting the burst.")
+	flag.DurationVar(&o.waitTimeout, "wait-timeout", 10*time.Minute, "Bound on each wait for the burst.")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func run(o options) error {
+	tb, err := testbed.Open(o.dir, 2000, 4000)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	id := strconv.FormatInt(time.Now().Unix(), 36)
+	singleNS, burstNS := "bench-single-"+id, "bench-burst-"+id
+	for _, ns := range []string{singleNS, burstNS} {
+		if err := newNamespace(ctx, tb, ns); err != nil {
+			return err
+		}
+	}
+	defer cleanUp(tb, singleNS, burstNS)
+
+	rec := newRecorder(singleNS, burstNS)
+	wctx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	for _, c := range tb.All() {
+		if err := rec.watchJobs(wctx, c, runLabel+"="+id, c == tb.Hub); err != nil {
+			return err
+		}
+		if err := rec.watchWorkloads(wctx, c, c == tb.Hub); err != nil {
+			return err
+		}
+	}
+
+	// The first Job pays for connections and the namespace on the workers; it is not measured.
+	logf("warming up")
+	if _, err := runSingle(ctx, tb, rec, benchJob(singleNS, "warm-up", id)); err != nil {
+		return err
+	}
+
+	logf("running %d single jobs one after another", o.singles)
+	var singles []time.Duration
+	var singleTimes []jobTimes
+	for i := range o.singles {
+		name := fmt.Sprintf("single-%d", i)
+		d, err := runSingle(ctx, tb, rec, benchJob(singleNS, name, id))
+		if err != nil {
+			return err
+		}
+		singles = append(singles, d)
+		singleTimes = append(singleTimes, rec.get(singleNS, name))
+	}
+
+	logf("sampling the idle testbed's background writes for %s", o.idle)
+	idleBefore, err := scrapeAll(ctx, tb)
+	if err != nil {
+		return err
+	}
+	idleStart := time.Now()
+	time.Sleep(o.idle)
+	idleAfter, err := scrapeAll(ctx, tb)
+	if err != nil {
+		return err
+	}
+	idleWindow := time.Since(idleStart)
+
+	logf("submitting a burst of %d jobs", o.jobs)
+	before, err := scrapeAll(ctx, tb)
+	if err != nil {
+		return err
+	}
+	runStart := time.Now()
+	names := make([]string, o.jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("burst-%04d", i)
+	}
+	submitStart := time.Now()
+	if err := submitAll(ctx, tb, burstNS, id, names, o.submitters); err != nil {
+		return err
+	}
+	submitTime := time.Since(submitStart)
+	if err := rec.waitAll(burstNS, names, "created on a worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerCreated.IsZero() }); err != nil {
+		return dispatchStuck(ctx, tb, burstNS, err)
+	}
+	logf("all %d jobs created on workers; waiting for them to complete", o.jobs)
+	if err := rec.waitAll(burstNS, names, "complete on the hub", o.waitTimeout, func(t jobTimes) bool { return !t.hubComplete.IsZero() }); err != nil {
+		return dispatchStuck(ctx, tb, burstNS, err)
+	}
+	afterRun, err := scrapeAll(ctx, tb)
+	if err != nil {
+		return err
+	}
+	runWindow := time.Since(runStart)
+	runEvents, err := eventsAll(ctx, tb, burstNS)
+	if err != nil {
+		return err
+	}
+
+	logf("deleting the burst's jobs on the hub")
+	cleanStart := time.Now()
+	if err := tb.Hub.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(burstNS),
+		client.MatchingLabels{runLabel: id}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return fmt.Errorf("deleting the burst's jobs: %w", err)
+	}
+	if err := rec.waitAll(burstNS, names, "deleted from their worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerGone.IsZero() }); err != nil {
+		return err
+	}
+	if err := waitNoWorkloads(ctx, tb, burstNS, o.waitTimeout); err != nil {
+		return err
+	}
+	afterClean, err := scrapeAll(ctx, tb)
+	if err != nil {
+		return err
+	}
+	cleanWindow := time.Since(cleanStart)
+	cleanEvents, err := eventsAll(ctx, tb, burstNS)
+	if err != nil {
+		return err
+	}
+
+	r := &report{
+		jobs: o.jobs, singles: singles, singleTimes: singleTimes, submitTime: submitTime,
+		clusters: clusterNames(tb),
+		run: phase{
+			name: "submit -> all complete", window: runWindow,
+			requests: diffAll(afterRun, before), events: runEvents,
+		},
+		clean: phase{
+			name: "delete -> all gone", window: cleanWindow,
+			requests: diffAll(afterClean, afterRun), events: subEvents(cleanEvents, runEvents),
+		},
+		idleRate: ratesAll(diffAll(idleAfter, idleBefore), idleWindow),
+	}
+	for _, n := range names {
+		r.burst = append(r.burst, rec.get(burstNS, n))
+	}
+	r.print(os.Stdout)
+	return nil
+}
+
+// benchJob is a one-pod Job with a small CPU request, so that hundreds fit at once. Its pod is created,
+// ready and done within about a second and a half on kwok.
+func benchJob(ns, name, id string) *batchv1.Job {
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			gantry.QueueLabel: "default", runLabel: id,
+		}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+					"pod-create.stage.kwok.x-k8s.io/delay":          "200ms",
+					"pod-create.stage.kwok.x-k8s.io/jitter-delay":   "200ms",
+					"pod-ready.stage.kwok.x-k8s.io/delay":           "200ms",
+					"pod-ready.stage.kwok.x-k8s.io/jitter-delay":    "200ms",
+					"pod-complete.stage.kwok.x-k8s.io/delay":        "1s",
+					"pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1s",
+				}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "work", Image: "registry.example/batch:1",
+						Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}},
+				},
+			},
+		},
+	}
+}
+
+// newNamespace creates a hub namespace with the Queue "default" on the testbed's GlobalQueue "default".
+func newNamespace(ctx context.Context, tb *testbed.Testbed, ns string) error {
+	if err := tb.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}, Spec: gantry.QueueSpec{GlobalQueue: "default"}}
+	if err := tb.Hub.Client.Create(ctx, q); err != nil {
+		return fmt.Errorf("creating the queue in %s: %w", ns, err)
+	}
+	return nil
+}
+
+// runSingle submits one Job and waits until it was created on a worker and completed on the hub, so the
+// next one starts on an idle testbed. It returns the dispatch latency.
+func runSingle(ctx context.Context, tb *testbed.Testbed, rec *recorder, job *batchv1.Job) (time.Duration, error) {
+	if err := tb.Hub.Client.Create(ctx, job); err != nil {
+		return 0, fmt.Errorf("submitting %s: %w", job.Name, err)
+	}
+	names := []string{job.Name}
+	if err := rec.waitAll(job.Namespace, names, "created on a worker", time.Minute, func(t jobTimes) bool {
+		return !t.workerCreated.IsZero() && !t.hubCreated.IsZero()
+	}); err != nil {
+		return 0, dispatchStuck(ctx, tb, job.Namespace, err)
+	}
+	if err := rec.waitAll(job.Namespace, names, "complete on the hub", time.Minute, func(t jobTimes) bool { return !t.hubComplete.IsZero() }); err != nil {
+		return 0, dispatchStuck(ctx, tb, job.Namespace, err)
+	}
+	t := rec.get(job.Namespace, job.Name)
+	return t.workerCreated.Sub(t.hubCreated), nil
+}
+
+// submitAll creates the Jobs with several concurrent clients.
+func submitAll(ctx context.Context, tb *testbed.Testbed, ns, id string, names []string, clients int) error {
+	next := make(chan string)
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range next {
+				if err := tb.Hub.Client.Create(ctx, benchJob(ns, name, id)); err != nil {
+					errs <- fmt.Errorf("submitting %s: %w", name, err)
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, n := range names {
+		select {
+		case next <- n:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	select {
+	case err = <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// dispatchStuck adds what the hub Workloads say to an error about Jobs that did not get far enough.
+func dispatchStuck(ctx context.Context, tb *testbed.Testbed, ns string, err error) error {
+	var wls gantry.WorkloadList
+	if lerr := tb.Hub.Client.List(ctx, &wls, client.InNamespace(ns)); lerr != nil {
+		return err
+	}
+	byState := map[string]int{}
+	example := map[string]string{}
+	for _, wl := range wls.Items {
+		state := "winner=" + wl.Status.ClusterName
+		for _, c := range wl.Status.Conditions {
+			if c.Status == metav1.ConditionTrue {
+				state += " " + c.Type + "(" + c.Reason + ")"
+			}
+		}
+		byState[state]++
+		if _, ok := example[state]; !ok {
+			example[state] = fmt.Sprintf("%s epoch=%d nominated=%v", wl.Name, wl.Status.DispatchEpoch, wl.Status.NominatedClusters)
+		}
+	}
+	msg := fmt.Sprintf("%v\nhub workloads in %s by state:", err, ns)
+	for s, n := range byState {
+		msg += fmt.Sprintf("\n  %4d  %s   e.g. %s", n, s, example[s])
+	}
+	return fmt.Errorf("%s\nsee the logs in the testbed's logs/ directory", msg)
+}
+
+// waitNoWorkloads waits until the hub and the workers hold no Workload in the namespace.
+func waitNoWorkloads(ctx context.Context, tb *testbed.Testbed, ns string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := 0
+		for _, c := range tb.All() {
+			var wls gantry.WorkloadList
+			if err := c.Client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			left += len(wls.Items)
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s, %d workloads in %s are left on the clusters", timeout, left, ns)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// cleanUp removes the benchmark's Jobs and namespaces, so that a testbed that stays up is left as it
+// was found. Namespaces are deleted without waiting.
+func cleanUp(tb *testbed.Testbed, namespaces ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, ns := range namespaces {
+		_ = tb.Hub.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground))
+	}
+	// Gantry withdraws the Jobs from the workers before the hub Workloads go.
+	for _, ns := range namespaces {
+		_ = waitNoWorkloads(ctx, tb, ns, time.Minute)
+	}
+	for _, c := range tb.All() {
+		for _, ns := range namespaces {
+			_ = client.IgnoreNotFound(c.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		}
+	}
+}
+
+func clusterNames(tb *testbed.Testbed) []string {
+	var out []string
+	for _, c := range tb.All() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func scrapeAll(ctx context.Context, tb *testbed.Testbed) (map[string]requestCounts, error) {
+	out := map[string]requestCounts{}
+	for _, c := range tb.All() {
+		rc, err := scrapeRequests(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		out[c.Name] = rc
+	}
+	return out, nil
+}
+
+func diffAll(after, before map[string]requestCounts) map[string]requestCounts {
+	out := map[string]requestCounts{}
+	for name, a := range after {
+		out[name] = sub(a, before[name])
+	}
+	return out
+}
+
+func ratesAll(d map[string]requestCounts, window time.Duration) map[string]requestCounts {
+	out := map[string]requestCounts{}
+	for name, rc := range d {
+		out[name] = requestCounts{}
+		for k, v := range rc {
+			out[name][k] = v / window.Seconds()
+		}
+	}
+	return out
+}
+
+// eventCounts are estimated Event writes in the burst's namespace per cluster: [Gantry's, others'].
+type eventCounts map[string][2]float64
+
+func eventsAll(ctx context.Context, tb *testbed.Testbed, ns string) (eventCounts, error) {
+	out := eventCounts{}
+	for _, c := range tb.All() {
+		g, o, err := eventWrites(ctx, c, ns)
+		if err != nil {
+			return nil, err
+		}
+		out[c.Name] = [2]float64{g, o}
+	}
+	return out, nil
+}
+
+func subEvents(after, before eventCounts) eventCounts {
+	out := eventCounts{}
+	for n, a := range after {
+		b := before[n]
+		out[n] = [2]float64{max(0, a[0]-b[0]), max(0, a[1]-b[1])}
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gantry-dev/gantry/test/e2e/testbed"
+)
+
+// Targets, and what Kueue MultiKueue v0.17.0 measured for the same things, printed for comparison.
+const (
+	targetThroughput = 50.0                   // jobs/s, at least
+	targetSingleP50  = 300 * time.Millisecond // at most
+	kueueThroughput  = "1.2-1.3 jobs/s"
+	kueueSingle      = "~7 s"
+	kueueRequests    = "33-36"
+)
+
+// phase is one measured stretch of the burst.
+type phase struct {
+	name     string
+	window   time.Duration
+	requests map[string]requestCounts
+	events   eventCounts
+}
+
+type report struct {
+	jobs        int
+	singles     []time.Duration
+	singleTimes []jobTimes
+	submitTime  time.Duration
+	clusters    []string
+	run, clean  phase
+	idleRate    map[string]requestCounts
+	burst       []jobTimes
+}
+
+// split divides a cluster's writes in a phase among their owners, per job.
+func (r *report) split(p phase, cluster string) (all, gantry, kube, bench, idle float64) {
+	hub := cluster == testbed.HubName
+	var events float64
+	for k, v := range p.requests[cluster] {
+		all += v
+		switch owner(hub, k) {
+		case ownerGantry:
+			gantry += v
+		case ownerBench:
+			bench += v
+		case ownerEvents:
+			events += v
+		default:
+			kube += v
+		}
+	}
+	g := min(p.events[cluster][0], events)
+	gantry += g
+	kube += events - g
+	for _, v := range r.idleRate[cluster] {
+		idle += v * p.window.Seconds()
+	}
+	n := float64(r.jobs)
+	return all / n, gantry / n, kube / n, bench / n, idle / n
+}
+
+func (r *report) print(w io.Writer) {
+	var lat []time.Duration
+	var first, last time.Time
+	var multi []string
+	for _, t := range r.burst {
+		lat = append(lat, t.workerCreated.Sub(t.hubCreated))
+		if first.IsZero() || t.hubCreated.Before(first) {
+			first = t.hubCreated
+		}
+		if t.workerCreated.After(last) {
+			last = t.workerCreated
+		}
+		if t.creations != 1 {
+			multi = append(multi, fmt.Sprintf("%d creations", t.creations))
+		}
+	}
+	span := last.Sub(first)
+	throughput := float64(r.jobs) / span.Seconds()
+	singleP50 := percentile(r.singles, 50)
+
+	var totAll, totGantry float64
+	for _, c := range r.clusters {
+		a, g, _, _, _ := r.split(r.run, c)
+		ca, cg, _, _, _ := r.split(r.clean, c)
+		totAll += a + ca
+		totGantry += g + cg
+	}
+
+	fmt.Fprintf(w, "\nGantry dispatch benchmark: a burst of %d one-pod Jobs (cpu 100m) and %d single Jobs, on a hub and two kwok workers (%d CPUs here)\n\n",
+		r.jobs, len(r.singles), runtime.NumCPU())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tGantry\ttarget\t\tKueue MultiKueue v0.17.0")
+	fmt.Fprintf(tw, "burst dispatch throughput\t%.1f jobs/s\t>= %.0f jobs/s\t%s\t%s\n", throughput, targetThroughput, verdict(throughput >= targetThroughput), kueueThroughput)
+	fmt.Fprintf(tw, "burst latency p50 / p99\t%s / %s\t\t\t\n", ms(percentile(lat, 50)), ms(percentile(lat, 99)))
+	fmt.Fprintf(tw, "single job latency p50 (%d runs)\t%s\t< %s\t%s\t%s\n", len(r.singles), ms(singleP50), ms(targetSingleP50), verdict(singleP50 < targetSingleP50), kueueSingle)
+	fmt.Fprintf(tw, "mutating requests per job, all clusters\t%.1f\t\t\t%s\n", totAll, kueueRequests)
+	fmt.Fprintf(tw, "  of which Gantry's own\t%.1f\t\t\t\n", totGantry)
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nLatency: hub Job created -> its Job created on the winner, both as seen by watches from this process.\n")
+	fmt.Fprintf(w, "Throughput: %d jobs from the first hub Job creation to the last creation on a worker, %s; the client submitted them in %s.\n",
+		r.jobs, ms(span), ms(r.submitTime))
+	fmt.Fprintf(w, "Single jobs, one after another, each after the previous completed: min %s, p50 %s, max %s.\n",
+		ms(slices.Min(r.singles)), ms(singleP50), ms(slices.Max(r.singles)))
+	if len(multi) > 0 {
+		fmt.Fprintf(w, "WARNING: %d jobs were not created exactly once on the workers (%s)\n", len(multi), strings.Join(multi, ", "))
+	}
+	r.printStages(w)
+
+	for _, p := range []phase{r.run, r.clean} {
+		fmt.Fprintf(w, "\nMutating API requests per job, %s (%s):\n", p.name, ms(p.window))
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "cluster\tall\tGantry\tKubernetes\tbenchmark client\tidle background\t")
+		var sum [5]float64
+		for _, c := range r.clusters {
+			a, g, k, b, i := r.split(p, c)
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", c, a, g, k, b, i)
+			for j, v := range []float64{a, g, k, b, i} {
+				sum[j] += v
+			}
+		}
+		fmt.Fprintf(tw, "total\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", sum[0], sum[1], sum[2], sum[3], sum[4])
+		_ = tw.Flush()
+	}
+	fmt.Fprintln(w, "\nGantry: its Workloads (+status), CapacityReports, Jobs created/deleted on workers, hub Job status, namespaces")
+	fmt.Fprintln(w, "on workers, Events from gantry-* components. Kubernetes: pods, bindings, Job status on workers, leases, the")
+	fmt.Fprintln(w, "hub's garbage collector... Benchmark client: its Job creations and deletions on the hub. Idle background: what")
+	fmt.Fprintln(w, "the idle testbed writes in as long (leases, capacity reports), already included in the other columns.")
+
+	r.printBreakdown(w)
+}
+
+// printBreakdown lists the writes per job by kind, for both phases together.
+func (r *report) printBreakdown(w io.Writer) {
+	type row struct {
+		key    reqKey
+		owner  string
+		values []float64
+		clean  float64
+		total  float64
+	}
+	rows := map[reqKey]*row{}
+	for i, c := range r.clusters {
+		for _, p := range []phase{r.run, r.clean} {
+			for k, v := range p.requests[c] {
+				rw := rows[k]
+				if rw == nil {
+					rw = &row{key: k, values: make([]float64, len(r.clusters))}
+					rows[k] = rw
+				}
+				v /= float64(r.jobs)
+				rw.values[i] += v
+				rw.total += v
+				if p.name == r.clean.name {
+					rw.clean += v
+				}
+			}
+		}
+	}
+	var list []*row
+	for _, rw := range rows {
+		if rw.total < 0.005 {
+			continue
+		}
+		owners := map[string]bool{}
+		for i, c := range r.clusters {
+			if rw.values[i] > 0 {
+				owners[owner(c == testbed.HubName, rw.key)] = true
+			}
+		}
+		var names []string
+		for o := range owners {
+			names = append(names, o)
+		}
+		sort.Strings(names)
+		rw.owner = strings.Join(names, "/")
+		list = append(list, rw)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].owner != list[j].owner {
+			return list[i].owner < list[j].owner
+		}
+		return list[i].total > list[j].total
+	})
+	fmt.Fprintf(w, "\nMutating requests per job by kind, both phases (%s + %s); \"-> code\": requests that failed:\n", ms(r.run.window), ms(r.clean.window))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "request\tby\t%s\tof all: in delete phase\n", strings.Join(r.clusters, "\t"))
+	for _, rw := range list {
+		vals := make([]string, len(rw.values))
+		for i, v := range rw.values {
+			vals[i] = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\n", rw.key, rw.owner, strings.Join(vals, "\t"), rw.clean)
+	}
+	g := make([]string, len(r.clusters))
+	var clean float64
+	for i, c := range r.clusters {
+		g[i] = fmt.Sprintf("%.2f", (r.run.events[c][0]+r.clean.events[c][0])/float64(r.jobs))
+		clean += r.clean.events[c][0] / float64(r.jobs)
+	}
+	fmt.Fprintf(tw, "  of the events: from gantry-*\t(listed)\t%s\t%.2f\n", strings.Join(g, "\t"), clean)
+	_ = tw.Flush()
+}
+
+// stages of a dispatch, each from the end of the one before.
+var stages = []struct {
+	name     string
+	from, to func(jobTimes) time.Time
+}{
+	{"hub Job -> hub Workload created", func(t jobTimes) time.Time { return t.hubCreated }, func(t jobTimes) time.Time { return t.workloadCreated }},
+	{"-> nominated (dispatchEpoch set)", func(t jobTimes) time.Time { return t.workloadCreated }, func(t jobTimes) time.Time { return t.nominated }},
+	{"-> first copy admitted on a worker", func(t jobTimes) time.Time { return t.nominated }, func(t jobTimes) time.Time { return t.copyAdmitted }},
+	{"-> winner recorded on the hub", func(t jobTimes) time.Time { return t.copyAdmitted }, func(t jobTimes) time.Time { return t.winnerRecorded }},
+	{"-> Job created on the winner", func(t jobTimes) time.Time { return t.winnerRecorded }, func(t jobTimes) time.Time { return t.workerCreated }},
+}
+
+// printStages shows where the time of a dispatch goes, for single jobs and the burst.
+func (r *report) printStages(w io.Writer) {
+	fmt.Fprintln(w, "\nWhere dispatch time goes (each stage from the end of the previous one, as seen by watches):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tsingle p50\tburst p50\tburst p99\tburst max\t")
+	for _, s := range stages {
+		var single, burst []time.Duration
+		for _, t := range r.singleTimes {
+			if from, to := s.from(t), s.to(t); !from.IsZero() && !to.IsZero() {
+				single = append(single, to.Sub(from))
+			}
+		}
+		for _, t := range r.burst {
+			if from, to := s.from(t), s.to(t); !from.IsZero() && !to.IsZero() {
+				burst = append(burst, to.Sub(from))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", s.name, ms(percentile(single, 50)), ms(percentile(burst, 50)),
+			ms(percentile(burst, 99)), ms(percentile(burst, 100)))
+	}
+	_ = tw.Flush()
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (p*len(s)+99)/100 - 1 // nearest rank
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	if d >= time.Second {
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+	return fmt.Sprintf("%d ms", d.Milliseconds())
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
