@@ -51,10 +51,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.WorkloadWorkers < 1 {
-		opts.WorkloadWorkers = 16
+		opts.WorkloadWorkers = 32
 	}
 	if opts.JobWorkers < 1 {
-		opts.JobWorkers = 8
+		opts.JobWorkers = 16
 	}
 	h := &Hub{
 		Connections:    remote.NewManager(mgr.GetScheme(), opts.Remote),
@@ -168,7 +168,7 @@ func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
 		return nil
 	}
 	var cp gantry.Workload
-	if err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(wl), &cp); err != nil {
+	if err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(wl), &cp, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	return &cp

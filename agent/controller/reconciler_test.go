@@ -137,11 +137,15 @@ func TestReconcilerPass(t *testing.T) {
 		t.Errorf("heartbeat %s, want %s", got, start.Add(30*time.Second))
 	}
 
-	// A pod binds: the capacity changes and is written at once.
+	// A pod binds a second after the heartbeat: the capacity changes, and is written once the report is
+	// MinReportInterval old.
 	clk.Step(time.Second)
 	if err := c.Create(ctx, agenttest.MakePod("other", "ns").Node("n1").Request("nvidia.com/gpu", "3").Obj()); err != nil {
 		t.Fatal(err)
 	}
+	pass(MinReportInterval - time.Second)
+	wantGPU(4)
+	clk.Step(MinReportInterval - time.Second)
 	pass(30 * time.Second)
 	wantGPU(1)
 
@@ -172,10 +176,15 @@ func TestReportDue(t *testing.T) {
 		"heartbeat due": {
 			cur: want, now: at.Add(30 * time.Second), due: true, nextWant: 30 * time.Second,
 		},
+		"capacity changed right after a report": {
+			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at),
+				Capacity: gantryv1alpha1.CapacitySummary{Nodes: 2, ReadyNodes: 1}},
+			now: at.Add(time.Second), due: false, nextWant: 4 * time.Second,
+		},
 		"capacity changed": {
 			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at),
 				Capacity: gantryv1alpha1.CapacitySummary{Nodes: 2, ReadyNodes: 1}},
-			now: at.Add(time.Second), due: true, nextWant: 30 * time.Second,
+			now: at.Add(5 * time.Second), due: true, nextWant: 30 * time.Second,
 		},
 		"cluster name changed": {
 			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "old", HeartbeatTime: metav1.NewTime(at), Capacity: capacity},

@@ -19,6 +19,9 @@ import (
 // DefaultHeartbeatInterval is how often the agent rewrites its CapacityReport when nothing changed.
 const DefaultHeartbeatInterval = 30 * time.Second
 
+// MinReportInterval is the least time between two reports with different capacity.
+const MinReportInterval = 5 * time.Second
+
 // CapacityFromSummary converts an admission summary to the API's CapacitySummary.
 func CapacityFromSummary(s admission.Summary) gantryv1alpha1.CapacitySummary {
 	out := gantryv1alpha1.CapacitySummary{Nodes: s.Nodes, ReadyNodes: s.ReadyNodes}
@@ -53,15 +56,22 @@ type reportWrite struct {
 // name or capacity differ, or its heartbeat is interval old. It also returns how long until the next
 // heartbeat falls due if nothing changes.
 func ReportDue(cur gantryv1alpha1.CapacityReportStatus, want gantryv1alpha1.CapacityReportStatus, now time.Time, interval time.Duration) (bool, time.Duration) {
-	if cur.HeartbeatTime.IsZero() || cur.ClusterName != want.ClusterName ||
-		!equality.Semantic.DeepEqual(cur.Capacity, want.Capacity) {
+	if cur.HeartbeatTime.IsZero() || cur.ClusterName != want.ClusterName {
 		return true, interval
 	}
-	left := cur.HeartbeatTime.Add(interval).Sub(now)
-	if left <= 0 {
+	age := now.Sub(cur.HeartbeatTime.Time)
+	if !equality.Semantic.DeepEqual(cur.Capacity, want.Capacity) {
+		// Every admission changes the free capacity; during a burst the report follows at most every
+		// MinReportInterval, so it costs a bounded number of writes here and on the hub.
+		if wait := MinReportInterval - age; wait > 0 {
+			return false, wait
+		}
 		return true, interval
 	}
-	return false, left
+	if left := interval - age; left > 0 {
+		return false, left
+	}
+	return true, interval
 }
 
 // syncReport brings the cluster's CapacityReport up to date with capacity, creating it when it is

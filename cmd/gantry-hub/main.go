@@ -50,7 +50,7 @@ func main() {
 	fs.Float64Var(&remoteQPS, "worker-api-qps", 500, "Queries per second to each worker's API server.")
 	fs.IntVar(&remoteBurst, "worker-api-burst", 1000, "Burst of queries to each worker's API server.")
 	fs.BoolVar(&allowInsecure, "allow-insecure-kubeconfigs", false, "Accept worker kubeconfigs that read local files or run exec plugins.")
-	fs.IntVar(&workloadWorker, "workload-workers", 16, "Workloads synced with workers in parallel.")
+	fs.IntVar(&workloadWorker, "workload-workers", 32, "Workloads synced with workers in parallel.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])

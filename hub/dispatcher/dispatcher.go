@@ -137,7 +137,9 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	var wcs gantry.WorkerClusterList
 	var nss corev1.NamespaceList
 	for _, l := range []client.ObjectList{&wls, &gqs, &qs, &wcs, &nss} {
-		if err := d.Client.List(ctx, l); err != nil {
+		// The cache's own objects, not copies: a pass never modifies them (apply deep-copies first), and
+		// copying every Workload on every pass would dominate the pass.
+		if err := d.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
@@ -257,8 +259,14 @@ func (d *Dispatcher) apply(ctx context.Context, c *change) error {
 		msg := "admitted by " + c.winner
 		setCondition(st, gantry.WorkloadAdmitted, metav1.ConditionTrue, gantry.ReasonAdmittedByCluster, msg, gen)
 		setCondition(st, gantry.WorkloadPending, metav1.ConditionFalse, gantry.ReasonAdmittedByCluster, msg, gen)
+		others := without(st.NominatedClusters, c.winner)
 		event = func(job client.Object) {
-			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d)", c.winner, st.DispatchEpoch)
+			if len(others) == 0 {
+				d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d)", c.winner, st.DispatchEpoch)
+				return
+			}
+			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d); withdrawing the copies from %s",
+				c.winner, st.DispatchEpoch, strings.Join(others, ", "))
 		}
 	case c.nomination != nil:
 		st.DispatchEpoch = c.nomination.Epoch
@@ -314,6 +322,16 @@ func (d *Dispatcher) apply(ctx context.Context, c *change) error {
 		event(job)
 	}
 	return nil
+}
+
+func without(list []string, s string) []string {
+	var out []string
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func setCondition(st *gantry.WorkloadStatus, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {

@@ -28,7 +28,7 @@ func (d *Dispatcher) writeQueueStatus(ctx context.Context, st *hubState, snap *d
 	globals, locals := queueStatuses(st, snap)
 	log := ctrllog.FromContext(ctx)
 	for i := range st.globals {
-		gq := st.globals[i].DeepCopy()
+		gq := st.globals[i].DeepCopy() // the pass read the cache's own objects
 		want := globals[gq.Name]
 		want.Conditions = gq.Status.Conditions
 		apimeta.SetStatusCondition(&want.Conditions, activeCondition(gq, snap))

@@ -30,10 +30,8 @@ import (
 
 // Reasons of Events on hub Jobs.
 const (
-	EventWithdrawn     = "Withdrawn"
-	EventStarted       = "Started"
-	EventFinished      = "Finished"
-	EventRemoteProblem = "RemoteJobProblem"
+	EventWithdrawn = "Withdrawn"
+	EventFinished  = "Finished"
 )
 
 // Clusters gives access to connected workers.
@@ -147,23 +145,16 @@ func createInNamespace(ctx context.Context, c *remote.Cluster, obj client.Object
 // cluster but keep. An empty keep withdraws everything.
 func (r *Reconciler) withdraw(ctx context.Context, wl *gantry.Workload, keep string) error {
 	var errs []error
-	var withdrawn []string
 	for _, name := range r.Clusters.Connected() {
 		c, ok := r.Clusters.Get(name)
 		if !ok || name == keep {
 			continue
 		}
-		gone, err := deleteOwned(ctx, c, wl.Namespace, wl.Name, jobNameOf(wl), string(wl.UID))
-		if err != nil {
+		if _, err := deleteOwned(ctx, c, wl.Namespace, wl.Name, jobNameOf(wl), string(wl.UID)); err != nil {
 			errs = append(errs, err)
 		}
-		if gone {
-			withdrawn = append(withdrawn, name)
-		}
 	}
-	if len(withdrawn) > 0 && keep != "" {
-		r.jobEvent(ctx, wl, corev1.EventTypeNormal, EventWithdrawn, "Withdrew copies from %s", strings.Join(withdrawn, ", "))
-	}
+	// No Event here: the Admitted Event already names the clusters the copies are withdrawn from.
 	return errors.Join(errs...)
 }
 
@@ -238,13 +229,9 @@ func (r *Reconciler) syncWinner(ctx context.Context, wl *gantry.Workload) error 
 		return nil // an older Workload's Job; orphan collection removes it, then the Job is created
 	}
 	if !equality.Semantic.DeepEqual(hubJob.Status, remoteJob.Status) {
-		started := hubJob.Status.StartTime == nil && remoteJob.Status.StartTime != nil
 		hubJob.Status = *remoteJob.Status.DeepCopy()
 		if err := r.Client.Status().Update(ctx, &hubJob); err != nil {
 			return fmt.Errorf("mirroring status of job %s from %s: %w", client.ObjectKeyFromObject(&hubJob), c.Name, err)
-		}
-		if started {
-			r.Recorder.Eventf(&hubJob, nil, corev1.EventTypeNormal, EventStarted, "Run", "Job started on %s", c.Name)
 		}
 	}
 	if t, done := jobFinished(&remoteJob); done {
@@ -296,11 +283,11 @@ func (r *Reconciler) finish(ctx context.Context, wl *gantry.Workload, hubJob *ba
 	if err := r.Client.Status().Update(ctx, wl); err != nil {
 		return fmt.Errorf("recording that workload %s finished: %w", client.ObjectKeyFromObject(wl), err)
 	}
-	eventType := corev1.EventTypeNormal
-	if reason != gantry.ReasonJobSucceeded {
-		eventType = corev1.EventTypeWarning
+	// A Job that succeeded or failed shows it in its mirrored status; only what the status cannot say gets
+	// an Event.
+	if reason != gantry.ReasonJobSucceeded && reason != gantry.ReasonJobFailed {
+		r.Recorder.Eventf(hubJob, nil, corev1.EventTypeWarning, EventFinished, "Run", "%s", message)
 	}
-	r.Recorder.Eventf(hubJob, nil, eventType, EventFinished, "Run", "%s", message)
 	return nil
 }
 
