@@ -129,6 +129,7 @@ func startCluster(name string) (*cluster, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = env.Stop() // Start can fail after its processes came up (installing CRDs)
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	cfg.QPS, cfg.Burst = 500, 1000

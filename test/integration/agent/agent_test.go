@@ -84,6 +84,7 @@ func startAgent(t *testing.T) client.Client {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = env.Stop() // Start can fail after its processes came up (installing CRDs)
 		t.Fatalf("starting the API server: %v", err)
 	}
 	t.Cleanup(func() {
