@@ -9,6 +9,7 @@
 #
 # Environment:
 #   BENCH_JOBS     jobs in the burst (default 300)
+#   BENCH_POD_RUNTIME  how long each burst pod runs (default 30s; 1s adds the pods' completion to the burst)
 #   BENCH_TESTBED  directory of an already running testbed to use instead (e.g. .dev after make dev-up);
 #                  it is left running, and the benchmark removes only its own Jobs and namespaces
 #   BENCH_DIR      directory of the benchmark's own testbed (default .dev-bench)

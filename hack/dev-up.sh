@@ -18,6 +18,7 @@
 #   GANTRY_CACHE        tool cache (see hack/install-tools.sh)
 #   GANTRY_DEV_DIR      directory of this testbed (default .dev in the repo root)
 #   GANTRY_DEV_PORT     first of six loopback ports for metrics/health (default 18080)
+#   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 set -euo pipefail
 
@@ -286,12 +287,16 @@ if ((!GANTRY)); then
   exit 0
 fi
 
+# GANTRY_PPROF=1 serves Go profiles: the hub on PORT_BASE+6, agent N on PORT_BASE+6+N.
+pprof() { if [[ -n "${GANTRY_PPROF:-}" ]]; then echo --pprof-bind-address "127.0.0.1:$((PORT_BASE + 6 + $1))"; fi; }
+# shellcheck disable=SC2046 # pprof prints nothing or two words
 start_process gantry-hub "${PORT_BASE}" "$((PORT_BASE + 1))" \
-  "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system
+  "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system $(pprof 0)
 for n in "${WORKERS[@]}"; do
+  # shellcheck disable=SC2046
   start_process "gantry-agent-${n}" "$((PORT_BASE + 2 * n))" "$((PORT_BASE + 2 * n + 1))" \
     "${ROOT}/bin/gantry-agent" --kubeconfig "${DEV}/worker-${n}.kubeconfig" \
-    --cluster-name "worker-${n}" --namespace gantry-system
+    --cluster-name "worker-${n}" --namespace gantry-system $(pprof "${n}")
 done
 for name in gantry-hub gantry-agent-1 gantry-agent-2; do
   wait_healthy "${name}"

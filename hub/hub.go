@@ -76,7 +76,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	}
 	if err := (&workload.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clusters: h.Connections,
-		Recorder: recorder, Remote: h.workloadEvents,
+		Recorder: recorder, Remote: h.workloadEvents, Clock: opts.Clock,
 	}).SetupWithManager(mgr, opts.WorkloadWorkers); err != nil {
 		return nil, fmt.Errorf("setting up the workload controller: %w", err)
 	}

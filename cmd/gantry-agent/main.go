@@ -38,6 +38,7 @@ type options struct {
 	clusterName  string
 	metricsAddr  string
 	probeAddr    string
+	pprofAddr    string
 	leaderElect  bool
 	kubeAPIQPS   float64
 	kubeAPIBurst int
@@ -55,6 +56,8 @@ func parseFlags(args []string) (*options, error) {
 		"Name of this cluster as registered on the hub (its WorkerCluster). Names the CapacityReport. Required.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
 		`Address the Prometheus metrics endpoint binds to; "0" disables it.`)
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		"Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
@@ -128,6 +131,7 @@ func run(o *options) error {
 		Cache:                         controller.CacheOptions(o.clusterName),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       o.namespace,

@@ -30,6 +30,7 @@ func main() {
 		namespace      string
 		metricsAddr    string
 		probeAddr      string
+		pprofAddr      string
 		leaderElect    bool
 		qps            float64
 		burst          int
@@ -44,6 +45,7 @@ func main() {
 	fs.StringVar(&namespace, "namespace", "gantry-system", "Namespace of the workers' kubeconfig Secrets and of the leader election lease.")
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one hub replica dispatches at a time.")
 	fs.Float64Var(&qps, "kube-api-qps", 500, "Queries per second to the hub's API server.")
 	fs.IntVar(&burst, "kube-api-burst", 1000, "Burst of queries to the hub's API server.")
@@ -57,7 +59,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, leaderElect, qps, burst,
+	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr, leaderElect, qps, burst,
 		hub.Options{
 			Namespace:       namespace,
 			WorkloadWorkers: workloadWorker,
@@ -68,7 +70,7 @@ func main() {
 	}
 }
 
-func run(kubeconfig, namespace, metricsAddr, probeAddr string, leaderElect bool, qps float64, burst int, opts hub.Options) error {
+func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leaderElect bool, qps float64, burst int, opts hub.Options) error {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
@@ -85,6 +87,7 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr string, leaderElect bool,
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "gantry-hub",
 		LeaderElectionNamespace: namespace,

@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,9 +31,11 @@ const (
 	EventPending    = "Pending"
 )
 
-// Dispatcher is the hub's single dispatch loop. One pass at a time decides over a snapshot; the writes
-// of a pass run in parallel. Each decision is persisted with optimistic concurrency, so a stale cache
-// can cost a retry but never a second winner.
+// Dispatcher is the hub's single dispatch loop. One pass at a time decides over a snapshot and hands
+// each workload's decision to a pool of writers; the next pass does not wait for them. A workload whose
+// write is in flight is seen by later passes as the write will leave it, and gets no second write until
+// the first one returns. Each decision is persisted with optimistic concurrency, so a stale cache can
+// cost a retry but never a second winner.
 type Dispatcher struct {
 	Client   client.Client
 	Copies   CopyReader
@@ -47,8 +49,13 @@ type Dispatcher struct {
 	trigger chan struct{}
 	once    sync.Once
 
-	mu      sync.Mutex
-	assumed map[string]*gantry.Workload // status written but maybe not yet in the cache
+	writers  chan struct{} // one token per write in flight
+	requests *requestCache // used by passes only, one at a time
+
+	mu       sync.Mutex
+	assumed  map[string]*gantry.Workload // status written but maybe not yet in the cache
+	inflight map[string]*gantry.Workload // status being written: what the write will leave
+	backoff  map[string]time.Duration    // keys whose last write failed other than by a conflict
 
 	lastQueueStatus time.Time
 }
@@ -57,9 +64,13 @@ func (d *Dispatcher) init() {
 	d.once.Do(func() {
 		d.trigger = make(chan struct{}, 1)
 		d.assumed = map[string]*gantry.Workload{}
+		d.inflight = map[string]*gantry.Workload{}
+		d.backoff = map[string]time.Duration{}
 		if d.Writers < 1 {
-			d.Writers = 16
+			d.Writers = 64
 		}
+		d.writers = make(chan struct{}, d.Writers)
+		d.requests = newRequestCache()
 		if d.Resync == 0 {
 			d.Resync = time.Minute
 		}
@@ -93,6 +104,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			for range d.Writers { // wait for the writes in flight, which the canceled context ends
+				d.writers <- struct{}{}
+			}
 			return nil
 		case <-d.trigger:
 		case <-resync.C():
@@ -112,22 +126,22 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 }
 
-// Pass runs one dispatch pass.
-func (d *Dispatcher) Pass(ctx context.Context) error {
-	_, err := d.pass(ctx)
-	return err
-}
-
+// pass runs one dispatch pass and says when queue statuses it held back are due.
 func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	d.init()
 	st, err := d.read(ctx)
 	if err != nil {
 		return 0, err
 	}
-	snap, byKey, blockedList := buildSnapshot(st, d.Copies)
+	snap, byKey, blockedList := buildSnapshot(st, d.Copies, d.requests)
+	live := make(map[types.UID]bool, len(st.workloads))
+	for _, wl := range st.workloads {
+		live[wl.UID] = true
+	}
+	d.requests.keepOnly(live)
 	res := dispatch.Plan(snap)
-	err = d.execute(ctx, byKey, res, blockedList)
-	return d.writeQueueStatus(ctx, st, snap), err
+	d.execute(ctx, byKey, res, blockedList)
+	return d.writeQueueStatus(ctx, st, snap), nil
 }
 
 func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
@@ -154,6 +168,10 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 		wl := &wls.Items[i]
 		key := wl.Namespace + "/" + wl.Name
 		seen[key] = true
+		if f := d.inflight[key]; f != nil && f.UID == wl.UID {
+			st.workloads = append(st.workloads, f)
+			continue
+		}
 		if a := d.assumed[key]; a != nil {
 			if a.UID == wl.UID && !newerOrEqual(wl.ResourceVersion, a.ResourceVersion) {
 				wl = a // the cache has not caught up with our own write yet
@@ -190,7 +208,7 @@ type change struct {
 	verdict    *dispatch.Verdict
 }
 
-func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workload, res dispatch.Result, blockedList []blocked) error {
+func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workload, res dispatch.Result, blockedList []blocked) {
 	changes := map[string]*change{}
 	get := func(key string) *change {
 		if c := changes[key]; c != nil {
@@ -216,36 +234,81 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 		c := get(b.wl.Namespace + "/" + b.wl.Name)
 		c.verdict = &dispatch.Verdict{Reason: b.reason, Message: b.message, Withdraw: len(b.wl.Status.NominatedClusters) > 0}
 	}
-
-	work := make(chan *change)
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var errs []error
-	for i := 0; i < d.Writers; i++ {
-		wg.Add(1)
+	for key, c := range changes {
+		if c.wl == nil {
+			continue
+		}
+		wl, event := d.decide(c)
+		if equality.Semantic.DeepEqual(c.wl.Status, wl.Status) {
+			continue
+		}
+		d.mu.Lock()
+		_, busy := d.inflight[key]
+		if !busy {
+			d.inflight[key] = wl
+		}
+		d.mu.Unlock()
+		if busy {
+			continue // its write's return asks for another pass
+		}
+		select {
+		case d.writers <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		go func() {
-			defer wg.Done()
-			for c := range work {
-				if err := d.apply(ctx, c); err != nil {
-					errMu.Lock()
-					errs = append(errs, err)
-					errMu.Unlock()
-				}
-			}
+			defer func() { <-d.writers }()
+			d.write(ctx, key, wl, c, event)
 		}()
 	}
-	for _, c := range changes {
-		if c.wl != nil {
-			work <- c
-		}
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
-// apply persists one workload's decisions in a single status write, then records Events.
-func (d *Dispatcher) apply(ctx context.Context, c *change) error {
+// write persists one decision, then records its Event and asks for the pass that follows from it.
+func (d *Dispatcher) write(ctx context.Context, key string, decided *gantry.Workload, c *change, event func(client.Object)) {
+	wl := decided.DeepCopy() // the update fills in the new resourceVersion; passes read decided meanwhile
+	err := d.Client.Status().Update(ctx, wl)
+	d.mu.Lock()
+	delete(d.inflight, key)
+	var retry time.Duration
+	if err == nil {
+		d.assumed[key] = wl
+		delete(d.backoff, key)
+	} else if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		retry = min(max(2*d.backoff[key], 100*time.Millisecond), time.Minute)
+		d.backoff[key] = retry
+	}
+	d.mu.Unlock()
+	switch {
+	case err == nil:
+	case retry > 0:
+		ctrllog.FromContext(ctx).Error(err, "Writing dispatch status", "workload", key, "retryIn", retry)
+		go func() {
+			<-d.Clock.After(retry)
+			d.Trigger()
+		}()
+		return
+	default:
+		// A conflict: the cache is behind; the watch event that catches it up asks for the next pass.
+		d.Trigger()
+		return
+	}
+	d.Trigger()
+	if c.winner != "" {
+		winners.Inc()
+		if created := wl.CreationTimestamp.Time; !created.IsZero() {
+			admissionLatency.Observe(d.Clock.Since(created).Seconds())
+		}
+	}
+	if c.nomination != nil {
+		nominations.Inc()
+	}
+	if job := jobRef(wl); job != nil && event != nil {
+		event(job)
+	}
+}
+
+// decide applies one workload's decisions to a copy of it and says which Event records them.
+func (d *Dispatcher) decide(c *change) (*gantry.Workload, func(job client.Object)) {
 	wl := c.wl.DeepCopy()
 	st := &wl.Status
 	gen := wl.Generation
@@ -260,13 +323,14 @@ func (d *Dispatcher) apply(ctx context.Context, c *change) error {
 		setCondition(st, gantry.WorkloadAdmitted, metav1.ConditionTrue, gantry.ReasonAdmittedByCluster, msg, gen)
 		setCondition(st, gantry.WorkloadPending, metav1.ConditionFalse, gantry.ReasonAdmittedByCluster, msg, gen)
 		others := without(st.NominatedClusters, c.winner)
+		epoch := st.DispatchEpoch
 		event = func(job client.Object) {
 			if len(others) == 0 {
-				d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d)", c.winner, st.DispatchEpoch)
+				d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d)", c.winner, epoch)
 				return
 			}
 			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d); withdrawing the copies from %s",
-				c.winner, st.DispatchEpoch, strings.Join(others, ", "))
+				c.winner, epoch, strings.Join(others, ", "))
 		}
 	case c.nomination != nil:
 		st.DispatchEpoch = c.nomination.Epoch
@@ -276,8 +340,9 @@ func (d *Dispatcher) apply(ctx context.Context, c *change) error {
 			fmt.Sprintf("dispatched to %s (epoch %d)", list, c.nomination.Epoch), gen)
 		setCondition(st, gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonWaitingForAdmission,
 			"waiting for "+list+" to admit", gen)
+		epoch := c.nomination.Epoch
 		event = func(job client.Object) {
-			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventDispatched, "Dispatch", "Dispatched to %s (epoch %d)", list, c.nomination.Epoch)
+			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventDispatched, "Dispatch", "Dispatched to %s (epoch %d)", list, epoch)
 		}
 	case c.verdict != nil:
 		if c.verdict.Withdraw {
@@ -297,31 +362,7 @@ func (d *Dispatcher) apply(ctx context.Context, c *change) error {
 		}
 		setCondition(st, gantry.WorkloadPending, metav1.ConditionTrue, c.verdict.Reason, c.verdict.Message, gen)
 	}
-	if equality.Semantic.DeepEqual(c.wl.Status, wl.Status) {
-		return nil
-	}
-	if err := d.Client.Status().Update(ctx, wl); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("writing dispatch status of %s: %w", client.ObjectKeyFromObject(wl), err)
-	}
-	d.mu.Lock()
-	d.assumed[wl.Namespace+"/"+wl.Name] = wl
-	d.mu.Unlock()
-	if c.winner != "" {
-		winners.Inc()
-		if created := wl.CreationTimestamp.Time; !created.IsZero() {
-			admissionLatency.Observe(d.Clock.Since(created).Seconds())
-		}
-	}
-	if c.nomination != nil {
-		nominations.Inc()
-	}
-	if job := jobRef(wl); job != nil && event != nil {
-		event(job)
-	}
-	return nil
+	return wl, event
 }
 
 func without(list []string, s string) []string {

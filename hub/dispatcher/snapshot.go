@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -41,7 +42,7 @@ type blocked struct {
 
 // buildSnapshot turns hub state into the dispatcher's snapshot. Workloads whose queue cannot be
 // resolved come back as blocked, with a reason a person can act on.
-func buildSnapshot(st *hubState, copies CopyReader) (*dispatch.Snapshot, map[string]*gantry.Workload, []blocked) {
+func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache) (*dispatch.Snapshot, map[string]*gantry.Workload, []blocked) {
 	s := &dispatch.Snapshot{Clusters: map[string]dispatch.Cluster{}, Queues: map[string]*dispatch.GlobalQueue{}}
 	for _, wc := range st.clusters {
 		s.Clusters[wc.Name] = dispatch.Cluster{
@@ -93,7 +94,7 @@ func buildSnapshot(st *hubState, copies CopyReader) (*dispatch.Snapshot, map[str
 			Key:       key,
 			Priority:  wl.Spec.Priority,
 			Created:   wl.CreationTimestamp.Time,
-			Requests:  totalRequests(wl),
+			Requests:  requests.of(wl),
 			Epoch:     wl.Status.DispatchEpoch,
 			Nominated: wl.Status.NominatedClusters,
 			Winner:    wl.Status.ClusterName,
@@ -173,6 +174,41 @@ func rejects(reason string) bool {
 		return true
 	}
 	return false
+}
+
+// requestCache keeps each Workload's total requests, which only change with its spec, so that a pass
+// does not parse every quantity of every Workload again.
+type requestCache struct {
+	byUID map[types.UID]cachedRequests
+}
+
+type cachedRequests struct {
+	generation int64
+	requests   dispatch.Resources
+}
+
+func newRequestCache() *requestCache { return &requestCache{byUID: map[types.UID]cachedRequests{}} }
+
+// of returns the Workload's total requests. A nil cache computes them every time.
+func (c *requestCache) of(wl *gantry.Workload) dispatch.Resources {
+	if c == nil {
+		return totalRequests(wl)
+	}
+	if e, ok := c.byUID[wl.UID]; ok && e.generation == wl.Generation {
+		return e.requests
+	}
+	r := totalRequests(wl)
+	c.byUID[wl.UID] = cachedRequests{generation: wl.Generation, requests: r}
+	return r
+}
+
+// keepOnly forgets the Workloads not in live.
+func (c *requestCache) keepOnly(live map[types.UID]bool) {
+	for uid := range c.byUID {
+		if !live[uid] {
+			delete(c.byUID, uid)
+		}
+	}
 }
 
 // totalRequests sums the requests of all pods of all pod sets.

@@ -69,7 +69,7 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 			hubWorkload("team-b", "not-selected", "q"),
 		},
 	}
-	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}})
+	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, newRequestCache())
 
 	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true}}, snap.Clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -48,7 +51,14 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Remote receives the hub Workload keys of changed objects on workers.
 	Remote chan event.GenericEvent
+	Clock  clock.Clock
+
+	mirrored sync.Map // hub Job UID -> time.Time of its last status mirror
 }
+
+// MirrorInterval is the least time between two status mirrors of a running Job: a Job whose pods start
+// together would otherwise cost the hub a write per pod. A finished Job is mirrored at once.
+const MirrorInterval = time.Second
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
@@ -79,10 +89,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+		if job := metav1.GetControllerOf(&wl); job != nil {
+			r.mirrored.Delete(job.UID)
+		}
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.syncWinner(ctx, &wl)
+	err := r.syncWinner(ctx, &wl)
+	var later *requeueAfter
+	if errors.As(err, &later) {
+		return ctrl.Result{RequeueAfter: later.after}, nil
+	}
+	return ctrl.Result{}, err
 }
+
+// requeueAfter asks for the Workload to be looked at again later; it is not a failure.
+type requeueAfter struct{ after time.Duration }
+
+func (r *requeueAfter) Error() string { return "requeue after " + r.after.String() }
 
 // syncCopies makes the workers hold exactly the copies of the current nomination.
 func (r *Reconciler) syncCopies(ctx context.Context, wl *gantry.Workload) error {
@@ -228,13 +251,20 @@ func (r *Reconciler) syncWinner(ctx context.Context, wl *gantry.Workload) error 
 	if remoteJob.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) {
 		return nil // an older Workload's Job; orphan collection removes it, then the Job is created
 	}
+	t, done := jobFinished(&remoteJob)
 	if !equality.Semantic.DeepEqual(hubJob.Status, remoteJob.Status) {
+		if last, ok := r.mirrored.Load(hubJob.UID); ok && !done {
+			if wait := MirrorInterval - r.Clock.Since(last.(time.Time)); wait > 0 {
+				return &requeueAfter{wait}
+			}
+		}
 		hubJob.Status = *remoteJob.Status.DeepCopy()
 		if err := r.Client.Status().Update(ctx, &hubJob); err != nil {
 			return fmt.Errorf("mirroring status of job %s from %s: %w", client.ObjectKeyFromObject(&hubJob), c.Name, err)
 		}
+		r.mirrored.Store(hubJob.UID, r.Clock.Now())
 	}
-	if t, done := jobFinished(&remoteJob); done {
+	if done {
 		reason := gantry.ReasonJobSucceeded
 		if t == batchv1.JobFailed {
 			reason = gantry.ReasonJobFailed
@@ -294,6 +324,9 @@ func (r *Reconciler) finish(ctx context.Context, wl *gantry.Workload, hubJob *ba
 // finalize withdraws everything from the workers, then lets the Workload go. A cluster that is not
 // connected does not hold the Workload back: orphan collection cleans it when it reconnects.
 func (r *Reconciler) finalize(ctx context.Context, wl *gantry.Workload) error {
+	if job := metav1.GetControllerOf(wl); job != nil {
+		r.mirrored.Delete(job.UID)
+	}
 	if !controllerutil.ContainsFinalizer(wl, gantry.WorkloadFinalizer) {
 		return nil
 	}

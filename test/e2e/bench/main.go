@@ -41,6 +41,23 @@ type options struct {
 	idle        time.Duration
 	submitters  int
 	waitTimeout time.Duration
+	podRuntime  time.Duration
+}
+
+// singleRuntime is how long the pods of single Jobs run: the next single Job waits for the last to finish.
+const singleRuntime = time.Second
+
+// defaultPodRuntime reads BENCH_POD_RUNTIME. Batch pods run for minutes; 30 s keeps the burst's pods
+// running while the burst is dispatched, so the burst measures dispatch rather than the pods' churn.
+func defaultPodRuntime() time.Duration {
+	if v := os.Getenv("BENCH_POD_RUNTIME"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return d
+		}
+		fmt.Fprintf(os.Stderr, "bench: BENCH_POD_RUNTIME=%q is not a positive duration\n", v)
+		os.Exit(2)
+	}
+	return 30 * time.Second
 }
 
 func main() {
@@ -59,6 +76,7 @@ func main() {
 	flag.IntVar(&o.singles, "singles", 10, "Single Jobs run one after another on the idle testbed.")
 	flag.DurationVar(&o.idle, "idle-sample", 10*time.Second, "How long to sample the idle testbed's background writes.")
 	flag.IntVar(&o.submitters, "submitters", 32, "Concurrent clients submitting the burst.")
+	flag.DurationVar(&o.podRuntime, "pod-runtime", defaultPodRuntime(), "How long each pod runs on its kwok node (default: BENCH_POD_RUNTIME or 30s).")
 	flag.DurationVar(&o.waitTimeout, "wait-timeout", 10*time.Minute, "Bound on each wait for the burst.")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -100,7 +118,7 @@ func run(o options) error {
 
 	// The first Job pays for connections and the namespace on the workers; it is not measured.
 	logf("warming up")
-	if _, err := runSingle(ctx, tb, rec, benchJob(singleNS, "warm-up", id)); err != nil {
+	if _, err := runSingle(ctx, tb, rec, benchJob(singleNS, "warm-up", id, singleRuntime)); err != nil {
 		return err
 	}
 
@@ -109,7 +127,7 @@ func run(o options) error {
 	var singleTimes []jobTimes
 	for i := range o.singles {
 		name := fmt.Sprintf("single-%d", i)
-		d, err := runSingle(ctx, tb, rec, benchJob(singleNS, name, id))
+		d, err := runSingle(ctx, tb, rec, benchJob(singleNS, name, id, singleRuntime))
 		if err != nil {
 			return err
 		}
@@ -141,7 +159,7 @@ func run(o options) error {
 		names[i] = fmt.Sprintf("burst-%04d", i)
 	}
 	submitStart := time.Now()
-	if err := submitAll(ctx, tb, burstNS, id, names, o.submitters); err != nil {
+	if err := submitAll(ctx, tb, burstNS, id, names, o.submitters, o.podRuntime); err != nil {
 		return err
 	}
 	submitTime := time.Since(submitStart)
@@ -185,7 +203,7 @@ func run(o options) error {
 	}
 
 	r := &report{
-		jobs: o.jobs, singles: singles, singleTimes: singleTimes, submitTime: submitTime,
+		jobs: o.jobs, podRuntime: o.podRuntime, singles: singles, singleTimes: singleTimes, submitTime: submitTime,
 		clusters: clusterNames(tb),
 		run: phase{
 			name: "submit -> all complete", window: runWindow,
@@ -204,9 +222,9 @@ func run(o options) error {
 	return nil
 }
 
-// benchJob is a one-pod Job with a small CPU request, so that hundreds fit at once. Its pod is created,
-// ready and done within about a second and a half on kwok.
-func benchJob(ns, name, id string) *batchv1.Job {
+// benchJob is a one-pod Job with a small CPU request, so that hundreds fit at once. Its pod is created
+// and ready within about half a second on kwok, then runs for runtime.
+func benchJob(ns, name, id string, runtime time.Duration) *batchv1.Job {
 	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
@@ -220,8 +238,8 @@ func benchJob(ns, name, id string) *batchv1.Job {
 					"pod-create.stage.kwok.x-k8s.io/jitter-delay":   "200ms",
 					"pod-ready.stage.kwok.x-k8s.io/delay":           "200ms",
 					"pod-ready.stage.kwok.x-k8s.io/jitter-delay":    "200ms",
-					"pod-complete.stage.kwok.x-k8s.io/delay":        "1s",
-					"pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1s",
+					"pod-complete.stage.kwok.x-k8s.io/delay":        runtime.String(),
+					"pod-complete.stage.kwok.x-k8s.io/jitter-delay": runtime.String(),
 				}},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
@@ -265,7 +283,7 @@ func runSingle(ctx context.Context, tb *testbed.Testbed, rec *recorder, job *bat
 }
 
 // submitAll creates the Jobs with several concurrent clients.
-func submitAll(ctx context.Context, tb *testbed.Testbed, ns, id string, names []string, clients int) error {
+func submitAll(ctx context.Context, tb *testbed.Testbed, ns, id string, names []string, clients int, runtime time.Duration) error {
 	next := make(chan string)
 	errs := make(chan error, clients)
 	var wg sync.WaitGroup
@@ -274,7 +292,7 @@ func submitAll(ctx context.Context, tb *testbed.Testbed, ns, id string, names []
 		go func() {
 			defer wg.Done()
 			for name := range next {
-				if err := tb.Hub.Client.Create(ctx, benchJob(ns, name, id)); err != nil {
+				if err := tb.Hub.Client.Create(ctx, benchJob(ns, name, id, runtime)); err != nil {
 					errs <- fmt.Errorf("submitting %s: %w", name, err)
 					return
 				}

@@ -32,6 +32,7 @@ type phase struct {
 
 type report struct {
 	jobs        int
+	podRuntime  time.Duration
 	singles     []time.Duration
 	singleTimes []jobTimes
 	submitTime  time.Duration
@@ -96,8 +97,8 @@ func (r *report) print(w io.Writer) {
 		totGantry += g + cg
 	}
 
-	fmt.Fprintf(w, "\nGantry dispatch benchmark: a burst of %d one-pod Jobs (cpu 100m) and %d single Jobs, on a hub and two kwok workers (%d CPUs here)\n\n",
-		r.jobs, len(r.singles), runtime.NumCPU())
+	fmt.Fprintf(w, "\nGantry dispatch benchmark: a burst of %d one-pod Jobs (cpu 100m, pods run %s) and %d single Jobs, on a hub and two kwok workers (%d CPUs here)\n\n",
+		r.jobs, r.podRuntime, len(r.singles), runtime.NumCPU())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tGantry\ttarget\t\tKueue MultiKueue v0.17.0")
 	fmt.Fprintf(tw, "burst dispatch throughput\t%.1f jobs/s\t>= %.0f jobs/s\t%s\t%s\n", throughput, targetThroughput, verdict(throughput >= targetThroughput), kueueThroughput)
