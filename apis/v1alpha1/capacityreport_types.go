@@ -82,5 +82,5 @@ type CapacityReportList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&CapacityReport{}, &CapacityReportList{})
+	register(&CapacityReport{}, &CapacityReportList{})
 }

@@ -124,5 +124,5 @@ type GlobalQueueList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&GlobalQueue{}, &GlobalQueueList{})
+	register(&GlobalQueue{}, &GlobalQueueList{})
 }

@@ -51,5 +51,5 @@ type QueueList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Queue{}, &QueueList{})
+	register(&Queue{}, &QueueList{})
 }

@@ -66,5 +66,5 @@ type WorkerClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&WorkerCluster{}, &WorkerClusterList{})
+	register(&WorkerCluster{}, &WorkerClusterList{})
 }

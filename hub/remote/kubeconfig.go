@@ -89,8 +89,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// reasonOf returns the condition reason for a connection error.
-func reasonOf(err error) string {
+// ReasonOf returns the WorkerCluster condition reason for a connection error.
+func ReasonOf(err error) string {
 	var ce *ConfigError
 	if errors.As(err, &ce) {
 		return ce.Reason

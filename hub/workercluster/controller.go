@@ -4,7 +4,6 @@ package workercluster
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -102,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	result := ctrl.Result{RequeueAfter: HealthInterval}
 	if err := r.connect(ctx, &wc); err != nil {
 		r.Connections.Disconnect(wc.Name)
-		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionFalse, reasonOf(err), err.Error())
+		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionFalse, remote.ReasonOf(err), err.Error())
 		setCondition(status, wc.Generation, gantry.ClusterAgentReady, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
 		result.RequeueAfter = r.backoff(wc.Name)
 	} else {
@@ -178,12 +177,4 @@ func (r *Reconciler) forget(name string) {
 
 func setCondition(st *gantry.WorkerClusterStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
 	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
-}
-
-func reasonOf(err error) string {
-	var ce *remote.ConfigError
-	if errors.As(err, &ce) {
-		return ce.Reason
-	}
-	return gantry.ReasonUnreachable
 }

@@ -28,12 +28,12 @@ func TestCapacityReachesTheHub(t *testing.T) {
 			if c == nil || c.ReadyNodes != 2 {
 				return fmt.Errorf("%s capacity %+v", n, c)
 			}
-			for _, p := range c.GPUProducts {
-				if p.Product == "NVIDIA-H100-80GB-HBM3" && p.Allocatable == 16 && p.Nodes == 2 {
-					return nil
-				}
+			if len(c.GPUProducts) != 1 {
+				return fmt.Errorf("%s gpu products %+v", n, c.GPUProducts)
 			}
-			return fmt.Errorf("%s gpu products %+v", n, c.GPUProducts)
+			if p := c.GPUProducts[0]; p.Product != "NVIDIA-H100-80GB-HBM3" || p.Allocatable != 16 || p.Nodes != 2 {
+				return fmt.Errorf("%s gpu products %+v", n, c.GPUProducts)
+			}
 		}
 		return nil
 	})
