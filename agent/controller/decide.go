@@ -162,7 +162,7 @@ func Decide(in Input) Plan {
 	// Admit what fits of the rest.
 	gangs := make([]admission.Gang, 0, len(pending))
 	for _, c := range pending {
-		if cur := current[GangKey(c)]; cur != nil && permanent(cur.Reason) && cur.ObservedGeneration == c.Generation {
+		if cur := current[GangKey(c)]; cur != nil && gantryv1alpha1.RejectsCluster(cur.Reason) && cur.ObservedGeneration == c.Generation {
 			// The hub took it as the cluster's final answer; only a new spec is decided again.
 			continue
 		}

@@ -229,16 +229,11 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			continue
 		}
 		logger.V(2).Info("Workload copy not admitted", "workload", klog.KObj(c), "reason", u.Condition.Reason, "message", u.Condition.Message)
-		if permanent(u.Condition.Reason) {
+		if gantryv1alpha1.RejectsCluster(u.Condition.Reason) {
 			r.recorder.Eventf(c, nil, corev1.EventTypeWarning, u.Condition.Reason, "Reject", "%s", u.Condition.Message)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// permanent tells whether a reason rejects the cluster for good (the hub will not nominate it again).
-func permanent(reason string) bool {
-	return reason == gantryv1alpha1.ReasonNeverFits || reason == gantryv1alpha1.ReasonJobNameConflict
 }
 
 // The predicates below let through only the changes that can change a pass's outcome.

@@ -89,3 +89,15 @@ const (
 	ReasonReady          = "Ready"
 	ReasonUnknownCluster = "UnknownCluster"
 )
+
+// RejectsCluster says whether an agent's reason on a copy's Admitted condition means its cluster cannot
+// run the workload as the cluster is: no node could ever hold a pod, no node is eligible at all, or a Job
+// Gantry did not create holds the name. The hub does not nominate that cluster for the workload again,
+// and the agent does not decide the copy again.
+func RejectsCluster(reason string) bool {
+	switch reason {
+	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict:
+		return true
+	}
+	return false
+}

@@ -158,22 +158,11 @@ func observeCopies(wl *gantry.Workload, copies CopyReader) []dispatch.Copy {
 		switch {
 		case cond.Status == metav1.ConditionTrue:
 			out = append(out, dispatch.Copy{Cluster: c, Admitted: true, AdmittedAt: cond.LastTransitionTime.Time})
-		case rejects(cond.Reason):
+		case gantry.RejectsCluster(cond.Reason):
 			out = append(out, dispatch.Copy{Cluster: c, Rejected: true, Reason: cond.Reason, Message: cond.Message})
 		}
 	}
 	return out
-}
-
-// rejects says whether an agent's reason means its cluster cannot run the workload as the cluster is:
-// no node could ever hold a pod, no node is eligible at all, or a foreign Job holds the name. Such a
-// cluster is not nominated for the workload again.
-func rejects(reason string) bool {
-	switch reason {
-	case gantry.ReasonNeverFits, gantry.ReasonNoEligibleNode, gantry.ReasonJobNameConflict:
-		return true
-	}
-	return false
 }
 
 // requestCache keeps each Workload's total requests, which only change with its spec, so that a pass
