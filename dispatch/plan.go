@@ -250,7 +250,7 @@ func (ql *queueLedger) release(w *Workload) {
 func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (string, bool) {
 	copies := make([]Copy, 0, len(w.Copies))
 	for _, cp := range w.Copies {
-		if cp.Admitted && contains(w.Nominated, cp.Cluster) {
+		if cp.Admitted && slices.Contains(w.Nominated, cp.Cluster) {
 			copies = append(copies, cp)
 		}
 	}
@@ -284,15 +284,6 @@ func within(quota, used, add []int64) bool {
 		}
 	}
 	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // hasValidNomination says whether a nominated cluster can still admit the workload.

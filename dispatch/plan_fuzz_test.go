@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,7 +97,7 @@ func (m *model) apply(t *testing.T, r Result) {
 			t.Fatalf("second winner %s for %s, already won by %s", win.Cluster, w.Key, m.winners[w.Key])
 		}
 		cp := m.copies[w.Key][win.Cluster]
-		if cp == nil || !cp.admitted || cp.epoch != w.Epoch || !contains(w.Nominated, win.Cluster) {
+		if cp == nil || !cp.admitted || cp.epoch != w.Epoch || !slices.Contains(w.Nominated, win.Cluster) {
 			t.Fatalf("winner %s of %s has no admitted copy of epoch %d (nominated %v)", win.Cluster, w.Key, w.Epoch, w.Nominated)
 		}
 		w.Winner, w.Phase = win.Cluster, Admitted
@@ -143,7 +144,7 @@ func (m *model) checkQuota(t *testing.T) {
 			switch {
 			case w.Phase == Admitted && w.Winner == c:
 				admitted += gpus
-			case w.Phase == Pending && w.Epoch > 0 && contains(w.Nominated, c):
+			case w.Phase == Pending && w.Epoch > 0 && slices.Contains(w.Nominated, c):
 				reserved += gpus
 			}
 		}

@@ -6,6 +6,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -135,7 +136,7 @@ func (h *Hub) ConnectionChanged(cluster string) {
 		}
 		for i := range list.Items {
 			wl := &list.Items[i]
-			if wl.Status.ClusterName == cluster || containsString(wl.Status.NominatedClusters, cluster) {
+			if wl.Status.ClusterName == cluster || slices.Contains(wl.Status.NominatedClusters, cluster) {
 				h.workloadEvents <- event.GenericEvent{Object: objectWithKey(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})}
 			}
 		}
@@ -146,15 +147,6 @@ func objectWithKey(key types.NamespacedName) client.Object {
 	wl := &gantry.Workload{}
 	wl.Namespace, wl.Name = key.Namespace, key.Name
 	return wl
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // copyReader reads copies from the connections' caches.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -116,7 +117,7 @@ func (r *Reconciler) syncCopies(ctx context.Context, wl *gantry.Workload) error 
 		if !ok {
 			continue
 		}
-		nominated := contains(wl.Status.NominatedClusters, name) && wl.Status.DispatchEpoch > 0
+		nominated := slices.Contains(wl.Status.NominatedClusters, name) && wl.Status.DispatchEpoch > 0
 		var cp gantry.Workload
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(wl), &cp)
 		switch {
@@ -389,13 +390,4 @@ func KeyForWorkerObject(obj client.Object) types.NamespacedName {
 		name = jobs.WorkloadName(name)
 	}
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
