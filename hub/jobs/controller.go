@@ -95,8 +95,15 @@ func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (int32, err
 	return pc.Value, nil
 }
 
+// deleteWorkload starts the deletion of the Job's Workload without waiting for the garbage collector,
+// which would delete it through its owner reference, only later.
 func (r *Reconciler) deleteWorkload(ctx context.Context, key types.NamespacedName) error {
 	wl := &gantry.Workload{}
-	wl.Name, wl.Namespace = key.Name, key.Namespace
-	return client.IgnoreNotFound(r.Client.Delete(ctx, wl))
+	if err := r.Client.Get(ctx, key, wl); err != nil || wl.DeletionTimestamp != nil {
+		// Gone or going: asking again would only cost a request. A Workload too new for the cache
+		// still goes with its Job, through the owner reference.
+		return client.IgnoreNotFound(err)
+	}
+	uid := wl.UID
+	return client.IgnoreNotFound(r.Client.Delete(ctx, wl, client.Preconditions{UID: &uid}))
 }

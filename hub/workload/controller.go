@@ -55,6 +55,7 @@ type Reconciler struct {
 	Clock  clock.Clock
 
 	mirrored sync.Map // hub Job UID -> time.Time of its last status mirror
+	expected *expectations
 }
 
 // MirrorInterval is the least time between two status mirrors of a running Job: a Job whose pods start
@@ -63,6 +64,7 @@ const MirrorInterval = time.Second
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	r.expected = newExpectations(r.Clock)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hub-workload").
 		For(&gantry.Workload{}).
@@ -83,19 +85,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if wl.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, &wl)
 	}
-	if wl.Status.ClusterName == "" {
-		return ctrl.Result{}, r.syncCopies(ctx, &wl)
-	}
-	if err := r.withdraw(ctx, &wl, wl.Status.ClusterName); err != nil {
-		return ctrl.Result{}, err
-	}
-	if apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+	var err error
+	switch {
+	case wl.Status.ClusterName == "":
+		err = r.syncCopies(ctx, &wl)
+	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
 		if job := metav1.GetControllerOf(&wl); job != nil {
 			r.mirrored.Delete(job.UID)
 		}
-		return ctrl.Result{}, nil
+		err = r.withdraw(ctx, &wl, wl.Status.ClusterName)
+	default:
+		if err = r.withdraw(ctx, &wl, wl.Status.ClusterName); err == nil {
+			err = r.syncWinner(ctx, &wl)
+		}
 	}
-	err := r.syncWinner(ctx, &wl)
 	var later *requeueAfter
 	if errors.As(err, &later) {
 		return ctrl.Result{RequeueAfter: later.after}, nil
@@ -112,6 +115,7 @@ func (r *requeueAfter) Error() string { return "requeue after " + r.after.String
 func (r *Reconciler) syncCopies(ctx context.Context, wl *gantry.Workload) error {
 	var errs []error
 	var withdrawn []string
+	var later time.Duration
 	for _, name := range r.Clusters.Connected() {
 		c, ok := r.Clusters.Get(name)
 		if !ok {
@@ -122,8 +126,17 @@ func (r *Reconciler) syncCopies(ctx context.Context, wl *gantry.Workload) error 
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(wl), &cp)
 		switch {
 		case apierrors.IsNotFound(err):
-			if nominated {
-				errs = append(errs, r.createCopy(ctx, c, wl))
+			if !nominated {
+				continue
+			}
+			if wait, ok := r.expected.pending(copyKey(name, wl)); ok {
+				later = max(later, wait) // created; this cache has not shown it yet
+				continue
+			}
+			if err := r.createCopy(ctx, c, wl); err != nil {
+				errs = append(errs, err)
+			} else {
+				r.expected.expect(copyKey(name, wl))
 			}
 		case err != nil:
 			errs = append(errs, err)
@@ -137,12 +150,34 @@ func (r *Reconciler) syncCopies(ctx context.Context, wl *gantry.Workload) error 
 			} else {
 				withdrawn = append(withdrawn, name)
 			}
+		default:
+			r.expected.observe(copyKey(name, wl))
 		}
 	}
 	if len(withdrawn) > 0 {
 		r.jobEvent(ctx, wl, corev1.EventTypeNormal, EventWithdrawn, "Withdrew copies from %s", strings.Join(withdrawn, ", "))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil || later == 0 {
+		return err
+	}
+	// Should the copy never show up (deleted before this cache saw it), look again when the
+	// expectation lapses.
+	return &requeueAfter{later}
+}
+
+// copyKey names the creation of the Workload's copy of the current epoch on a cluster.
+func copyKey(cluster string, wl *gantry.Workload) string {
+	return fmt.Sprintf("copy/%s/%s/%d", cluster, wl.UID, wl.Status.DispatchEpoch)
+}
+
+// remoteJobKey names the creation of the Workload's Job on a cluster.
+func remoteJobKey(cluster string, wl *gantry.Workload) string {
+	return fmt.Sprintf("job/%s/%s", cluster, wl.UID)
+}
+
+// finalizedKey names the removal of the Workload's finalizer.
+func finalizedKey(wl *gantry.Workload) string {
+	return "finalized/" + string(wl.UID)
 }
 
 func (r *Reconciler) createCopy(ctx context.Context, c *remote.Cluster, wl *gantry.Workload) error {
@@ -239,6 +274,9 @@ func (r *Reconciler) syncWinner(ctx context.Context, wl *gantry.Workload) error 
 	var remoteJob batchv1.Job
 	err := c.Client.Get(ctx, client.ObjectKeyFromObject(&hubJob), &remoteJob)
 	if apierrors.IsNotFound(err) {
+		if wait, ok := r.expected.pending(remoteJobKey(c.Name, wl)); ok {
+			return &requeueAfter{wait} // created; this cache has not shown it yet
+		}
 		if hubJob.Status.StartTime != nil {
 			// The Job ran there and is gone without a final status. Running it again could run it twice.
 			return r.finish(ctx, wl, &hubJob, gantry.ReasonRemoteJobLost,
@@ -249,6 +287,7 @@ func (r *Reconciler) syncWinner(ctx context.Context, wl *gantry.Workload) error 
 	if err != nil {
 		return err
 	}
+	r.expected.observe(remoteJobKey(c.Name, wl))
 	if remoteJob.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) {
 		return nil // an older Workload's Job; orphan collection removes it, then the Job is created
 	}
@@ -287,6 +326,7 @@ func (r *Reconciler) createRemoteJob(ctx context.Context, c *remote.Cluster, wl 
 			return getErr
 		}
 		if existing.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) {
+			r.expected.expect(remoteJobKey(c.Name, wl))
 			return nil
 		}
 		// Never adopt or delete a Job Gantry did not create.
@@ -296,6 +336,7 @@ func (r *Reconciler) createRemoteJob(ctx context.Context, c *remote.Cluster, wl 
 	if err != nil {
 		return fmt.Errorf("creating job %s on %s: %w", client.ObjectKeyFromObject(job), c.Name, err)
 	}
+	r.expected.expect(remoteJobKey(c.Name, wl))
 	return nil
 }
 
@@ -331,12 +372,19 @@ func (r *Reconciler) finalize(ctx context.Context, wl *gantry.Workload) error {
 	if !controllerutil.ContainsFinalizer(wl, gantry.WorkloadFinalizer) {
 		return nil
 	}
+	if _, ok := r.expected.pending(finalizedKey(wl)); ok {
+		return nil // already let go; the cache still shows the finalizer
+	}
 	if err := r.withdraw(ctx, wl, ""); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(wl.DeepCopy())
 	controllerutil.RemoveFinalizer(wl, gantry.WorkloadFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, wl, patch))
+	if err := r.Client.Patch(ctx, wl, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.expected.expect(finalizedKey(wl))
+	return nil
 }
 
 // collectOrphans removes objects left on workers for a hub Workload that no longer exists.
