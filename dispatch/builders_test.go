@@ -35,6 +35,15 @@ func (b *snapshotBuilder) cordoned(name string) *snapshotBuilder {
 	return b
 }
 
+// gpuFree records what the cluster's agent last reported of one GPU product: free GPUs and the most on
+// one node, on nodes of 8 GPUs each, 32 in all.
+func (b *snapshotBuilder) gpuFree(name, product string, free, largestOnNode int64) *snapshotBuilder {
+	c := b.s.Clusters[name]
+	c.GPUs = append(c.GPUs, GPUCapacity{Product: product, Allocatable: 32, Free: free, LargestFreeOnNode: largestOnNode, LargestAllocatableOnNode: 8})
+	b.s.Clusters[name] = c
+	return b
+}
+
 func (b *snapshotBuilder) queue(q *GlobalQueue) *snapshotBuilder {
 	b.s.Queues[q.Name] = q
 	return b
@@ -76,6 +85,13 @@ func makeWorkload(key, queue string) *workloadBuilder {
 
 func (b *workloadBuilder) gpus(n int) *workloadBuilder {
 	b.w.Requests["nvidia.com/gpu"] = int64(n) * 1000
+	return b
+}
+
+// gpuPods sets the GPU demand of pods pods of perPod GPUs each, accepting products (any when none).
+func (b *workloadBuilder) gpuPods(pods, perPod int, products ...string) *workloadBuilder {
+	b.w.Requests["nvidia.com/gpu"] = int64(pods*perPod) * 1000
+	b.w.GPU = GPUDemand{Total: int64(pods * perPod), PerPod: int64(perPod), Products: products}
 	return b
 }
 

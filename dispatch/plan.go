@@ -97,7 +97,7 @@ func Plan(s *Snapshot) Result {
 		q.release(w)
 		needNomination[w.GlobalQueue] = append(needNomination[w.GlobalQueue], &Workload{
 			Key: w.Key, GlobalQueue: w.GlobalQueue, Priority: w.Priority, Created: w.Created,
-			Requests: w.Requests, Epoch: w.Epoch, Nominated: w.Nominated, Rejected: rejected,
+			Requests: w.Requests, GPU: w.GPU, Epoch: w.Epoch, Nominated: w.Nominated, Rejected: rejected,
 		})
 	}
 
@@ -323,7 +323,9 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 			continue
 		}
 		vec := ql.vector(w.Requests)
-		if len(w.Rejected) == 0 {
+		// The memo keys on the quota vector, which does not tell GPU products apart.
+		memo := len(w.Rejected) == 0 && len(w.GPU.Products) == 0
+		if memo {
 			if i := slices.IndexFunc(failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
 				v := failures[i].verdict
 				v.Key, v.Withdraw = w.Key, len(w.Nominated) > 0
@@ -332,7 +334,7 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 			}
 		}
 		best = best[:0]
-		canEverHold, usableHolders := 0, 0
+		canEverHold, usableHolders, withQuota := 0, 0, 0
 		for i := range ql.clusters {
 			c := &ql.clusters[i]
 			if !c.known || (len(w.Rejected) > 0 && w.Rejected[c.name]) || !fitsEmpty(c.quota, vec) {
@@ -345,6 +347,10 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 			usableHolders++
 			if !within3(c.quota, c.admitted, c.reserved, vec) {
 				continue
+			}
+			withQuota++
+			if !c.cluster.MayFitNow(w.GPU) {
+				continue // a copy there would only wait; its agent reports when GPUs free up
 			}
 			sc := headroomScore(c, vec)
 			// Keep the best maxCandidates by score, earlier clusters first on ties.
@@ -367,12 +373,14 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 				v.Reason, v.Message = gantry.ReasonNoClusterCanHold, ql.cannotHoldMessage(w, vec)
 			case usableHolders == 0:
 				v.Reason, v.Message = gantry.ReasonNoClusterAvailable, ql.unavailableMessage(w, vec)
+			case withQuota > 0:
+				v.Reason, v.Message = gantry.ReasonWaitingForCapacity, ql.noCapacityMessage(w, vec)
 			default:
 				v.Reason = gantry.ReasonWaitingForQuota
 				v.Message = fmt.Sprintf("waiting for quota of GlobalQueue %s on %d cluster(s)", ql.q.Name, usableHolders)
 			}
 			res.Verdicts = append(res.Verdicts, v)
-			if len(w.Rejected) == 0 && len(failures) < 16 {
+			if memo && len(failures) < 16 {
 				failures = append(failures, failure{vec: vec, verdict: v})
 			}
 			if ql.q.StrictFIFO && canEverHold > 0 {
@@ -387,6 +395,24 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 		}
 		res.Nominations = append(res.Nominations, n)
 	}
+}
+
+// noCapacityMessage says what a workload that has quota but no room waits for. It names no free amounts:
+// they change with every capacity report, and each change would rewrite every waiting Workload.
+func (ql *queueLedger) noCapacityMessage(w *Workload, vec []int64) string {
+	products := "nvidia.com/gpu"
+	if len(w.GPU.Products) > 0 {
+		products += " (" + strings.Join(w.GPU.Products, " or ") + ")"
+	}
+	var names []string
+	for i := range ql.clusters {
+		c := &ql.clusters[i]
+		if c.known && !w.Rejected[c.name] && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) {
+			names = append(names, c.name)
+		}
+	}
+	return fmt.Sprintf("waiting for GPUs: needs %d %s, %d on one node; none free on %s (see WorkerCluster status.capacity)",
+		w.GPU.Total, products, w.GPU.PerPod, strings.Join(names, ", "))
 }
 
 func fitsEmpty(quota, vec []int64) bool {

@@ -173,6 +173,59 @@ func TestPlan(t *testing.T) {
 			).obj(),
 			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, Clusters: []string{"a"}}}},
 		},
+		"capacity: a cluster whose free GPUs are fragmented gets no copy": {
+			snapshot: makeSnapshot().cluster("a", "b").
+				gpuFree("a", "A100", 8, 4). // 8 free, but 4 + 4 on two nodes
+				gpuFree("b", "A100", 8, 8).
+				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8).obj()).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"b"}}}},
+		},
+		"capacity: a fallback product keeps the cluster with it": {
+			snapshot: makeSnapshot().cluster("a", "b").
+				gpuFree("a", "A100", 16, 8).
+				gpuFree("b", "H100", 0, 0).
+				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100", "A100").obj()).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+		},
+		"capacity: the gang's total must be free": {
+			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 8, 8).
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 32).obj()).
+				workloads(makeWorkload("ns/w", "q").gpuPods(2, 8).obj()).obj(),
+			want: Result{Verdicts: []Verdict{{Key: "ns/w", Reason: gantry.ReasonWaitingForCapacity,
+				Message: "waiting for GPUs: needs 16 nvidia.com/gpu, 8 on one node; none free on a (see WorkerCluster status.capacity)"}}},
+		},
+		"capacity: no room anywhere waits, naming the products": {
+			snapshot: makeSnapshot().cluster("a", "b").
+				gpuFree("a", "A100", 4, 2).
+				gpuFree("b", "H100", 4, 4).
+				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100", "A100").obj()).obj(),
+			want: Result{Verdicts: []Verdict{{Key: "ns/w", Reason: gantry.ReasonWaitingForCapacity,
+				Message: "waiting for GPUs: needs 8 nvidia.com/gpu (H100 or A100), 8 on one node; none free on a, b (see WorkerCluster status.capacity)"}}},
+		},
+		"capacity: a pod larger than any node goes to the agent, which says why it never fits": {
+			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 0, 0).
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 64).obj()).
+				workloads(makeWorkload("ns/w", "q").gpuPods(1, 16).obj()).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+		},
+		"capacity: a cluster without an accepted product goes to the agent, which rejects it": {
+			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 32, 8).
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 64).obj()).
+				workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100").obj()).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+		},
+		"capacity: a cluster that reports no GPU products is left to its agent": {
+			snapshot: makeSnapshot().cluster("a").
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).
+				workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100").obj()).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+		},
+		"capacity: workloads without GPUs ignore GPU reports": {
+			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 0, 0).
+				queue(makeQueue("q").quota("a", "cpu", 8).obj()).
+				workloads(makeWorkload("ns/w", "q").cpu(2).obj()).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+		},
 		"workloads of unknown queues are left to the snapshot builder": {
 			snapshot: makeSnapshot().cluster("a").workloads(makeWorkload("ns/w", "missing").gpus(1).obj()).obj(),
 			want:     Result{},

@@ -4,6 +4,7 @@
 package dispatch
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,51 @@ type Cluster struct {
 	Connected  bool
 	AgentReady bool
 	Cordoned   bool
+	// GPUs per product, from the agent's last capacity report; nil when the cluster reports no GPU
+	// products, and then GPU demands are left to its agent.
+	GPUs []GPUCapacity
+}
+
+// GPUCapacity is what a cluster had free of one GPU product at its agent's last report.
+type GPUCapacity struct {
+	Product                  string
+	Allocatable              int64
+	Free                     int64
+	LargestFreeOnNode        int64
+	LargestAllocatableOnNode int64
+}
+
+// GPUDemand is what a workload needs of GPUs: Total over all its pods, PerPod for its largest pod, and
+// the products that pod accepts (empty: any).
+type GPUDemand struct {
+	Total    int64
+	PerPod   int64
+	Products []string
+}
+
+// MayFitNow tells whether the cluster's last report leaves room for the demand: some accepted product
+// with a node that has PerPod free, and Total free over the accepted products. It is a necessary
+// condition only; the agent decides. A cluster that could not hold the demand even when empty may fit
+// too: its agent then says it never fits, and why, which is more use than waiting. A cluster without
+// GPU reports, or a demand without GPUs, may fit.
+func (c Cluster) MayFitNow(d GPUDemand) bool {
+	if d.PerPod <= 0 || c.GPUs == nil {
+		return true
+	}
+	var free, largestFree, alloc, largestAlloc int64
+	for _, g := range c.GPUs {
+		if len(d.Products) > 0 && !slices.Contains(d.Products, g.Product) {
+			continue
+		}
+		free += g.Free
+		alloc += g.Allocatable
+		largestFree = max(largestFree, g.LargestFreeOnNode)
+		largestAlloc = max(largestAlloc, g.LargestAllocatableOnNode)
+	}
+	if largestAlloc < d.PerPod || alloc < d.Total {
+		return true
+	}
+	return largestFree >= d.PerPod && free >= d.Total
 }
 
 // Usable says whether new copies may be sent to the cluster.
@@ -92,6 +138,7 @@ type Workload struct {
 	Priority    int32
 	Created     time.Time
 	Requests    Resources // total over all pods of all pod sets
+	GPU         GPUDemand
 	Phase       Phase
 
 	Epoch     int64

@@ -3,11 +3,17 @@ package admission
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
+
+// blockLabel is the topology label of benchCluster: 50 blocks of 100 nodes (for 5,000 nodes), each block
+// of ten runs of ten consecutive nodes, so that every block has both products and every level of use.
+const blockLabel = "example.com/block"
 
 // benchCluster is n 8-GPU nodes, half H100 and half A100, one in ten tainted for a dedicated team, with
 // 0, 2, 4, 6 or 8 GPUs (and matching cpu and memory) used by bound pods.
@@ -21,6 +27,7 @@ func benchCluster(n int) ([]Node, map[string][]corev1.ResourceList) {
 		}
 		nodes[i] = gpuNode(fmt.Sprintf("node-%05d", i), 8, product)
 		nodes[i].Labels["topology.kubernetes.io/zone"] = fmt.Sprintf("zone-%d", i%3)
+		nodes[i].Labels[blockLabel] = fmt.Sprintf("block-%02d", (i/10)%50)
 		if i%10 == 9 {
 			nodes[i].Taints = []corev1.Taint{{Key: "dedicated", Value: "team-a", Effect: corev1.TaintEffectNoSchedule}}
 		}
@@ -61,6 +68,7 @@ func BenchmarkFit64PodGang5000NodesFirstFit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(s.eligible)
+		clear(s.groups)
 		if _, u := s.Fit(g); u != nil {
 			b.Fatal(u)
 		}
@@ -80,6 +88,104 @@ func BenchmarkFit64PodGang5000NodesUnfit(b *testing.B) {
 	for b.Loop() {
 		s.Fit(g)
 	}
+}
+
+// BenchmarkFit64PodGang5000NodesProducts is a 64-pod gang whose workers prefer H100, else A100: on the
+// H100 nodes, and on the A100 nodes once every H100 node is full.
+func BenchmarkFit64PodGang5000NodesProducts(b *testing.B) {
+	nodes, usage := benchCluster(5000)
+	g := benchGang()
+	g.PodSets[1].NodeSelector = nil
+	g.PodSets[1].GPUProducts = []string{h100, a100}
+	h100Full := map[string][]corev1.ResourceList{}
+	for _, n := range nodes {
+		h100Full[n.Name] = usage[n.Name]
+		if n.Labels[GPUProductLabel] == h100 {
+			h100Full[n.Name] = []corev1.ResourceList{rl("nvidia.com/gpu", "8")}
+		}
+	}
+	for _, bc := range []struct {
+		name  string
+		usage map[string][]corev1.ResourceList
+		want  string
+	}{{"first choice", usage, h100}, {"second choice", h100Full, a100}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := snapshot(nodes, bc.usage)
+			if p, u := s.Fit(g); u != nil || p[len(p)-1].GPUProduct != bc.want {
+				b.Fatalf("want a placement on %s, got %v", bc.want, u)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, u := s.Fit(g); u != nil {
+					b.Fatal(u)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFit64PodGang5000Nodes50Blocks is a 64-pod gang that must fit one of 50 blocks of 100 nodes:
+// on any product (it fits the tightest block), on H100 else A100 with half the pods (it fits on H100),
+// and on H100 else A100 with all 64 pods, which no block holds on one product: every block of both
+// products is tried, then the failure explained.
+func BenchmarkFit64PodGang5000Nodes50Blocks(b *testing.B) {
+	nodes, usage := benchCluster(5000)
+	s := snapshot(nodes, usage)
+	anyProduct := benchGang()
+	anyProduct.PodSets[1].NodeSelector = nil
+	anyProduct.TopologyKey = blockLabel
+	products := benchGang()
+	products.PodSets[1].NodeSelector = nil
+	products.PodSets[1].GPUProducts = []string{h100, a100}
+	products.TopologyKey = blockLabel
+	half := products
+	half.PodSets = slices.Clone(products.PodSets)
+	half.PodSets[1].Count = 32
+	for _, bc := range []struct {
+		name string
+		gang Gang
+		fits bool
+	}{{"any product", anyProduct, true}, {"products, fits", half, true}, {"products, unfit", products, false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			if p, u := s.Fit(bc.gang); (u == nil) != bc.fits || bc.fits && p[0].Domain == "" {
+				b.Fatalf("fits %v, want %v: %v", u == nil, bc.fits, u)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Fit(bc.gang)
+			}
+		})
+	}
+}
+
+// BenchmarkSnapshotMemory5000Nodes measures what a snapshot of 5,000 nodes with their bound pods holds
+// on the heap (the nodes themselves, built beforehand, not counted), and what the eligibility caches
+// add after fits with GPU products and a topology key.
+func BenchmarkSnapshotMemory5000Nodes(b *testing.B) {
+	nodes, usage := benchCluster(5000)
+	g := benchGang()
+	g.PodSets[1].NodeSelector = nil
+	g.PodSets[1].GPUProducts = []string{h100, a100}
+	g.TopologyKey = blockLabel
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var built, cached uint64
+	for b.Loop() {
+		before := heap()
+		s := snapshot(nodes, usage)
+		after := heap()
+		s.Fit(g)
+		s.Fit(benchGang())
+		withCaches := heap()
+		runtime.KeepAlive(s)
+		built, cached = after-before, withCaches-after
+	}
+	b.ReportMetric(float64(built), "heap-B/snapshot")
+	b.ReportMetric(float64(cached), "heap-B/caches")
 }
 
 // benchGangs is n gangs of 1 to 16 pods of 1, 2, 4 or 8 GPUs, some pinned to a product, some tolerating
@@ -109,8 +215,31 @@ func benchGangs(n int) []Gang {
 }
 
 func BenchmarkAdmitPass10000Gangs1000Nodes(b *testing.B) {
-	nodes, usage := benchCluster(1000)
+	benchAdmitPass(b, benchGangs(10000))
+}
+
+// BenchmarkAdmitPass10000Gangs1000NodesProductsBlocks is the same pass where the workers of half the
+// gangs list GPU products instead of a nodeSelector (H100 else A100, or the other way) and a third of
+// the gangs must fit one block (5 blocks of 200 nodes here).
+func BenchmarkAdmitPass10000Gangs1000NodesProductsBlocks(b *testing.B) {
 	gangs := benchGangs(10000)
+	for i := range gangs {
+		w := &gangs[i].PodSets[0]
+		switch i % 4 {
+		case 0:
+			w.NodeSelector, w.GPUProducts = nil, []string{h100, a100}
+		case 1:
+			w.NodeSelector, w.GPUProducts = nil, []string{a100, h100}
+		}
+		if i%3 == 0 {
+			gangs[i].TopologyKey = blockLabel
+		}
+	}
+	benchAdmitPass(b, gangs)
+}
+
+func benchAdmitPass(b *testing.B, gangs []Gang) {
+	nodes, usage := benchCluster(1000)
 	admitted := 0
 	b.ReportAllocs()
 	for b.Loop() {

@@ -25,14 +25,15 @@ const (
 	selectorMismatch
 	affinityMismatch
 	untoleratedTaint
+	productMismatch // not one of the pod set's GPU products
+	noTopologyLabel // without the gang's topology label
 	numMismatches
 )
 
-// eligibleNodes returns the indexes (in name order) of the nodes a pod of ps may go to, whatever their
-// free capacity. Eligibility depends only on the nodes, which a snapshot never changes, so the result is
-// cached by the pod set's constraints.
-func (s *Snapshot) eligibleNodes(ps *PodSet) []int32 {
-	key := constraintKey(ps)
+// eligibleByKey returns the indexes (in name order) of the nodes a pod of ps may go to, whatever their
+// free capacity and GPU product; key is constraintKey(ps). Eligibility depends only on the nodes, which
+// a snapshot never changes, so the result is cached by the pod set's constraints.
+func (s *Snapshot) eligibleByKey(key string, ps *PodSet) []int32 {
 	if e, ok := s.eligible[key]; ok {
 		return e
 	}
@@ -131,8 +132,9 @@ func constraintKey(ps *PodSet) string {
 	return b.String()
 }
 
-// noEligibleNode explains why no node is eligible for ps.
-func (s *Snapshot) noEligibleNode(ps *PodSet) *Unfit {
+// noEligibleNode explains why no node is eligible for ps: each node counts under the first check it
+// fails, the GPU products and the topology label (if topology is not empty) last.
+func (s *Snapshot) noEligibleNode(ps *PodSet, topology string) *Unfit {
 	u := &Unfit{Reason: NoEligibleNode, PodSet: ps.Name}
 	if len(s.nodes) == 0 {
 		u.Message = fmt.Sprintf("pod set %q has no eligible node: the cluster has no nodes", ps.Name)
@@ -144,6 +146,14 @@ func (s *Snapshot) noEligibleNode(ps *PodSet) *Unfit {
 	var taintNode string
 	for i := range s.nodes {
 		m, t := s.checkNode(i, ps, sel)
+		if m == eligibleNode {
+			labels := s.nodes[i].Labels
+			if p, ok := labels[GPUProductLabel]; len(ps.GPUProducts) > 0 && (!ok || !slices.Contains(ps.GPUProducts, p)) {
+				m = productMismatch
+			} else if topology != "" && labels[topology] == "" {
+				m = noTopologyLabel
+			}
+		}
 		counts[m]++
 		if t != nil && taint == nil {
 			taint, taintNode = t, s.nodes[i].Name
@@ -162,6 +172,8 @@ func (s *Snapshot) noEligibleNode(ps *PodSet) *Unfit {
 	if taint != nil {
 		add(untoleratedTaint, fmt.Sprintf("with an untolerated taint (e.g. %s on %s)", formatTaint(taint), taintNode))
 	}
+	add(productMismatch, "not of its GPU products"+s.missingProducts(ps))
+	add(noTopologyLabel, "without the topology label "+display(topology))
 	u.Message = fmt.Sprintf("pod set %q has no eligible node among %d: %s", ps.Name, len(s.nodes), strings.Join(parts, ", "))
 	return u
 }
@@ -188,6 +200,27 @@ func (s *Snapshot) missingLabels(ps *PodSet) string {
 	}
 	slices.Sort(missing)
 	return fmt.Sprintf(" (no Ready schedulable node has %s)", strings.Join(missing, ", "))
+}
+
+// missingProducts names the GPU products of ps that no Ready schedulable node carries.
+func (s *Snapshot) missingProducts(ps *PodSet) string {
+	var missing []string
+	for _, p := range ps.GPUProducts {
+		found := false
+		for i := range s.nodes {
+			if n := &s.nodes[i]; n.usable && n.Labels[GPUProductLabel] == p {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, GPUProductLabel+"="+display(p))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (no Ready schedulable node has %s)", listBounded(missing, maxListed, nil))
 }
 
 func formatTaint(t *corev1.Taint) string {

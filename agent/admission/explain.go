@@ -3,8 +3,257 @@ package admission
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// maxListed is how many items (GPU products, domains, pod sets) a message lists before it counts the
+// rest; maxMessageLen bounds a whole message, in bytes.
+const (
+	maxListed     = 3
+	maxMessageLen = 1024
+)
+
+// explain says why no combination of products fits in any domain (see Fit for the reasons).
+func (sr *search) explain() *Unfit {
+	nd := 1
+	if sr.dom != nil {
+		nd = len(sr.dom.values)
+	}
+	// best[d*P+i] is the best class of plan i in domain d over its products. A domain is as good as its
+	// worst pod set, the gang as its best domain: choices are free per pod set, so this covers every
+	// combination, those past the cap too.
+	// room[d*P+i] is the most pods of plan i, up to its Count, that fit domain d empty under one product.
+	P := len(sr.plans)
+	best := make([]fitClass, nd*P)
+	room := make([]int64, nd*P)
+	for i := range sr.plans {
+		pl := &sr.plans[i]
+		for j := range pl.choices {
+			c := &pl.choices[j]
+			for g, id := range c.groups.ids {
+				x := int(id)*P + i
+				best[x] = max(best[x], sr.classOf(pl, c, g))
+				room[x] = max(room[x], c.empty[g])
+			}
+		}
+	}
+	gang := noNode
+	for d := range nd {
+		gang = max(gang, slices.Min(best[d*P:(d+1)*P]))
+	}
+	switch gang {
+	case fitsEmpty:
+		return sr.explainShort()
+	case never:
+		return sr.explainNever(best, room)
+	default:
+		return sr.explainNoNode(best)
+	}
+}
+
+// explainShort explains a gang that could fit empty nodes but does not fit now, where it came closest.
+func (sr *search) explainShort() *Unfit {
+	b := &sr.best
+	if !b.set || b.class != fitsEmpty {
+		// Every combination that could fit empty nodes lies past the cap.
+		ps := sr.plans[sr.order[0]].ps
+		return &Unfit{Reason: InsufficientResources, PodSet: ps.Name,
+			Message: fmt.Sprintf("the gang could fit only with GPU product combinations past the first %d of %s, which are not tried",
+				MaxGPUProductCombinations, sr.combosText())}
+	}
+	sr.use(b.cur, b.domain)
+	var earlier []string
+	for _, o := range sr.plans[:b.failed] {
+		earlier = append(earlier, o.ps.Name)
+	}
+	pl := &sr.plans[b.failed]
+	u := sr.s.diagnose(pl, b.placed, earlier)
+	if sr.dom != nil {
+		u.Message = fmt.Sprintf("no %s domain holds the whole gang now (%d tried); closest, %s: %s",
+			display(sr.gang.TopologyKey), countTrue(sr.domainTried), display(sr.dom.values[b.domain]), u.Message)
+	}
+	u.Message += sr.otherProducts(pl, b.domain)
+	if sr.tried == MaxGPUProductCombinations && sr.combos > MaxGPUProductCombinations {
+		u.Message += fmt.Sprintf("; only the first %d of %s GPU product combinations were tried",
+			MaxGPUProductCombinations, sr.combosText())
+	}
+	return u
+}
+
+// explainNever explains a gang that no domain could hold even with its nodes empty: in the domain that
+// comes closest (the most pod sets that fit it, then the most pods, then the first by value), the first
+// pod set that does not fit, under its product that holds the most pods.
+func (sr *search) explainNever(best []fitClass, room []int64) *Unfit {
+	P := len(sr.plans)
+	domain, candidates := int32(-1), 0
+	fitting, pods := -1, int64(-1)
+	for d := 0; d*P < len(best); d++ {
+		row := best[d*P : (d+1)*P]
+		if slices.Min(row) == noNode {
+			continue
+		}
+		candidates++
+		n, m := count(row, fitsEmpty), int64(0)
+		for _, r := range room[d*P : (d+1)*P] {
+			m = satAdd(m, r)
+		}
+		if n > fitting || n == fitting && m > pods {
+			domain, fitting, pods = int32(d), n, m
+		}
+	}
+	i := slices.Index(best[int(domain)*P:(int(domain)+1)*P], never)
+	pl := &sr.plans[i]
+	cur, most := -1, int64(-1)
+	for j := range pl.choices {
+		c := &pl.choices[j]
+		if g := c.groups.find(domain); g >= 0 && c.empty[g] > most {
+			cur, most = j, c.empty[g]
+		}
+	}
+	pl.cur = cur
+	pl.eligible = pl.choices[cur].groups.nodes[pl.choices[cur].groups.find(domain)]
+	u := sr.s.diagnose(pl, 0, nil)
+	if sr.dom != nil {
+		u.Message = fmt.Sprintf("no %s domain could hold the gang even with its nodes empty (%d with eligible nodes for every pod set); closest, %s: %s",
+			display(sr.gang.TopologyKey), candidates, display(sr.dom.values[domain]), u.Message)
+	}
+	u.Message += sr.otherProducts(pl, domain)
+	return u
+}
+
+// explainNoNode explains a gang with a pod set that has no eligible node under any of its products or,
+// with a topology key, pod sets whose eligible nodes share no domain.
+func (sr *search) explainNoNode(best []fitClass) *Unfit {
+	for i := range sr.plans {
+		pl := &sr.plans[i]
+		if !slices.ContainsFunc(pl.choices, func(c choice) bool { return len(c.groups.ids) > 0 }) {
+			return sr.s.noEligibleNode(pl.ps, sr.gang.TopologyKey)
+		}
+	}
+	// Every pod set has eligible nodes, in domains that differ. Name the pod set with the fewest.
+	P := len(sr.plans)
+	var parts []string
+	fewest, fewestDomains := 0, math.MaxInt
+	for _, i := range sr.order {
+		var domains []string
+		for d := 0; d*P < len(best); d++ {
+			if best[d*P+i] != noNode {
+				domains = append(domains, sr.dom.values[d])
+			}
+		}
+		if len(domains) < fewestDomains {
+			fewest, fewestDomains = i, len(domains)
+		}
+		parts = append(parts, fmt.Sprintf("pod set %q in %s", sr.plans[i].ps.Name, listBounded(domains, maxListed, display)))
+	}
+	return &Unfit{Reason: NoEligibleNode, PodSet: sr.plans[fewest].ps.Name,
+		Message: fmt.Sprintf("no %s domain has eligible nodes for every pod set: %s",
+			display(sr.gang.TopologyKey), listBounded(parts, maxListed, nil))}
+}
+
+// otherProducts tells, for a pod set that lists several GPU products, how each product other than the
+// current one fares alone in domain (id; 0 without a topology key).
+func (sr *search) otherProducts(pl *plan, domain int32) string {
+	if len(pl.choices) < 2 {
+		return ""
+	}
+	var parts []string
+	for j := range pl.choices {
+		if j == pl.cur {
+			continue
+		}
+		c := &pl.choices[j]
+		g := c.groups.find(domain)
+		var status string
+		switch sr.classOf(pl, c, g) {
+		case noNode:
+			status = "no eligible node"
+		case never:
+			status = fmt.Sprintf("at most %d fit even if empty", c.empty[g])
+		default:
+			if now := sr.s.podsThatFit(pl, c.groups.nodes[g], sr.s.free); now < int64(pl.ps.Count) {
+				status = fmt.Sprintf("%d fit now", now)
+			} else {
+				status = "fits alone, not beside the other pod sets"
+			}
+		}
+		parts = append(parts, display(c.product)+": "+status)
+	}
+	where := ""
+	if sr.dom != nil {
+		where = " there"
+	}
+	return fmt.Sprintf("; other GPU products%s: %s", where, listBounded(parts, maxListed, nil))
+}
+
+// combosText renders the number of product combinations.
+func (sr *search) combosText() string {
+	if sr.combos >= unlimited {
+		return "very many"
+	}
+	return strconv.FormatInt(sr.combos, 10)
+}
+
+func countTrue(b []bool) int { return count(b, true) }
+
+func count[T comparable](s []T, v T) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+// listBounded joins items with ", ", each through f if not nil, listing at most n and counting the rest.
+func listBounded(items []string, n int, f func(string) string) string {
+	var b strings.Builder
+	for i, it := range items {
+		if i == n {
+			fmt.Fprintf(&b, " and %d more", len(items)-n)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if f != nil {
+			it = f(it)
+		}
+		b.WriteString(it)
+	}
+	return b.String()
+}
+
+// display renders a label key or value (a GPU product, a domain) for a message: as it is when it looks
+// like one, quoted otherwise, so that a message stays on one line.
+func display(v string) string {
+	if v == "" {
+		return `""`
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./", r)) {
+			return strconv.Quote(v)
+		}
+	}
+	return v
+}
+
+// clampMessage cuts a message longer than maxMessageLen, on a rune boundary.
+func clampMessage(u *Unfit) *Unfit {
+	if len(u.Message) <= maxMessageLen {
+		return u
+	}
+	cut := maxMessageLen - len("...")
+	for cut > 0 && !utf8.RuneStart(u.Message[cut]) {
+		cut--
+	}
+	u.Message = u.Message[:cut] + "..."
+	return u
+}
 
 // demandStats is what diagnose learns about one demand of a pod set over its eligible nodes.
 type demandStats struct {
@@ -27,7 +276,7 @@ type demandStats struct {
 func (s *Snapshot) diagnose(pl *plan, placed int32, earlier []string) *Unfit {
 	ps := pl.ps
 	if len(pl.eligible) == 0 {
-		return s.noEligibleNode(ps)
+		return s.noEligibleNode(ps, "")
 	}
 	if pl.missing != "" {
 		q := ps.Requests[pl.missing]
@@ -91,7 +340,7 @@ func (s *Snapshot) diagnose(pl *plan, placed int32, earlier []string) *Unfit {
 		d := pl.demands[mostOften(pl, st, func(x *demandStats) int { return x.limitsEmpty })]
 		return &Unfit{Reason: NeverFits, PodSet: ps.Name, Resource: s.resNames[d.k],
 			Message: fmt.Sprintf("pod set %q needs %s; even with all %d eligible nodes empty only %d fit",
-				ps.Name, s.perPod(ps.Count, d), len(pl.eligible), emptyRoom)}
+				ps.Name, s.perPod(pl, d), len(pl.eligible), emptyRoom)}
 	}
 
 	// It fits the empty nodes: name what is short now.
@@ -100,9 +349,9 @@ func (s *Snapshot) diagnose(pl *plan, placed int32, earlier []string) *Unfit {
 	name := s.resNames[d.k]
 	u := &Unfit{Reason: InsufficientResources, PodSet: ps.Name, Resource: name}
 	var b strings.Builder
-	fmt.Fprintf(&b, "pod set %q needs %s; %d fit now", ps.Name, s.perPod(ps.Count, d), placed)
+	fmt.Fprintf(&b, "pod set %q needs %s; %d fit now", ps.Name, s.perPod(pl, d), placed)
 	if len(earlier) > 0 && roomNow >= count {
-		fmt.Fprintf(&b, " (it fits alone, but not beside pod set(s) %s of the same gang)", quoteAll(earlier))
+		fmt.Fprintf(&b, " (it fits alone, but not beside pod set(s) %s of the same gang)", listBounded(quoteAll(earlier), maxListed, nil))
 	}
 	best, bestNode := st[j].bestFree, s.nodes[st[j].bestFreeNode].Name
 	if d.k == podsIndex {
@@ -148,7 +397,7 @@ func (s *Snapshot) neverFitsOnePod(pl *plan, st []demandStats) *Unfit {
 			return u
 		}
 		u.Message = fmt.Sprintf("pod set %q needs %s; no eligible node has that much allocatable; largest on one eligible node: %s (%s)",
-			ps.Name, s.perPod(ps.Count, d), formatAmount(name, st[j].largestAlloc), s.nodes[st[j].largestNode].Name)
+			ps.Name, s.perPod(pl, d), formatAmount(name, st[j].largestAlloc), s.nodes[st[j].largestNode].Name)
 		return u
 	}
 	var parts, req []string
@@ -165,26 +414,32 @@ func (s *Snapshot) neverFitsOnePod(pl *plan, st []demandStats) *Unfit {
 	return u
 }
 
-// perPod renders "3 pods x 8 nvidia.com/gpu on one node each".
-func (s *Snapshot) perPod(count int32, d demand) string {
+// perPod renders "3 pods x 8 nvidia.com/gpu on one node each" for demand d of pl, with the GPU product
+// being tried if the pod set lists products: "3 pods x 8 nvidia.com/gpu (NVIDIA-H100-80GB-HBM3) on ...".
+func (s *Snapshot) perPod(pl *plan, d demand) string {
+	count := pl.ps.Count
+	product := ""
+	if p := pl.product(); p != "" {
+		product = " (" + display(p) + ")"
+	}
 	pods := "pods"
 	if count == 1 {
 		pods = "pod"
 	}
 	if d.k == podsIndex {
-		return fmt.Sprintf("%d %s", count, pods)
+		return fmt.Sprintf("%d %s%s", count, pods, product)
 	}
 	name := s.resNames[d.k]
 	if count == 1 {
-		return fmt.Sprintf("1 pod x %s %s on one node", formatAmount(name, d.r), name)
+		return fmt.Sprintf("1 pod x %s %s%s on one node", formatAmount(name, d.r), name, product)
 	}
-	return fmt.Sprintf("%d %s x %s %s on one node each", count, pods, formatAmount(name, d.r), name)
+	return fmt.Sprintf("%d %s x %s %s%s on one node each", count, pods, formatAmount(name, d.r), name, product)
 }
 
-func quoteAll(names []string) string {
+func quoteAll(names []string) []string {
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = fmt.Sprintf("%q", n)
 	}
-	return strings.Join(q, ", ")
+	return q
 }

@@ -22,8 +22,20 @@ type plan struct {
 	demands  []demand // scarcest first; always holds pods
 	share    float64  // largest per-pod request relative to the cluster's total of that resource
 	missing  corev1.ResourceName
-	eligible []int32
+	choices  []choice // the GPU products it may use, most preferred first; one, of any product, if it lists none
+	cur      int      // the choice being tried
+	eligible []int32  // eligible nodes of the current choice in the domain being tried
 }
+
+// choice is one GPU product a pod set may use ("" for any), with its eligible nodes by domain.
+type choice struct {
+	product string
+	groups  *domainGroups
+	empty   []int64 // per group: pods that fit its nodes were they empty, up to Count; nil until a fit fails
+}
+
+// product is the GPU product being tried for the pod set, "" for any.
+func (pl *plan) product() string { return pl.choices[pl.cur].product }
 
 // candidate is an eligible node able to take k (>= 1) more pods of the pod set being placed.
 type candidate struct {
@@ -43,38 +55,52 @@ type step struct {
 // their free capacity. It returns the placement, or why there is none. Fit changes nothing in the
 // snapshot; Reserve the placement to hold it.
 //
-// Pod sets are placed largest per-pod request first (relative to the cluster's totals), so that big pods
-// are not starved by small ones. Each pod goes to the eligible node that it leaves with the least of the
-// pod set's scarcest resource (then of the next scarcest, and so on; then the first node by name): best
-// fit, which keeps large holes for large pods. The result is deterministic.
+// Pod sets that list GPUProducts are tried with one product each, in order of preference: the
+// combinations of the pod sets' products are tried in the gang's order of pod sets, the first pod set's
+// product changing slowest, and the first combination under which the gang fits wins. At most
+// MaxGPUProductCombinations combinations are tried.
+//
+// With a TopologyKey, each combination is tried domain by domain (a domain being the nodes that share one
+// value of the label), tightest first: the domain with the least free of the gang's scarcest resource (on
+// its nodes eligible for the pod set that needs most of it), so that the gang, once placed, leaves it the
+// least free and keeps larger domains whole; ties go by domain value. The first domain that holds the
+// whole gang wins. Assignments record the chosen products and domain.
+//
+// Within one combination and domain, pod sets are placed largest per-pod request first (relative to the
+// cluster's totals), so that big pods are not starved by small ones. Each pod goes to the eligible node
+// that it leaves with the least of the pod set's scarcest resource (then of the next scarcest, and so on;
+// then the first node by name): best fit, which keeps large holes for large pods. The result is
+// deterministic.
+//
+// When nothing fits, the reason is judged over every product and domain the gang allows, past the cap
+// too: NoEligibleNode when no domain has eligible nodes for every pod set under some product, NeverFits
+// when none could hold each pod set even with its nodes empty, else InsufficientResources, explained
+// where the gang came closest (most pods placed).
 func (s *Snapshot) Fit(g Gang) (Placement, *Unfit) {
 	plans, u := s.plans(&g)
 	if u != nil {
 		return nil, u
 	}
+	if len(plans) == 0 {
+		return nil, nil
+	}
+	sr := s.newSearch(&g, plans)
 	s.journal = s.journal[:0]
 	defer s.undo(plans)
-	for pi := range plans {
-		pl := &plans[pi]
-		placed := int32(0)
-		if len(pl.eligible) > 0 && pl.missing == "" {
-			placed = s.place(plans, pi)
-		}
-		if placed < pl.ps.Count {
-			s.undo(plans)
-			var earlier []string
-			for _, o := range plans[:pi] {
-				earlier = append(earlier, o.ps.Name)
-			}
-			return nil, s.diagnose(pl, placed, earlier)
-		}
+	if p := sr.run(); p != nil {
+		return p, nil
 	}
-	return s.placement(plans), nil
+	return nil, clampMessage(sr.explain())
 }
 
 // plans validates g and prepares its pod sets, largest first. Pod sets of no pods are left out.
 func (s *Snapshot) plans(g *Gang) ([]plan, *Unfit) {
 	plans := make([]plan, 0, len(g.PodSets))
+	nc := 0
+	for i := range g.PodSets {
+		nc += max(1, len(g.PodSets[i].GPUProducts))
+	}
+	choices := make([]choice, 0, nc) // one backing array for the choices of every plan
 	for i := range g.PodSets {
 		ps := &g.PodSets[i]
 		for j := range i {
@@ -86,6 +112,16 @@ func (s *Snapshot) plans(g *Gang) ([]plan, *Unfit) {
 		if ps.Count < 0 {
 			return nil, &Unfit{Reason: InvalidGang, PodSet: ps.Name,
 				Message: fmt.Sprintf("pod set %q has a negative count %d", ps.Name, ps.Count)}
+		}
+		for j, p := range ps.GPUProducts {
+			if p == "" {
+				return nil, &Unfit{Reason: InvalidGang, PodSet: ps.Name,
+					Message: fmt.Sprintf("pod set %q lists an empty GPU product", ps.Name)}
+			}
+			if slices.Contains(ps.GPUProducts[:j], p) {
+				return nil, &Unfit{Reason: InvalidGang, PodSet: ps.Name,
+					Message: fmt.Sprintf("pod set %q lists GPU product %s twice", ps.Name, display(p))}
+			}
 		}
 		pl := plan{idx: i, ps: ps, demands: make([]demand, 1, len(ps.Requests)+1)}
 		pl.demands[0] = demand{k: podsIndex, r: 1}
@@ -123,7 +159,15 @@ func (s *Snapshot) plans(g *Gang) ([]plan, *Unfit) {
 		if pl.missing != "" {
 			pl.share = math.Inf(1)
 		}
-		pl.eligible = s.eligibleNodes(ps)
+		ck := constraintKey(ps)
+		first := len(choices)
+		if len(ps.GPUProducts) == 0 {
+			choices = append(choices, choice{groups: s.groupsOf(ck, ps, "", g.TopologyKey)})
+		}
+		for _, p := range ps.GPUProducts {
+			choices = append(choices, choice{product: p, groups: s.groupsOf(ck, ps, p, g.TopologyKey)})
+		}
+		pl.choices = choices[first:len(choices):len(choices)]
 		plans = append(plans, pl)
 	}
 	slices.SortStableFunc(plans, func(a, b plan) int { return cmp.Compare(b.share, a.share) })
@@ -261,8 +305,8 @@ func (s *Snapshot) undo(plans []plan) {
 	s.journal = s.journal[:0]
 }
 
-// placement turns the journal into a Placement.
-func (s *Snapshot) placement(plans []plan) Placement {
+// placement turns the journal into a Placement in domain (the value of the topology label, or "").
+func (s *Snapshot) placement(plans []plan, domain string) Placement {
 	if len(s.journal) == 0 {
 		return nil
 	}
@@ -275,7 +319,8 @@ func (s *Snapshot) placement(plans []plan) Placement {
 			req = pl.ps.Requests.DeepCopy()
 			requests[st.plan] = req
 		}
-		p = append(p, Assignment{PodSet: pl.ps.Name, Node: s.nodes[st.node].Name, Count: st.count, Requests: req})
+		p = append(p, Assignment{PodSet: pl.ps.Name, Node: s.nodes[st.node].Name, Count: st.count, Requests: req,
+			GPUProduct: pl.product(), Domain: domain})
 	}
 	idx := make(map[string]int, len(plans))
 	for _, pl := range plans {

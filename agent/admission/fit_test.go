@@ -50,6 +50,11 @@ func TestFitFragmentation(t *testing.T) {
 		wantUnfit: &Unfit{Reason: InsufficientResources, PodSet: "w", Resource: gpu,
 			Message: `pod set "w" needs 1 pod x 8 nvidia.com/gpu on one node; 0 fit now; largest free on one eligible node: 4 (a)`},
 	}, {
+		name:  "one 8-GPU pod goes to a whole free node elsewhere",
+		nodes: append(two, gpuNode("c", 8, h100)), usage: halfUsed,
+		gang: gang("g", gpuPods("w", 1, 8)),
+		want: Placement{at("w", "c", 1)},
+	}, {
 		name:  "two 4-GPU pods fit two nodes with 4 free each",
 		nodes: two, usage: halfUsed,
 		gang: gang("g", gpuPods("w", 2, 4)),
@@ -482,6 +487,24 @@ func TestFitInvalidGang(t *testing.T) {
 		gang:  gang("g", gpuPods("w", -1, 1)),
 		wantUnfit: &Unfit{Reason: InvalidGang, PodSet: "w",
 			Message: `pod set "w" has a negative count -1`},
+	}, {
+		name:  "empty GPU product",
+		nodes: nodes,
+		gang:  gang("g", preferring(gpuPods("w", 1, 1), h100, "")),
+		wantUnfit: &Unfit{Reason: InvalidGang, PodSet: "w",
+			Message: `pod set "w" lists an empty GPU product`},
+	}, {
+		name:  "repeated GPU product",
+		nodes: nodes,
+		gang:  gang("g", preferring(gpuPods("w", 1, 1), h100, a100, h100)),
+		wantUnfit: &Unfit{Reason: InvalidGang, PodSet: "w",
+			Message: `pod set "w" lists GPU product NVIDIA-H100-80GB-HBM3 twice`},
+	}, {
+		name:  "GPU products of a pod set of no pods are checked too",
+		nodes: nodes,
+		gang:  gang("g", preferring(gpuPods("w", 0, 1), a100, a100)),
+		wantUnfit: &Unfit{Reason: InvalidGang, PodSet: "w",
+			Message: `pod set "w" lists GPU product NVIDIA-A100-SXM4-80GB twice`},
 	}, {
 		name:  "negative request",
 		nodes: nodes,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,7 +124,18 @@ func fuzzCluster(in []byte) ([]Node, map[string][]corev1.ResourceList, []Gang) {
 					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}},
 				}}}
 			}
+			switch s.intn(5) {
+			case 1:
+				ps.GPUProducts = []string{"A"}
+			case 2:
+				ps.GPUProducts = []string{"A", "B"}
+			case 3:
+				ps.GPUProducts = []string{"B", "A"}
+			}
 			g.PodSets = append(g.PodSets, ps)
+		}
+		if s.intn(3) == 0 {
+			g.TopologyKey = "zone"
 		}
 		gangs = append(gangs, g)
 	}
@@ -207,11 +219,78 @@ func eligible(n Node, ps PodSet) bool {
 	return true
 }
 
-// room counts the pods of ps that fit the eligible nodes on top of used.
-func room(nodes []Node, used map[string]map[corev1.ResourceName]int64, ps PodSet) int64 {
+// where is a GPU product (or "" for any) and a domain of a topology key (or "" and "" for none).
+type where struct{ product, key, domain string }
+
+// in tells whether node n is eligible for ps under w.
+func (w where) in(n Node, ps PodSet) bool {
+	if !eligible(n, ps) {
+		return false
+	}
+	if w.product != "" && n.Labels[GPUProductLabel] != w.product {
+		return false
+	}
+	return w.key == "" || n.Labels[w.key] != "" && n.Labels[w.key] == w.domain
+}
+
+// domains lists the domains of a gang's topology key, one of "" without one.
+func domains(nodes []Node, key string) []string {
+	if key == "" {
+		return []string{""}
+	}
+	var out []string
+	for _, n := range nodes {
+		if v := n.Labels[key]; v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// productsOf lists the products ps may use, one of "" for any.
+func productsOf(ps PodSet) []string {
+	if len(ps.GPUProducts) == 0 {
+		return []string{""}
+	}
+	return ps.GPUProducts
+}
+
+// gangClass is the test's own reading of how close gang g comes to fitting the empty nodes: noNode if in
+// every domain some pod set has no eligible node under any product, never if in every domain where all
+// have some, one does not fit them empty alone, fitsEmpty otherwise.
+func gangClass(nodes []Node, g Gang) fitClass {
+	empty := map[string]map[corev1.ResourceName]int64{}
+	best := noNode
+	for _, d := range domains(nodes, g.TopologyKey) {
+		worst := fitsEmpty
+		for _, ps := range g.PodSets {
+			if ps.Count == 0 {
+				continue
+			}
+			c := noNode
+			for _, p := range productsOf(ps) {
+				w := where{p, g.TopologyKey, d}
+				if !slices.ContainsFunc(nodes, func(n Node) bool { return w.in(n, ps) }) {
+					continue
+				}
+				if room(nodes, empty, ps, w) >= int64(ps.Count) {
+					c = fitsEmpty
+				} else {
+					c = max(c, never)
+				}
+			}
+			worst = min(worst, c)
+		}
+		best = max(best, worst)
+	}
+	return best
+}
+
+// room counts the pods of ps that fit the nodes eligible under w on top of used.
+func room(nodes []Node, used map[string]map[corev1.ResourceName]int64, ps PodSet, w where) int64 {
 	total := int64(0)
 	for _, n := range nodes {
-		if !eligible(n, ps) {
+		if !w.in(n, ps) {
 			continue
 		}
 		lo, hi := int64(0), int64(ps.Count)
@@ -275,6 +354,7 @@ func FuzzFitNeverOvercommits(f *testing.F) {
 					t.Fatalf("gang %s pod set %s: %d pods placed, want %d: %v", g.Key, ps.Name, got, ps.Count, d.Placement)
 				}
 			}
+			checkChoices(t, nodes, used, g, d.Placement)
 			for _, a := range d.Placement {
 				i := slices.IndexFunc(g.PodSets, func(ps PodSet) bool { return ps.Name == a.PodSet })
 				if i < 0 || a.Count <= 0 {
@@ -282,8 +362,8 @@ func FuzzFitNeverOvercommits(f *testing.F) {
 				}
 				ps := g.PodSets[i]
 				n, ok := byName[a.Node]
-				if !ok || !eligible(n, ps) {
-					t.Fatalf("gang %s pod set %s placed on ineligible node %s", g.Key, ps.Name, a.Node)
+				if !ok || !(where{a.GPUProduct, g.TopologyKey, a.Domain}).in(n, ps) {
+					t.Fatalf("gang %s pod set %s placed on ineligible node %s: %+v", g.Key, ps.Name, a.Node, a)
 				}
 				if d := cmp.Diff(ps.Requests, a.Requests); d != "" {
 					t.Fatalf("gang %s pod set %s: assignment requests differ (-pod set +assignment):\n%s", g.Key, ps.Name, d)
@@ -313,40 +393,73 @@ func FuzzFitNeverOvercommits(f *testing.F) {
 	})
 }
 
+// checkChoices holds an admitted placement to the products and domain it records: one product per pod
+// set, among those it lists; one domain for the gang, of its topology key. For a gang of one pod set it
+// also checks the order of preference: no product preferred to the chosen one fit in any domain.
+func checkChoices(t *testing.T, nodes []Node, used map[string]map[corev1.ResourceName]int64, g Gang, p Placement) {
+	t.Helper()
+	for _, a := range p {
+		if a.Domain != p[0].Domain || (g.TopologyKey == "") != (a.Domain == "") {
+			t.Fatalf("gang %s (topology key %q) placed over domains: %v", g.Key, g.TopologyKey, p)
+		}
+		ps := g.PodSets[slices.IndexFunc(g.PodSets, func(ps PodSet) bool { return ps.Name == a.PodSet })]
+		if !slices.Contains(productsOf(ps), a.GPUProduct) {
+			t.Fatalf("gang %s pod set %s: product %q not among %q", g.Key, ps.Name, a.GPUProduct, ps.GPUProducts)
+		}
+		for _, b := range p {
+			if b.PodSet == a.PodSet && b.GPUProduct != a.GPUProduct {
+				t.Fatalf("gang %s pod set %s on two products: %v", g.Key, ps.Name, p)
+			}
+		}
+	}
+	var sets []PodSet
+	for _, ps := range g.PodSets {
+		if ps.Count > 0 {
+			sets = append(sets, ps)
+		}
+	}
+	if len(sets) != 1 || len(p) == 0 {
+		return
+	}
+	ps := sets[0]
+	for _, pref := range productsOf(ps)[:slices.Index(productsOf(ps), p[0].GPUProduct)] {
+		for _, d := range domains(nodes, g.TopologyKey) {
+			if r := room(nodes, used, ps, where{pref, g.TopologyKey, d}); r >= int64(ps.Count) {
+				t.Fatalf("gang %s placed on %s, but preferred %s fits domain %q: %v", g.Key, p[0].GPUProduct, pref, d, p)
+			}
+		}
+	}
+}
+
 // checkUnfit holds the explanation of an unfit gang against the replayed capacity used when it was
-// decided. For a gang of one pod set the greedy fit is exact, so its reason must be right.
+// decided, and its reason against the test's own reading over every product and domain. For a gang of
+// one pod set the greedy fit is exact, so it must not fit now under any product and domain.
 func checkUnfit(t *testing.T, nodes []Node, used map[string]map[corev1.ResourceName]int64, g Gang, u *Unfit) {
 	t.Helper()
 	if u == nil || u.Message == "" {
 		t.Fatalf("gang %s not admitted without explanation: %v", g.Key, u)
 	}
+	if strings.ContainsAny(u.Message, "\n\r") || len(u.Message) > maxMessageLen {
+		t.Fatalf("gang %s: message not one bounded line: %q", g.Key, u.Message)
+	}
 	i := slices.IndexFunc(g.PodSets, func(ps PodSet) bool { return ps.Name == u.PodSet })
 	if i < 0 {
 		t.Fatalf("gang %s: unfit names pod set %q it does not have: %v", g.Key, u.PodSet, u)
 	}
-	ps := g.PodSets[i]
-	empty := map[string]map[corev1.ResourceName]int64{}
-	switch u.Reason {
-	case NoEligibleNode:
-		for _, n := range nodes {
-			if eligible(n, ps) {
-				t.Fatalf("gang %s: %v, but node %s is eligible", g.Key, u, n.Name)
+	want := map[fitClass]UnfitReason{noNode: NoEligibleNode, never: NeverFits, fitsEmpty: InsufficientResources}[gangClass(nodes, g)]
+	if u.Reason != want {
+		t.Fatalf("gang %s: %v, want reason %s", g.Key, u, want)
+	}
+	if u.Reason != InsufficientResources {
+		return
+	}
+	if ps := g.PodSets[i]; slices.IndexFunc(g.PodSets, func(o PodSet) bool { return o.Count > 0 && o.Name != ps.Name }) < 0 {
+		for _, p := range productsOf(ps) {
+			for _, d := range domains(nodes, g.TopologyKey) {
+				if r := room(nodes, used, ps, where{p, g.TopologyKey, d}); r >= int64(ps.Count) {
+					t.Fatalf("gang %s: %v, but %d pods fit now on product %q in domain %q", g.Key, u, r, p, d)
+				}
 			}
 		}
-	case NeverFits:
-		if r := room(nodes, empty, ps); r >= int64(ps.Count) {
-			t.Fatalf("gang %s: %v, but %d pods fit the empty eligible nodes", g.Key, u, r)
-		}
-	case InsufficientResources:
-		if r := room(nodes, empty, ps); r < int64(ps.Count) {
-			t.Fatalf("gang %s: %v, but only %d pods fit the empty eligible nodes", g.Key, u, r)
-		}
-		if slices.IndexFunc(g.PodSets, func(o PodSet) bool { return o.Count > 0 && o.Name != ps.Name }) < 0 {
-			if r := room(nodes, used, ps); r >= int64(ps.Count) {
-				t.Fatalf("gang %s: %v, but %d pods fit now", g.Key, u, r)
-			}
-		}
-	default:
-		t.Fatalf("gang %s: unexpected reason %v", g.Key, u)
 	}
 }

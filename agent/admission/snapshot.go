@@ -24,8 +24,8 @@ const unlimited int64 = math.MaxInt64 / 4
 // loop neither allocates nor hashes. A resource absent from a node's allocatable is 0 there.
 //
 // Nodes do not change after NewSnapshot, so the eligible nodes of each distinct set of placement
-// constraints (nodeSelector, tolerations, required affinity) are computed once and kept: build a new
-// Snapshot for each admission pass.
+// constraints (nodeSelector, tolerations, required affinity), and their split by GPU product and by
+// topology domain, are computed once and kept: build a new Snapshot for each admission pass.
 type Snapshot struct {
 	nodes    []nodeInfo // sorted by name, so index order is name order
 	byName   map[string]int32
@@ -38,10 +38,14 @@ type Snapshot struct {
 
 	reservations map[string]*reservation
 	eligible     map[string][]int32 // constraint key -> eligible node indexes
+	groups       map[groupKey]*domainGroups
+	domains      map[string]*domainIndex // topology label -> its domains
 
 	// scratch, reused across Fit calls
-	cands   []candidate
-	journal []step
+	cands    []candidate
+	journal  []step
+	domCands []domainCandidate
+	domPos   []int32
 }
 
 type nodeInfo struct {
@@ -72,6 +76,8 @@ func NewSnapshot(nodes []Node) *Snapshot {
 		resNames:     []corev1.ResourceName{corev1.ResourcePods},
 		reservations: map[string]*reservation{},
 		eligible:     map[string][]int32{},
+		groups:       map[groupKey]*domainGroups{},
+		domains:      map[string]*domainIndex{},
 	}
 	var names []corev1.ResourceName
 	for _, n := range sorted {

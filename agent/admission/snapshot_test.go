@@ -134,8 +134,11 @@ func TestSummary(t *testing.T) {
 			{Name: "pods", Allocatable: q("330"), Free: q("327"), LargestFreeOnNode: q("109"), LargestFreeNode: "a"},
 		},
 		GPUProducts: []GPUProductCapacity{
-			{Product: a100, Nodes: 1, Allocatable: 4, Free: 0, LargestFreeOnNode: 0, LargestFreeNode: "c"},
-			{Product: h100, Nodes: 2, Allocatable: 16, Free: 7, LargestFreeOnNode: 5, LargestFreeNode: "b"},
+			{Product: a100, Nodes: 1, Allocatable: 4, Free: 0, LargestFreeOnNode: 0, LargestFreeNode: "c",
+				LargestAllocatableOnNode: 4, Shapes: shapes(0, 0, 0, 0)},
+			// 2 free on a and 5 on b: seven 1-GPU pods, 1+2 of 2 GPUs, one of 4.
+			{Product: h100, Nodes: 2, Allocatable: 16, Free: 7, LargestFreeOnNode: 5, LargestFreeNode: "b",
+				LargestAllocatableOnNode: 8, Shapes: shapes(7, 3, 1, 0)},
 		},
 	}
 	if d := cmp.Diff(want, s.Summary()); d != "" {
@@ -143,7 +146,89 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+func TestSummaryGPUShapes(t *testing.T) {
+	withPods := func(n Node, pods string) Node {
+		n.Allocatable = n.Allocatable.DeepCopy()
+		n.Allocatable[corev1.ResourcePods] = resource.MustParse(pods)
+		return n
+	}
+	noPods := func(n Node) Node {
+		n.Allocatable = n.Allocatable.DeepCopy()
+		delete(n.Allocatable, corev1.ResourcePods)
+		return n
+	}
+	gpus := func(n string) corev1.ResourceList { return rl("nvidia.com/gpu", n) }
+	notReady := gpuNode("x", 8, h100)
+	notReady.Ready = false
+	cases := []struct {
+		name  string
+		nodes []Node
+		usage map[string][]corev1.ResourceList
+		want  map[string][]ShapeCount // product -> shapes
+	}{{
+		name:  "one free 8-GPU node",
+		nodes: []Node{gpuNode("a", 8, h100)},
+		want:  map[string][]ShapeCount{h100: shapes(8, 4, 2, 1)},
+	}, {
+		name:  "4 free on each of two nodes hold no 8-GPU pod",
+		nodes: []Node{gpuNode("a", 8, h100), gpuNode("b", 8, h100)},
+		usage: map[string][]corev1.ResourceList{"a": {gpus("4")}, "b": {gpus("4")}},
+		want:  map[string][]ShapeCount{h100: shapes(8, 4, 2, 0)},
+	}, {
+		name:  "odd holes round down per node",
+		nodes: []Node{gpuNode("a", 8, h100), gpuNode("b", 8, h100)},
+		usage: map[string][]corev1.ResourceList{"a": {gpus("5")}, "b": {gpus("1")}},
+		// 3 and 7 free: 1+3 of 2 GPUs, 0+1 of 4.
+		want: map[string][]ShapeCount{h100: shapes(10, 4, 1, 0)},
+	}, {
+		name:  "pods allocatable caps the pods of a node",
+		nodes: []Node{withPods(gpuNode("a", 8, h100), "3")},
+		want:  map[string][]ShapeCount{h100: shapes(3, 3, 2, 1)},
+	}, {
+		name:  "pods already bound take pod slots",
+		nodes: []Node{withPods(gpuNode("a", 8, h100), "3")},
+		usage: map[string][]corev1.ResourceList{"a": {rl("cpu", "1"), rl("cpu", "1")}},
+		want:  map[string][]ShapeCount{h100: shapes(1, 1, 1, 1)},
+	}, {
+		name:  "no pod slot left",
+		nodes: []Node{withPods(gpuNode("a", 8, h100), "1")},
+		usage: map[string][]corev1.ResourceList{"a": {rl("cpu", "1")}},
+		want:  map[string][]ShapeCount{h100: shapes(0, 0, 0, 0)},
+	}, {
+		name:  "a node that declares no pods allocatable is not capped",
+		nodes: []Node{noPods(gpuNode("a", 8, h100))},
+		want:  map[string][]ShapeCount{h100: shapes(8, 4, 2, 1)},
+	}, {
+		name: "per product; not Ready, overcommitted and unlabelled nodes hold none",
+		nodes: []Node{gpuNode("a", 8, a100), gpuNode("b", 4, a100), gpuNode("h", 8, h100), notReady,
+			gpuNode("over", 2, h100), gpuNode("plain", 8, "")},
+		usage: map[string][]corev1.ResourceList{"over": {gpus("3")}},
+		want:  map[string][]ShapeCount{a100: shapes(12, 6, 3, 1), h100: shapes(8, 4, 2, 1)},
+	}, {
+		name:  "CPU and memory are not considered",
+		nodes: []Node{gpuNode("b", 8, h100)},
+		usage: map[string][]corev1.ResourceList{"b": {rl("cpu", "64", "memory", "512Gi")}},
+		want:  map[string][]ShapeCount{h100: shapes(8, 4, 2, 1)},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string][]ShapeCount{}
+			for _, p := range snapshot(tc.nodes, tc.usage).Summary().GPUProducts {
+				got[p.Product] = p.Shapes
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("shapes per product (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
 func q(s string) resource.Quantity { return resource.MustParse(s) }
+
+// shapes is the Shapes of a GPUProductCapacity: how many pods of 1, 2, 4 and 8 GPUs fit.
+func shapes(one, two, four, eight int32) []ShapeCount {
+	return []ShapeCount{{GPUs: 1, Pods: one}, {GPUs: 2, Pods: two}, {GPUs: 4, Pods: four}, {GPUs: 8, Pods: eight}}
+}
 
 func TestNodeFromCore(t *testing.T) {
 	n := &corev1.Node{

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,7 @@ type Summary struct {
 	// schedulable node. "pods" counts only nodes that declare it.
 	Resources []ResourceCapacity
 	// GPUProducts per value of the node label nvidia.com/gpu.product, sorted by product, with the
-	// node's nvidia.com/gpu.
+	// node's nvidia.com/gpu and how many pods of common GPU counts fit now.
 	GPUProducts []GPUProductCapacity
 }
 
@@ -41,9 +42,28 @@ type GPUProductCapacity struct {
 	Free              int64
 	LargestFreeOnNode int64
 	LargestFreeNode   string
+	// LargestAllocatableOnNode is the most GPUs one node has at all: a pod needing more never fits.
+	LargestAllocatableOnNode int64
+	// Shapes has one entry per count of CommonGPUShapes, in that order: how many pods asking for exactly
+	// that many GPUs fit now on the product's nodes, so that a dispatcher can tell four free GPUs on one
+	// node from four scattered over four nodes.
+	Shapes []ShapeCount
 }
 
-// Summary returns the capacity of the cluster per resource and per GPU product.
+// CommonGPUShapes are the GPU counts per pod that Summary counts room for. Do not change it.
+var CommonGPUShapes = []int64{1, 2, 4, 8}
+
+// ShapeCount is how many pods, each asking for GPUs nvidia.com/gpu and nothing else, fit now: the sum
+// over the product's Ready schedulable nodes of floor(free GPUs / GPUs), capped on a node that declares a
+// "pods" allocatable by its free pods. CPU, memory and every other resource are not considered: a pod
+// that also asks for them may fit fewer times.
+type ShapeCount struct {
+	GPUs int64
+	Pods int32
+}
+
+// Summary returns the capacity of the cluster per resource and per GPU product, with the room for pods of
+// each of CommonGPUShapes per product.
 func (s *Snapshot) Summary() Summary {
 	w := s.width
 	sum := Summary{Nodes: int32(len(s.nodes))}
@@ -84,7 +104,10 @@ func (s *Snapshot) Summary() Summary {
 		}
 		p := products[product]
 		if p == nil {
-			p = &GPUProductCapacity{Product: product}
+			p = &GPUProductCapacity{Product: product, Shapes: make([]ShapeCount, len(CommonGPUShapes))}
+			for j, k := range CommonGPUShapes {
+				p.Shapes[j].GPUs = k
+			}
 			products[product] = p
 		}
 		p.Nodes++
@@ -92,8 +115,16 @@ func (s *Snapshot) Summary() Summary {
 			a, f := s.alloc[base+gpu], max(0, s.free[base+gpu])
 			p.Allocatable += a
 			p.Free += f
+			p.LargestAllocatableOnNode = max(p.LargestAllocatableOnNode, a)
 			if f > p.LargestFreeOnNode || p.LargestFreeNode == "" {
 				p.LargestFreeOnNode, p.LargestFreeNode = f, n.Name
+			}
+			// free pods is about unlimited on a node that declares none.
+			pods := max(0, s.free[base+podsIndex])
+			for j := range p.Shapes {
+				if k := p.Shapes[j].GPUs; k > 0 {
+					p.Shapes[j].Pods = int32(min(math.MaxInt32, int64(p.Shapes[j].Pods)+min(f/k, pods)))
+				}
 			}
 		}
 	}

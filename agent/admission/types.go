@@ -6,6 +6,12 @@
 // non-terminal bound pod and Reserve for each gang admitted earlier whose pods are not running yet), asks
 // Admit for a decision on each pending gang and writes the decisions back.
 //
+// Besides each pod's own constraints (nodeSelector, required affinity, tolerations), a pod set may list
+// the GPU products it accepts in order of preference (all its pods then use one of them), and a gang may
+// ask for a topology domain (all its pods on nodes sharing one value of a node label). Fit searches the
+// products and domains in a fixed order and records the choice in each Assignment; when nothing fits, the
+// Unfit explanation names what blocks and where it came closest.
+//
 // A Snapshot is not safe for concurrent use; Fit reuses scratch buffers held by the Snapshot.
 package admission
 
@@ -22,6 +28,11 @@ const GPUProductLabel = "nvidia.com/gpu.product"
 
 // GPUResource is the extended resource name of NVIDIA GPUs.
 const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// MaxGPUProductCombinations caps the combinations of GPU products that Fit tries for one gang (a gang of
+// pod sets listing 3 and 4 products has 12). Combinations past the cap are not tried; the Unfit message
+// says so. It bounds the work of a fit, which tries every topology domain of each combination.
+const MaxGPUProductCombinations = 64
 
 // Node is the part of a corev1.Node that the fit needs. Allocatable is the node's status.allocatable; the
 // Snapshot subtracts bound pods and reservations from it. A Snapshot keeps references to Labels, Taints
@@ -60,6 +71,11 @@ func NodeFromCore(n *corev1.Node) Node {
 // affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) and whose NoSchedule and
 // NoExecute taints Tolerations all tolerate. Every pod implicitly takes one of the node's "pods"
 // allocatable; a "pods" entry in Requests is ignored.
+//
+// GPUProducts, when not empty, are the values of the node label nvidia.com/gpu.product (GPUProductLabel)
+// the pod set accepts, most preferred first: all its pods go to nodes of one of these products, and a node
+// without the label never matches. Entries must be non-empty and distinct. Empty means any node, as if
+// the field were not there.
 type PodSet struct {
 	Name             string
 	Count            int32
@@ -67,25 +83,37 @@ type PodSet struct {
 	NodeSelector     map[string]string
 	Tolerations      []corev1.Toleration
 	RequiredAffinity *corev1.NodeSelector
+	GPUProducts      []string
 }
 
 // Gang is a job copy asking for admission: all pods of all its pod sets run at once or not at all. Key
 // identifies it (for reservations and decisions), e.g. "namespace/name". Priority (higher first), then
 // CreationTime (older first), then Key order gangs in Admit.
+//
+// TopologyKey, when set, is a node label (e.g. topology.kubernetes.io/zone) whose value names a topology
+// domain: all pods of all pod sets then go to nodes of one domain, and nodes without the label (or with
+// an empty value) are not eligible.
 type Gang struct {
 	Key          string
 	Priority     int32
 	CreationTime time.Time
 	PodSets      []PodSet
+	TopologyKey  string
 }
 
 // Assignment puts Count pods of pod set PodSet on node Node. Requests is the per-pod request of the pod
 // set (a copy), so that a Placement can be reserved on its own.
+//
+// GPUProduct is the product chosen for the pod set among its GPUProducts (the same in every assignment of
+// the pod set), empty when the pod set lists none. Domain is the value of the gang's TopologyKey label
+// shared by every node of the placement, empty when the gang has no TopologyKey. Reserve ignores both.
 type Assignment struct {
-	PodSet   string
-	Node     string
-	Count    int32
-	Requests corev1.ResourceList
+	PodSet     string
+	Node       string
+	Count      int32
+	Requests   corev1.ResourceList
+	GPUProduct string
+	Domain     string
 }
 
 // Placement is where every pod of a gang goes, ordered by pod set (in the gang's order), then node name.
@@ -113,9 +141,11 @@ const (
 	// InsufficientResources: the gang would fit if the eligible nodes were empty, but not now.
 	InsufficientResources UnfitReason = "InsufficientResources"
 	// NeverFits: even with every eligible node empty the pod set cannot be placed: one pod needs more
-	// than any eligible node's allocatable, or the eligible nodes together cannot hold Count pods.
+	// than any eligible node's allocatable, or the eligible nodes together cannot hold Count pods. With
+	// GPU products or a topology key, this holds for every product the pod set accepts and every domain.
 	NeverFits UnfitReason = "NeverFits"
-	// InvalidGang: the gang itself is malformed (negative count or request, duplicate pod set names).
+	// InvalidGang: the gang itself is malformed (negative count or request, duplicate pod set names,
+	// empty or repeated GPU products).
 	InvalidGang UnfitReason = "InvalidGang"
 )
 
@@ -126,8 +156,9 @@ type Unfit struct {
 	PodSet string
 	// Resource is the resource that blocks it, if one does.
 	Resource corev1.ResourceName
-	// Message is for a person: it names the pod set, the resource that blocks and the most of it free
-	// on one eligible node, and which node that is.
+	// Message is for a person, on one line of bounded length: it names the pod set, the resource that
+	// blocks (with the GPU product, if the pod set lists products) and the most of it free on one
+	// eligible node, and which node that is; with a topology key, which domain came closest.
 	Message string
 }
 

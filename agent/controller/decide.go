@@ -152,7 +152,7 @@ func Decide(in Input) Plan {
 			continue
 		}
 		if !progress.Done() {
-			refit = append(refit, remainingGang(GangFromCopy(c), progress))
+			refit = append(refit, remainingGang(heldToAdmission(GangFromCopy(c), c.Status.Admission), progress))
 		}
 	}
 	if len(refit) > 0 {

@@ -201,6 +201,10 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			defer func() { <-sem; wg.Done() }()
 			c := u.Copy.DeepCopy()
 			meta.SetStatusCondition(&c.Status.Conditions, u.Condition)
+			c.Status.Admission = nil
+			if u.Admits() {
+				c.Status.Admission = AdmissionOf(c, u.Placement)
+			}
 			written[i], writeErrs[i] = c, r.client.Status().Update(ctx, c)
 		}()
 	}

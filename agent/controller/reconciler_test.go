@@ -89,7 +89,12 @@ func TestReconcilerPass(t *testing.T) {
 	}
 	wantGPU := func(free int64) {
 		t.Helper()
-		want := []gantryv1alpha1.GPUProductCapacity{{Product: "NVIDIA-A100", Nodes: 1, Allocatable: 8, Free: free, LargestFreeOnNode: free}}
+		// One 8-GPU node: free/k pods of k GPUs fit.
+		var shapes []gantryv1alpha1.GPUShapeCount
+		for _, k := range []int64{1, 2, 4, 8} {
+			shapes = append(shapes, gantryv1alpha1.GPUShapeCount{GPUs: k, Pods: int32(free / k)})
+		}
+		want := []gantryv1alpha1.GPUProductCapacity{{Product: "NVIDIA-A100", Nodes: 1, Allocatable: 8, Free: free, LargestFreeOnNode: free, LargestAllocatableOnNode: 8, Shapes: shapes}}
 		if diff := cmp.Diff(want, report().Status.Capacity.GPUProducts); diff != "" {
 			t.Errorf("GPU products (-want +got):\n%s", diff)
 		}

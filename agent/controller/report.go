@@ -34,13 +34,19 @@ func CapacityFromSummary(s admission.Summary) gantryv1alpha1.CapacitySummary {
 		})
 	}
 	for _, p := range s.GPUProducts {
-		out.GPUProducts = append(out.GPUProducts, gantryv1alpha1.GPUProductCapacity{
+		gp := gantryv1alpha1.GPUProductCapacity{
 			Product:           p.Product,
 			Nodes:             p.Nodes,
 			Allocatable:       p.Allocatable,
 			Free:              p.Free,
 			LargestFreeOnNode: p.LargestFreeOnNode,
-		})
+
+			LargestAllocatableOnNode: p.LargestAllocatableOnNode,
+		}
+		for _, sh := range p.Shapes {
+			gp.Shapes = append(gp.Shapes, gantryv1alpha1.GPUShapeCount{GPUs: sh.GPUs, Pods: sh.Pods})
+		}
+		out.GPUProducts = append(out.GPUProducts, gp)
 	}
 	return out
 }

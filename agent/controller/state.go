@@ -2,6 +2,7 @@ package controller
 
 import (
 	"k8s.io/apimachinery/pkg/types"
+	"maps"
 	"slices"
 	"strings"
 
@@ -56,17 +57,45 @@ func GangFromCopy(w *gantryv1alpha1.Workload) admission.Gang {
 		Priority:     w.Spec.Priority,
 		CreationTime: w.CreationTimestamp.Time,
 		PodSets:      make([]admission.PodSet, 0, len(w.Spec.PodSets)),
+		TopologyKey:  w.Spec.TopologyKey,
 	}
 	for _, ps := range w.Spec.PodSets {
 		g.PodSets = append(g.PodSets, admission.PodSet{
-			Name:         ps.Name,
-			Count:        ps.Count,
-			Requests:     ps.Requests,
-			NodeSelector: ps.NodeSelector,
-			Tolerations:  ps.Tolerations,
+			Name:             ps.Name,
+			Count:            ps.Count,
+			Requests:         ps.Requests,
+			NodeSelector:     ps.NodeSelector,
+			Tolerations:      ps.Tolerations,
+			RequiredAffinity: ps.RequiredNodeAffinity,
+			GPUProducts:      ps.GPUProducts,
 		})
 	}
 	return g
+}
+
+// AdmissionOf is what copy w records of its placement p: the GPU product chosen for each pod set and the
+// topology domain, which the hub then holds the Job to. Nil when the placement chose neither.
+func AdmissionOf(w *gantryv1alpha1.Workload, p admission.Placement) *gantryv1alpha1.Admission {
+	a := &gantryv1alpha1.Admission{}
+	chosen := false
+	for _, ps := range w.Spec.PodSets {
+		psa := gantryv1alpha1.PodSetAdmission{Name: ps.Name}
+		for _, as := range p {
+			if as.PodSet == ps.Name {
+				psa.GPUProduct = as.GPUProduct
+				if a.TopologyDomain == "" {
+					a.TopologyDomain = as.Domain
+				}
+				break
+			}
+		}
+		chosen = chosen || psa.GPUProduct != ""
+		a.PodSets = append(a.PodSets, psa)
+	}
+	if !chosen && a.TopologyDomain == "" {
+		return nil
+	}
+	return a
 }
 
 // JobKey is the namespace and name of the Job the hub creates for a copy if it wins: the hub Job's name,
@@ -243,6 +272,31 @@ func TrimPlacement(p admission.Placement, progress Progress) admission.Placement
 
 // remainingGang is g with each pod set cut down to what progress left of it; pod sets with nothing left
 // are dropped.
+// heldToAdmission narrows gang g to the choices recorded when it was admitted (a), so that placing it
+// again, after a restart lost its placement, keeps the product and domain its Job is pinned to.
+func heldToAdmission(g admission.Gang, a *gantryv1alpha1.Admission) admission.Gang {
+	if a == nil {
+		return g
+	}
+	out := g
+	out.PodSets = slices.Clone(g.PodSets)
+	for i := range out.PodSets {
+		ps := &out.PodSets[i]
+		for _, psa := range a.PodSets {
+			if psa.Name == ps.Name && psa.GPUProduct != "" {
+				ps.GPUProducts = []string{psa.GPUProduct}
+			}
+		}
+		if g.TopologyKey != "" && a.TopologyDomain != "" {
+			sel := make(map[string]string, len(ps.NodeSelector)+1)
+			maps.Copy(sel, ps.NodeSelector)
+			sel[g.TopologyKey] = a.TopologyDomain
+			ps.NodeSelector = sel
+		}
+	}
+	return out
+}
+
 func remainingGang(g admission.Gang, progress Progress) admission.Gang {
 	out := g
 	out.PodSets = make([]admission.PodSet, 0, len(g.PodSets))

@@ -85,19 +85,49 @@ func TestGangFromCopy(t *testing.T) {
 		PodSet("launcher", 1, "cpu", "1").
 		PodSet("workers", 4, "nvidia.com/gpu", "8").NodeSelector(gantryv1alpha1.GPUProductLabel, "H100").Obj()
 	c.Spec.PodSets[1].Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+	affinity := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r1"}}}}}}
+	c.Spec.PodSets[1].RequiredNodeAffinity = affinity
+	c.Spec.PodSets[1].GPUProducts = []string{"H100", "A100"}
+	c.Spec.TopologyKey = "topology.kubernetes.io/zone"
 	want := admission.Gang{
 		Key:          "team-a/train",
 		Priority:     7,
 		CreationTime: created,
+		TopologyKey:  "topology.kubernetes.io/zone",
 		PodSets: []admission.PodSet{
 			{Name: "launcher", Count: 1, Requests: res("cpu", "1")},
 			{Name: "workers", Count: 4, Requests: res("nvidia.com/gpu", "8"),
-				NodeSelector: map[string]string{gantryv1alpha1.GPUProductLabel: "H100"},
-				Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}},
+				NodeSelector:     map[string]string{gantryv1alpha1.GPUProductLabel: "H100"},
+				Tolerations:      []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
+				RequiredAffinity: affinity,
+				GPUProducts:      []string{"H100", "A100"}},
 		},
 	}
 	if diff := cmp.Diff(want, GangFromCopy(c), quantityCmp); diff != "" {
 		t.Errorf("GangFromCopy (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdmissionOf(t *testing.T) {
+	c := agenttest.MakeCopy("train", "team-a").
+		PodSet("launcher", 1, "cpu", "1").
+		PodSet("workers", 2, "nvidia.com/gpu", "8").Obj()
+	placement := admission.Placement{
+		{PodSet: "launcher", Node: "n1", Count: 1, Domain: "zone-b"},
+		{PodSet: "workers", Node: "n2", Count: 1, GPUProduct: "A100", Domain: "zone-b"},
+		{PodSet: "workers", Node: "n3", Count: 1, GPUProduct: "A100", Domain: "zone-b"},
+	}
+	want := &gantryv1alpha1.Admission{
+		PodSets:        []gantryv1alpha1.PodSetAdmission{{Name: "launcher"}, {Name: "workers", GPUProduct: "A100"}},
+		TopologyDomain: "zone-b",
+	}
+	if diff := cmp.Diff(want, AdmissionOf(c, placement)); diff != "" {
+		t.Errorf("AdmissionOf (-want +got):\n%s", diff)
+	}
+	plain := admission.Placement{{PodSet: "launcher", Node: "n1", Count: 1}, {PodSet: "workers", Node: "n2", Count: 2}}
+	if got := AdmissionOf(c, plain); got != nil {
+		t.Errorf("AdmissionOf a placement without choices = %+v, want nil", got)
 	}
 }
 
@@ -268,6 +298,7 @@ func TestCapacityFromSummary(t *testing.T) {
 		}},
 		GPUProducts: []admission.GPUProductCapacity{{
 			Product: "NVIDIA-A100", Nodes: 2, Allocatable: 16, Free: 6, LargestFreeOnNode: 4, LargestFreeNode: "n2",
+			Shapes: []admission.ShapeCount{{GPUs: 1, Pods: 6}, {GPUs: 2, Pods: 3}, {GPUs: 4, Pods: 1}, {GPUs: 8, Pods: 0}},
 		}},
 	}
 	want := gantryv1alpha1.CapacitySummary{
@@ -281,6 +312,7 @@ func TestCapacityFromSummary(t *testing.T) {
 		}},
 		GPUProducts: []gantryv1alpha1.GPUProductCapacity{{
 			Product: "NVIDIA-A100", Nodes: 2, Allocatable: 16, Free: 6, LargestFreeOnNode: 4,
+			Shapes: []gantryv1alpha1.GPUShapeCount{{GPUs: 1, Pods: 6}, {GPUs: 2, Pods: 3}, {GPUs: 4, Pods: 1}, {GPUs: 8, Pods: 0}},
 		}},
 	}
 	if diff := cmp.Diff(want, CapacityFromSummary(s), quantityCmp); diff != "" {
@@ -288,5 +320,24 @@ func TestCapacityFromSummary(t *testing.T) {
 	}
 	if diff := cmp.Diff(gantryv1alpha1.CapacitySummary{}, CapacityFromSummary(admission.Summary{})); diff != "" {
 		t.Errorf("CapacityFromSummary of an empty cluster (-want +got):\n%s", diff)
+	}
+}
+
+func TestHeldToAdmission(t *testing.T) {
+	g := admission.Gang{Key: "ns/w", TopologyKey: "zone", PodSets: []admission.PodSet{
+		{Name: "main", Count: 2, GPUProducts: []string{"H100", "A100"}, NodeSelector: map[string]string{"pool": "gpu"}},
+	}}
+	a := &gantryv1alpha1.Admission{PodSets: []gantryv1alpha1.PodSetAdmission{{Name: "main", GPUProduct: "A100"}}, TopologyDomain: "zone-b"}
+	got := heldToAdmission(g, a)
+	want := []admission.PodSet{{Name: "main", Count: 2, GPUProducts: []string{"A100"},
+		NodeSelector: map[string]string{"pool": "gpu", "zone": "zone-b"}}}
+	if diff := cmp.Diff(want, got.PodSets); diff != "" {
+		t.Errorf("heldToAdmission (-want +got):\n%s", diff)
+	}
+	if len(g.PodSets[0].GPUProducts) != 2 || len(g.PodSets[0].NodeSelector) != 1 {
+		t.Errorf("the gang passed in was modified: %+v", g.PodSets[0])
+	}
+	if diff := cmp.Diff(g, heldToAdmission(g, nil)); diff != "" {
+		t.Errorf("without an admission the gang changed (-want +got):\n%s", diff)
 	}
 }

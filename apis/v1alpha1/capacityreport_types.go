@@ -43,6 +43,23 @@ type GPUProductCapacity struct {
 	Allocatable       int64  `json:"allocatable"`
 	Free              int64  `json:"free"`
 	LargestFreeOnNode int64  `json:"largestFreeOnNode"`
+	// LargestAllocatableOnNode is the most GPUs of the product one node has at all.
+	// +optional
+	LargestAllocatableOnNode int64 `json:"largestAllocatableOnNode,omitempty"`
+	// Shapes counts how many pods of common GPU sizes (1, 2, 4, 8 GPUs a pod) fit now on the product's
+	// nodes, by free GPUs (and free pod slots) only.
+	// +listType=map
+	// +listMapKey=gpus
+	// +optional
+	Shapes []GPUShapeCount `json:"shapes,omitempty"`
+}
+
+// GPUShapeCount is how many pods of one GPU size fit now.
+type GPUShapeCount struct {
+	// GPUs a pod requests.
+	GPUs int64 `json:"gpus"`
+	// Pods of that size that fit at once.
+	Pods int32 `json:"pods"`
 }
 
 // CapacityReportStatus is the agent's latest summary.

@@ -21,6 +21,14 @@ const (
 
 	// GPUResource is the extended resource name of NVIDIA GPUs.
 	GPUResource = "nvidia.com/gpu"
+	// GPUProductsAnnotation on a batch Job lists the GPU products its pods accept, in order of
+	// preference, separated by commas: "NVIDIA-H100-80GB-HBM3,NVIDIA-A100-SXM4-80GB".
+	GPUProductsAnnotation = "gantry.dev/gpu-products"
+	// TopologyKeyAnnotation on a batch Job names a node label key; all its pods must land on nodes
+	// sharing one value of it (one zone, one rack).
+	TopologyKeyAnnotation = "gantry.dev/topology-key"
+	// MaxGPUProducts is how many products a job may list.
+	MaxGPUProducts = 8
 	// GPUProductLabel is the node label naming the GPU product a node carries.
 	GPUProductLabel = "nvidia.com/gpu.product"
 )
@@ -44,6 +52,7 @@ const (
 	ReasonGlobalQueueNotFound  = "GlobalQueueNotFound"
 	ReasonNamespaceNotSelected = "NamespaceNotSelected"
 	ReasonWaitingForQuota      = "WaitingForQuota"
+	ReasonWaitingForCapacity   = "WaitingForCapacity"
 	ReasonNoClusterAvailable   = "NoClusterAvailable"
 	ReasonNoClusterCanHold     = "NoClusterCanHold"
 	ReasonInvalidJob           = "InvalidJob"

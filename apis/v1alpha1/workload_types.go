@@ -24,6 +24,19 @@ type PodSet struct {
 	// +listType=atomic
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// RequiredNodeAffinity is the pods' affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.
+	// +optional
+	RequiredNodeAffinity *corev1.NodeSelector `json:"requiredNodeAffinity,omitempty"`
+	// GPUProducts the pods accept, in order of preference: values of the node label
+	// nvidia.com/gpu.product. All pods of the set get the same product; the admission records which.
+	// Empty accepts any node.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.filter(q, q == p).size() == 1)",message="gpuProducts must not name a product twice"
+	// +optional
+	GPUProducts []string `json:"gpuProducts,omitempty"`
 }
 
 // WorkloadSpec is the job's demand, derived from it when it was submitted.
@@ -40,6 +53,33 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	PodSets []PodSet `json:"podSets"`
+	// TopologyKey, when set, is a node label key (such as topology.kubernetes.io/zone or a rack label):
+	// all pods of the workload must land on nodes sharing one value of it.
+	// +kubebuilder:validation:MaxLength=317
+	// +optional
+	TopologyKey string `json:"topologyKey,omitempty"`
+}
+
+// PodSetAdmission is where an agent placed one pod set.
+type PodSetAdmission struct {
+	// Name of the pod set.
+	Name string `json:"name"`
+	// GPUProduct chosen from the pod set's gpuProducts; empty when it lists none.
+	// +optional
+	GPUProduct string `json:"gpuProduct,omitempty"`
+}
+
+// Admission is what an agent decided when it admitted a copy: the choices the Job on that cluster
+// is then held to.
+type Admission struct {
+	// PodSets, one per pod set of the workload.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	PodSets []PodSetAdmission `json:"podSets,omitempty"`
+	// TopologyDomain is the value of spec.topologyKey that all nodes of the placement share.
+	// +optional
+	TopologyDomain string `json:"topologyDomain,omitempty"`
 }
 
 // RejectedCluster is a cluster that said it can never run the workload.
@@ -73,6 +113,11 @@ type WorkloadStatus struct {
 	// ClusterName is the winner: the cluster that runs the job. Set once, never changed.
 	// +optional
 	ClusterName string `json:"clusterName,omitempty"`
+
+	// Admission is the winning agent's choices (GPU product per pod set, topology domain). On a copy the
+	// agent sets it with Admitted=True; on the hub it is recorded with clusterName.
+	// +optional
+	Admission *Admission `json:"admission,omitempty"`
 
 	// RejectedClusters can never run the workload; they are not nominated again.
 	// +listType=map

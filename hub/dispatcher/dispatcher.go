@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -319,18 +320,26 @@ func (d *Dispatcher) decide(c *change) (*gantry.Workload, func(job client.Object
 	switch {
 	case c.winner != "":
 		st.ClusterName = c.winner
-		msg := "admitted by " + c.winner
+		winner := c.winner
+		// The Job on the winner is held to the agent's choices, so they are recorded with the winner.
+		if cp := currentCopy(c.wl, c.winner, d.Copies); cp != nil && cp.Status.Admission != nil {
+			st.Admission = cp.Status.Admission.DeepCopy()
+			if chosen := describeAdmission(st.Admission); chosen != "" {
+				winner += " (" + chosen + ")"
+			}
+		}
+		msg := "admitted by " + winner
 		setCondition(st, gantry.WorkloadAdmitted, metav1.ConditionTrue, gantry.ReasonAdmittedByCluster, msg, gen)
 		setCondition(st, gantry.WorkloadPending, metav1.ConditionFalse, gantry.ReasonAdmittedByCluster, msg, gen)
 		others := without(st.NominatedClusters, c.winner)
 		epoch := st.DispatchEpoch
 		event = func(job client.Object) {
 			if len(others) == 0 {
-				d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d)", c.winner, epoch)
+				d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d)", winner, epoch)
 				return
 			}
 			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d); withdrawing the copies from %s",
-				c.winner, epoch, strings.Join(others, ", "))
+				winner, epoch, strings.Join(others, ", "))
 		}
 	case c.nomination != nil:
 		st.DispatchEpoch = c.nomination.Epoch
@@ -377,4 +386,19 @@ func without(list []string, s string) []string {
 
 func setCondition(st *gantry.WorkloadStatus, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {
 	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+// describeAdmission renders an agent's choices for a person, e.g.
+// "NVIDIA-A100-SXM4-80GB, topology.kubernetes.io/zone=zone-b"; empty when it made none.
+func describeAdmission(a *gantry.Admission) string {
+	var parts []string
+	for _, ps := range a.PodSets {
+		if ps.GPUProduct != "" && !slices.Contains(parts, ps.GPUProduct) {
+			parts = append(parts, ps.GPUProduct)
+		}
+	}
+	if a.TopologyDomain != "" {
+		parts = append(parts, "domain "+a.TopologyDomain)
+	}
+	return strings.Join(parts, ", ")
 }

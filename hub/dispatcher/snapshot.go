@@ -5,6 +5,7 @@ package dispatcher
 
 import (
 	"fmt"
+	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +51,7 @@ func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache) (*di
 			Connected:  copies.IsConnected(wc.Name),
 			AgentReady: apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady),
 			Cordoned:   wc.Spec.Cordoned,
+			GPUs:       gpuCapacity(wc.Status.Capacity),
 		}
 	}
 	selectors := map[string]labels.Selector{}
@@ -95,6 +97,7 @@ func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache) (*di
 			Priority:  wl.Spec.Priority,
 			Created:   wl.CreationTimestamp.Time,
 			Requests:  requests.of(wl),
+			GPU:       requests.gpuOf(wl),
 			Epoch:     wl.Status.DispatchEpoch,
 			Nominated: wl.Status.NominatedClusters,
 			Winner:    wl.Status.ClusterName,
@@ -141,14 +144,23 @@ func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache) (*di
 	return s, byKey, blockedList
 }
 
-// observeCopies reads the copies of the workload's current epoch on its nominated clusters. Copies of
-// other epochs or of another Workload of the same name are ignored: they are fenced.
+// currentCopy is the workload's copy on the cluster if it belongs to the workload's current epoch.
+// Copies of other epochs or of another Workload of the same name are fenced: nil.
+func currentCopy(wl *gantry.Workload, cluster string, copies CopyReader) *gantry.Workload {
+	cp := copies.Copy(cluster, wl)
+	if cp == nil || cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) ||
+		cp.Labels[gantry.DispatchEpochLabel] != strconv.FormatInt(wl.Status.DispatchEpoch, 10) {
+		return nil
+	}
+	return cp
+}
+
+// observeCopies reads the copies of the workload's current epoch on its nominated clusters.
 func observeCopies(wl *gantry.Workload, copies CopyReader) []dispatch.Copy {
 	var out []dispatch.Copy
-	epoch := fmt.Sprint(wl.Status.DispatchEpoch)
 	for _, c := range wl.Status.NominatedClusters {
-		cp := copies.Copy(c, wl)
-		if cp == nil || cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) || cp.Labels[gantry.DispatchEpochLabel] != epoch {
+		cp := currentCopy(wl, c, copies)
+		if cp == nil {
 			continue
 		}
 		cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
@@ -174,6 +186,7 @@ type requestCache struct {
 type cachedRequests struct {
 	generation int64
 	requests   dispatch.Resources
+	gpu        dispatch.GPUDemand
 }
 
 func newRequestCache() *requestCache { return &requestCache{byUID: map[types.UID]cachedRequests{}} }
@@ -183,12 +196,24 @@ func (c *requestCache) of(wl *gantry.Workload) dispatch.Resources {
 	if c == nil {
 		return totalRequests(wl)
 	}
-	if e, ok := c.byUID[wl.UID]; ok && e.generation == wl.Generation {
-		return e.requests
+	return c.entry(wl).requests
+}
+
+// gpuOf returns the Workload's GPU demand.
+func (c *requestCache) gpuOf(wl *gantry.Workload) dispatch.GPUDemand {
+	if c == nil {
+		return gpuDemand(wl)
 	}
-	r := totalRequests(wl)
-	c.byUID[wl.UID] = cachedRequests{generation: wl.Generation, requests: r}
-	return r
+	return c.entry(wl).gpu
+}
+
+func (c *requestCache) entry(wl *gantry.Workload) cachedRequests {
+	if e, ok := c.byUID[wl.UID]; ok && e.generation == wl.Generation {
+		return e
+	}
+	e := cachedRequests{generation: wl.Generation, requests: totalRequests(wl), gpu: gpuDemand(wl)}
+	c.byUID[wl.UID] = e
+	return e
 }
 
 // keepOnly forgets the Workloads not in live.
@@ -209,6 +234,41 @@ func totalRequests(wl *gantry.Workload) dispatch.Resources {
 		}
 	}
 	return total
+}
+
+// gpuDemand is what the Workload needs of nvidia.com/gpu: in total, for its largest pod, and the products
+// that pod accepts (its gpuProducts, else the product its nodeSelector names).
+func gpuDemand(wl *gantry.Workload) dispatch.GPUDemand {
+	var d dispatch.GPUDemand
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		q, ok := ps.Requests[gantry.GPUResource]
+		if !ok || q.Value() <= 0 {
+			continue
+		}
+		d.Total += q.Value() * int64(ps.Count)
+		if q.Value() > d.PerPod {
+			d.PerPod = q.Value()
+			d.Products = ps.GPUProducts
+			if p, ok := ps.NodeSelector[gantry.GPUProductLabel]; ok && len(ps.GPUProducts) == 0 {
+				d.Products = []string{p}
+			}
+		}
+	}
+	return d
+}
+
+// gpuCapacity is a cluster's reported free GPUs per product; nil when it reports none.
+func gpuCapacity(c *gantry.CapacitySummary) []dispatch.GPUCapacity {
+	if c == nil || len(c.GPUProducts) == 0 {
+		return nil
+	}
+	out := make([]dispatch.GPUCapacity, len(c.GPUProducts))
+	for i, g := range c.GPUProducts {
+		out[i] = dispatch.GPUCapacity{Product: g.Product, Allocatable: g.Allocatable, Free: g.Free,
+			LargestFreeOnNode: g.LargestFreeOnNode, LargestAllocatableOnNode: g.LargestAllocatableOnNode}
+	}
+	return out
 }
 
 // jobRef is the hub Job a Workload stands for, for Events.

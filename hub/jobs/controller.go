@@ -69,6 +69,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	priority, err := r.priority(ctx, &job)
+	if err == nil {
+		_, _, err = PlacementOf(&job)
+	}
 	if err != nil {
 		r.Recorder.Eventf(&job, nil, corev1.EventTypeWarning, EventInvalidJob, "Dispatch", "%v", err)
 		return ctrl.Result{}, nil

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,6 +52,61 @@ func TestNewWorkload(t *testing.T) {
 	}}
 	if diff := cmp.Diff(want, wl.Spec.PodSets, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("pod sets (-want +got):\n%s", diff)
+	}
+	if wl.Spec.TopologyKey != "" {
+		t.Errorf("topology key %q without the annotation", wl.Spec.TopologyKey)
+	}
+}
+
+func TestNewWorkloadPlacement(t *testing.T) {
+	affinity := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r1", "r2"}},
+	}}}}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "team-a", Annotations: map[string]string{
+			gantry.GPUProductsAnnotation: "NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB",
+			gantry.TopologyKeyAnnotation: "topology.kubernetes.io/zone",
+		}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: affinity}},
+		}}},
+	}
+	wl := NewWorkload(job, 0)
+	ps := wl.Spec.PodSets[0]
+	if diff := cmp.Diff([]string{"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"}, ps.GPUProducts); diff != "" {
+		t.Errorf("gpu products, in order (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(affinity, ps.RequiredNodeAffinity); diff != "" {
+		t.Errorf("required node affinity (-want +got):\n%s", diff)
+	}
+	if wl.Spec.TopologyKey != "topology.kubernetes.io/zone" {
+		t.Errorf("topology key %q", wl.Spec.TopologyKey)
+	}
+}
+
+func TestPlacementOfRejectsBadAnnotations(t *testing.T) {
+	cases := map[string]struct {
+		annotations map[string]string
+		wantErr     string
+	}{
+		"empty product":      {map[string]string{gantry.GPUProductsAnnotation: "A100,,H100"}, "empty product"},
+		"repeated product":   {map[string]string{gantry.GPUProductsAnnotation: "A100,H100,A100"}, `names "A100" twice`},
+		"not a label value":  {map[string]string{gantry.GPUProductsAnnotation: "NVIDIA H100"}, "not a node label value"},
+		"too many products":  {map[string]string{gantry.GPUProductsAnnotation: "a,b,c,d,e,f,g,h,i"}, "at most 8"},
+		"bad topology key":   {map[string]string{gantry.TopologyKeyAnnotation: "zone/"}, "not a node label key"},
+		"empty topology key": {map[string]string{gantry.TopologyKeyAnnotation: ""}, "not a node label key"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := PlacementOf(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("PlacementOf = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	products, key, err := PlacementOf(&batchv1.Job{})
+	if err != nil || products != nil || key != "" {
+		t.Fatalf("PlacementOf(no annotations) = %v, %q, %v", products, key, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -63,7 +64,32 @@ func NewRemoteJob(hubJob *batchv1.Job, wl *gantry.Workload) *batchv1.Job {
 		delete(tplLabels, l)
 	}
 	job.Spec.Template.Labels = tplLabels
+	pinToAdmission(&job.Spec.Template.Spec, wl)
 	return job
+}
+
+// pinToAdmission holds the pods to the winning agent's choices, so that the scheduler picks among the
+// nodes that the agent's fit chose among: the GPU product of the Job's pod set and the topology domain.
+func pinToAdmission(pod *corev1.PodSpec, wl *gantry.Workload) {
+	a := wl.Status.Admission
+	if a == nil {
+		return
+	}
+	sel := make(map[string]string, len(pod.NodeSelector)+2)
+	for k, v := range pod.NodeSelector {
+		sel[k] = v
+	}
+	for _, ps := range a.PodSets { // a Job has one pod set
+		if ps.GPUProduct != "" {
+			sel[gantry.GPUProductLabel] = ps.GPUProduct
+		}
+	}
+	if wl.Spec.TopologyKey != "" && a.TopologyDomain != "" {
+		sel[wl.Spec.TopologyKey] = a.TopologyDomain
+	}
+	if len(sel) > 0 {
+		pod.NodeSelector = sel
+	}
 }
 
 func mergeLabels(base, extra map[string]string) map[string]string {

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"maps"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -48,6 +49,36 @@ func TestNewRemoteJob(t *testing.T) {
 	}
 	if !ptr.Deref(hubJob.Spec.Suspend, false) || hubJob.Spec.Template.Labels["job-name"] != "train" {
 		t.Errorf("the hub Job was modified")
+	}
+}
+
+func TestNewRemoteJobPinnedToAdmission(t *testing.T) {
+	hubJob := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"pool": "gpu"},
+		}}},
+	}
+	wl := &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: "wl-uid"},
+		Spec:       gantry.WorkloadSpec{TopologyKey: "topology.kubernetes.io/zone"},
+		Status: gantry.WorkloadStatus{DispatchEpoch: 1, ClusterName: "w", Admission: &gantry.Admission{
+			PodSets:        []gantry.PodSetAdmission{{Name: "main", GPUProduct: "NVIDIA-A100-SXM4-80GB"}},
+			TopologyDomain: "zone-b",
+		}},
+	}
+	job := NewRemoteJob(hubJob, wl)
+	want := map[string]string{"pool": "gpu", gantry.GPUProductLabel: "NVIDIA-A100-SXM4-80GB", "topology.kubernetes.io/zone": "zone-b"}
+	if got := job.Spec.Template.Spec.NodeSelector; !maps.Equal(got, want) {
+		t.Errorf("nodeSelector %v, want %v", got, want)
+	}
+	if len(hubJob.Spec.Template.Spec.NodeSelector) != 1 {
+		t.Errorf("the hub Job's nodeSelector was modified: %v", hubJob.Spec.Template.Spec.NodeSelector)
+	}
+
+	wl.Status.Admission = nil
+	if got := NewRemoteJob(hubJob, wl).Spec.Template.Spec.NodeSelector; !maps.Equal(got, map[string]string{"pool": "gpu"}) {
+		t.Errorf("without choices the nodeSelector is %v, want the Job's own", got)
 	}
 }
 

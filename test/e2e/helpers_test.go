@@ -112,6 +112,15 @@ func (b *jobBuilder) nodeSelector(key, value string) *jobBuilder {
 	return b
 }
 
+// gpuProducts sets the GPU products the pods accept, in order of preference.
+func (b *jobBuilder) gpuProducts(products ...string) *jobBuilder {
+	if b.job.Annotations == nil {
+		b.job.Annotations = map[string]string{}
+	}
+	b.job.Annotations[gantry.GPUProductsAnnotation] = strings.Join(products, ",")
+	return b
+}
+
 func (b *jobBuilder) obj() *batchv1.Job { return b.job }
 
 // submit creates the Job on the hub.

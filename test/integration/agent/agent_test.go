@@ -190,10 +190,17 @@ func expectAdmitted(t *testing.T, c client.Client, name string, status metav1.Co
 	return got
 }
 
-// expectGPUs waits until the CapacityReport shows free and largest-on-one-node GPUs of the product.
-func expectGPUs(t *testing.T, c client.Client, free, largest int64) {
+// expectGPUs waits until the CapacityReport shows the product's GPUs with the given free GPUs on each
+// of the two nodes: in all, the most on one node, and how many 1, 2, 4 and 8-GPU pods fit.
+func expectGPUs(t *testing.T, c client.Client, nodeFree1, nodeFree2 int64) {
 	t.Helper()
-	want := []gantryv1alpha1.GPUProductCapacity{{Product: product, Nodes: 2, Allocatable: 16, Free: free, LargestFreeOnNode: largest}}
+	free, largest := nodeFree1+nodeFree2, max(nodeFree1, nodeFree2)
+	var shapes []gantryv1alpha1.GPUShapeCount
+	for _, k := range []int64{1, 2, 4, 8} {
+		shapes = append(shapes, gantryv1alpha1.GPUShapeCount{GPUs: k, Pods: int32(nodeFree1/k + nodeFree2/k)})
+	}
+	want := []gantryv1alpha1.GPUProductCapacity{{Product: product, Nodes: 2, Allocatable: 16, Free: free,
+		LargestFreeOnNode: largest, LargestAllocatableOnNode: 8, Shapes: shapes}}
 	waitFor(t, fmt.Sprintf("CapacityReport with %d GPUs free (%d on one node)", free, largest), func() error {
 		var rep gantryv1alpha1.CapacityReport
 		if err := c.Get(context.Background(), client.ObjectKey{Name: clusterName}, &rep); err != nil {
@@ -221,13 +228,13 @@ func TestAgent(t *testing.T) {
 	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
 
 	// The report appears with the whole cluster free.
-	expectGPUs(t, c, 16, 8)
+	expectGPUs(t, c, 8, 8)
 
 	// A copy that fits is admitted, and its reservation shows in the report.
 	create(t, c, agenttest.MakeCopy("big", namespace).PodSet("main", 2, "nvidia.com/gpu", "6").Obj())
 	cond := expectAdmitted(t, c, "big", metav1.ConditionTrue, gantryv1alpha1.ReasonFits)
 	t.Logf("big: %s", cond.Message)
-	expectGPUs(t, c, 4, 2)
+	expectGPUs(t, c, 2, 2)
 
 	// A second copy no longer fits beside the first one's reservation.
 	create(t, c, agenttest.MakeCopy("small", namespace).PodSet("main", 1, "nvidia.com/gpu", "4").Obj())
@@ -254,7 +261,7 @@ func TestAgent(t *testing.T) {
 	if err := c.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	expectGPUs(t, c, 4, 2)
+	expectGPUs(t, c, 2, 2)
 
 	// Deleting the admitted copy releases what it still held: the waiting copy is admitted. The pod that
 	// already runs keeps its GPUs.
@@ -265,13 +272,13 @@ func TestAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectAdmitted(t, c, "small", metav1.ConditionTrue, gantryv1alpha1.ReasonFits)
-	expectGPUs(t, c, 6, 4)
+	expectGPUs(t, c, 4, 2)
 
 	// The pod goes away: its GPUs are free again.
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	expectGPUs(t, c, 12, 8)
+	expectGPUs(t, c, 8, 4)
 
 	// Permanent rejections stay, and the foreign Job was never touched.
 	for name, reason := range map[string]string{"huge": gantryv1alpha1.ReasonNeverFits, "taken": gantryv1alpha1.ReasonJobNameConflict} {
