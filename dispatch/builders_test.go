@@ -131,6 +131,16 @@ func (b *workloadBuilder) copyRejected(cluster, reason string) *workloadBuilder 
 	return b
 }
 
+func (b *workloadBuilder) copyWaiting(cluster, reason, message string) *workloadBuilder {
+	b.w.Copies = append(b.w.Copies, Copy{Cluster: cluster, Waiting: true, Reason: reason, Message: message})
+	return b
+}
+
+func (b *workloadBuilder) copyExpired(cluster string) *workloadBuilder {
+	b.w.Copies = append(b.w.Copies, Copy{Cluster: cluster, Expired: true, Reason: "ReservationExpired"})
+	return b
+}
+
 func (b *workloadBuilder) rejected(clusters ...string) *workloadBuilder {
 	b.w.Rejected = map[string]bool{}
 	for _, c := range clusters {

@@ -91,7 +91,11 @@ func Plan(s *Snapshot) Result {
 				rejected[cp.Cluster] = true
 			}
 		}
-		if w.Epoch > 0 && q.hasValidNomination(w, rejected) {
+		if w.Epoch > 0 && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
+			q.hasValidNomination(w, rejected) {
+			if msg := waitingMessage(w, rejected); msg != "" {
+				res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
+			}
 			continue
 		}
 		q.release(w)
@@ -110,6 +114,33 @@ func Plan(s *Snapshot) Result {
 		l.queues[name].nominate(needNomination[name], &res)
 	}
 	return res
+}
+
+// maxAgentMessage bounds how much of one agent's explanation the hub repeats.
+const maxAgentMessage = 512
+
+// waitingMessage repeats, for a nominated workload, why the agents of its copies cannot admit it now,
+// so that a person reading the hub sees what to change; empty when no agent has said.
+func waitingMessage(w *Workload, rejected map[string]bool) string {
+	var parts []string
+	for _, c := range w.Nominated {
+		if rejected[c] {
+			continue
+		}
+		for _, cp := range w.Copies {
+			if cp.Cluster == c && cp.Waiting {
+				msg := cp.Message
+				if len(msg) > maxAgentMessage {
+					msg = msg[:maxAgentMessage-3] + "..."
+				}
+				parts = append(parts, fmt.Sprintf("%s: %s: %s", c, cp.Reason, msg))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "waiting for " + strings.Join(w.Nominated, ", ") + " to admit; " + strings.Join(parts, "; ")
 }
 
 func copyRejected(m map[string]bool) map[string]bool {

@@ -226,6 +226,20 @@ func TestPlan(t *testing.T) {
 				workloads(makeWorkload("ns/w", "q").cpu(2).obj()).obj(),
 			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
 		},
+		"a nominated workload repeats why its agents wait": {
+			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/w", "q").gpus(8).nominated(1, "a", "b").
+					copyWaiting("b", gantry.ReasonInsufficientResources, "needs 1 pod x 8 nvidia.com/gpu; largest free on one node: 4 (n1)").obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{{Key: "ns/w", Reason: gantry.ReasonWaitingForAdmission,
+				Message: "waiting for a, b to admit; b: InsufficientResources: needs 1 pod x 8 nvidia.com/gpu; largest free on one node: 4 (n1)"}}},
+		},
+		"a copy whose reservation expired is dispatched again in a new epoch": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/w", "q").gpus(8).nominated(3, "a").copyExpired("a").obj(),
+			).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 4, Clusters: []string{"a"}}}},
+		},
 		"workloads of unknown queues are left to the snapshot builder": {
 			snapshot: makeSnapshot().cluster("a").workloads(makeWorkload("ns/w", "missing").gpus(1).obj()).obj(),
 			want:     Result{},

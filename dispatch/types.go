@@ -157,8 +157,13 @@ type Copy struct {
 	AdmittedAt time.Time
 	// Rejected: the cluster's agent says it can never run the workload (Reason, Message say why).
 	Rejected bool
-	Reason   string
-	Message  string
+	// Waiting: the cluster's agent cannot admit it now (Reason, Message say why).
+	Waiting bool
+	// Expired: the cluster's agent released the copy's room because the hub did not confirm it in time;
+	// only a new epoch's copy is admitted there again.
+	Expired bool
+	Reason  string
+	Message string
 }
 
 // Snapshot is the hub state the dispatcher decides over.

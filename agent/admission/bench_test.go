@@ -215,13 +215,27 @@ func benchGangs(n int) []Gang {
 }
 
 func BenchmarkAdmitPass10000Gangs1000Nodes(b *testing.B) {
-	benchAdmitPass(b, benchGangs(10000))
+	benchAdmitPass(b, benchGangs(10000), AdmitOptions{})
+}
+
+// BenchmarkAdmitPass10000Gangs1000NodesStarvation is the same pass with starvation protection on: the
+// gangs were created over the hour before the pass and the timeout is 30 minutes, so that about half of
+// them starve if they do not fit, and the nodes they hold are fitted around. The second case adds the
+// GPU products and blocks of BenchmarkAdmitPass10000Gangs1000NodesProductsBlocks.
+func BenchmarkAdmitPass10000Gangs1000NodesStarvation(b *testing.B) {
+	opts := AdmitOptions{Now: time.Date(2030, 1, 1, 1, 0, 0, 0, time.UTC), StarvationTimeout: 30 * time.Minute}
+	b.Run("selectors", func(b *testing.B) { benchAdmitPass(b, benchGangs(10000), opts) })
+	b.Run("products and blocks", func(b *testing.B) { benchAdmitPass(b, productsBlocksGangs(), opts) })
 }
 
 // BenchmarkAdmitPass10000Gangs1000NodesProductsBlocks is the same pass where the workers of half the
 // gangs list GPU products instead of a nodeSelector (H100 else A100, or the other way) and a third of
 // the gangs must fit one block (5 blocks of 200 nodes here).
 func BenchmarkAdmitPass10000Gangs1000NodesProductsBlocks(b *testing.B) {
+	benchAdmitPass(b, productsBlocksGangs(), AdmitOptions{})
+}
+
+func productsBlocksGangs() []Gang {
 	gangs := benchGangs(10000)
 	for i := range gangs {
 		w := &gangs[i].PodSets[0]
@@ -235,22 +249,27 @@ func BenchmarkAdmitPass10000Gangs1000NodesProductsBlocks(b *testing.B) {
 			gangs[i].TopologyKey = blockLabel
 		}
 	}
-	benchAdmitPass(b, gangs)
+	return gangs
 }
 
-func benchAdmitPass(b *testing.B, gangs []Gang) {
+func benchAdmitPass(b *testing.B, gangs []Gang, opts AdmitOptions) {
 	nodes, usage := benchCluster(1000)
-	admitted := 0
+	admitted, held := 0, 0
 	b.ReportAllocs()
 	for b.Loop() {
 		// A pass: snapshot the cluster, count the bound pods, decide every pending gang.
 		s := snapshot(nodes, usage)
-		admitted = 0
-		for _, d := range s.Admit(gangs) {
+		admitted, held = 0, 0
+		for _, d := range s.AdmitWithOptions(gangs, opts) {
 			if d.Admitted {
 				admitted++
+			} else if d.Unfit.Reason == HeldForStarvingGang {
+				held++
 			}
 		}
 	}
 	b.ReportMetric(float64(admitted), "admitted/op")
+	if opts.StarvationTimeout > 0 {
+		b.ReportMetric(float64(held), "held/op")
+	}
 }

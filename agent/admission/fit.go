@@ -77,20 +77,59 @@ type step struct {
 // when none could hold each pod set even with its nodes empty, else InsufficientResources, explained
 // where the gang came closest (most pods placed).
 func (s *Snapshot) Fit(g Gang) (Placement, *Unfit) {
-	plans, u := s.plans(&g)
+	p, u, _ := s.fit(&g)
+	return p, u
+}
+
+// fit is Fit. When g does not fit, waits tells whether it could fit once enough capacity is freed: its
+// reason is InsufficientResources and a product combination that Fit tries would fit the empty nodes
+// (not only combinations past MaxGPUProductCombinations, which Fit never tries).
+func (s *Snapshot) fit(g *Gang) (p Placement, u *Unfit, waits bool) {
+	plans, u := s.plans(g)
 	if u != nil {
-		return nil, u
+		return nil, u, false
 	}
 	if len(plans) == 0 {
-		return nil, nil
+		return nil, nil, false
 	}
-	sr := s.newSearch(&g, plans)
+	sr := s.newSearch(g, plans)
 	s.journal = s.journal[:0]
 	defer s.undo(plans)
 	if p := sr.run(); p != nil {
-		return p, nil
+		return p, nil, false
 	}
-	return nil, clampMessage(sr.explain())
+	u = clampMessage(sr.explain())
+	return nil, u, u.Reason == InsufficientResources && sr.best.set && sr.best.class == fitsEmpty
+}
+
+// fitAvoiding fits g like Fit, but leaves alone the nodes n with avoid[n] >= 0 (nil: none): they take
+// none of its pods. It does not explain a failure.
+func (s *Snapshot) fitAvoiding(g *Gang, avoid []int32) (Placement, bool) {
+	plans, u := s.plans(g)
+	if u != nil {
+		return nil, false
+	}
+	if len(plans) == 0 {
+		return nil, true
+	}
+	s.avoid = avoid
+	defer func() { s.avoid = nil }()
+	sr := s.newSearch(g, plans)
+	s.journal = s.journal[:0]
+	defer s.undo(plans)
+	p := sr.run()
+	return p, p != nil
+}
+
+// fitsEmpty tells whether Fit would place g were every node empty: nothing bound, nothing reserved. The
+// snapshot is left as it was.
+func (s *Snapshot) fitsEmpty(g *Gang) bool {
+	free := s.free
+	s.empty = append(s.empty[:0], s.alloc...)
+	s.free = s.empty
+	defer func() { s.free = free }()
+	_, ok := s.fitAvoiding(g, nil)
+	return ok
 }
 
 // plans validates g and prepares its pod sets, largest first. Pod sets of no pods are left out.
@@ -196,6 +235,9 @@ func (s *Snapshot) place(plans []plan, pi int) int32 {
 	cands := s.cands[:0]
 	var room int64
 	for _, n := range pl.eligible {
+		if s.avoid != nil && s.avoid[n] >= 0 {
+			continue // held for a starving gang
+		}
 		base := int(n) * w
 		k := need
 		for _, d := range pl.demands {

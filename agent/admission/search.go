@@ -146,7 +146,9 @@ func (sr *search) domainCandidates() []domainCandidate {
 		}
 		score := int64(0)
 		for _, n := range g0.nodes[j0] {
-			score = satAdd(score, max(0, s.free[int(n)*s.width+k]))
+			if s.avoid == nil || s.avoid[n] < 0 {
+				score = satAdd(score, max(0, s.free[int(n)*s.width+k]))
+			}
 		}
 		cands = append(cands, domainCandidate{id: id, score: score, pos: int32(off)})
 	}

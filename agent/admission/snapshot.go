@@ -41,7 +41,12 @@ type Snapshot struct {
 	groups       map[groupKey]*domainGroups
 	domains      map[string]*domainIndex // topology label -> its domains
 
+	// avoid, while not nil, marks the nodes a fit must leave alone: those with avoid[node] >= 0 (held for
+	// a starving gang, see holds).
+	avoid []int32
+
 	// scratch, reused across Fit calls
+	empty    []int64 // alloc, as the free capacity of empty nodes (fitsEmpty)
 	cands    []candidate
 	journal  []step
 	domCands []domainCandidate

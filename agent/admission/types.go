@@ -12,6 +12,18 @@
 // products and domains in a fixed order and records the choice in each Assignment; when nothing fits, the
 // Unfit explanation names what blocks and where it came closest.
 //
+// Admit decides gangs in order: priority (higher first), then creation time (older first), then key.
+// Each gang is fitted against what the gangs before it left, so admission is best effort: a small gang
+// may pass a large one that does not fit yet, and a large gang could wait forever while small jobs keep
+// taking the nodes it needs as they free up. AdmitWithOptions prevents that with a starvation timeout: a
+// gang that does not fit may be passed only until it has waited that long (measured from its
+// WaitingSince, else its CreationTime, to the time the caller passes in). From then on it is starving:
+// until it fits, no gang after it in the order is admitted onto a node it could use, so those nodes
+// drain as their pods finish, and once enough is free it is admitted before any gang behind it. Small
+// gangs still pass it on nodes it cannot use (CPU-only nodes, other GPU products, pools with taints it
+// does not tolerate), and gangs before it (higher priority, or older) are never held back. Gangs that can
+// never fit (NeverFits, NoEligibleNode, InvalidGang) never starve anyone.
+//
 // A Snapshot is not safe for concurrent use; Fit reuses scratch buffers held by the Snapshot.
 package admission
 
@@ -93,12 +105,20 @@ type PodSet struct {
 // TopologyKey, when set, is a node label (e.g. topology.kubernetes.io/zone) whose value names a topology
 // domain: all pods of all pod sets then go to nodes of one domain, and nodes without the label (or with
 // an empty value) are not eligible.
+//
+// WaitingSince is when the gang started waiting for admission, from which starvation protection
+// (AdmitOptions.StarvationTimeout) measures its wait. Leave it zero to measure from CreationTime, which
+// suits a gang that has been waiting since it was created (the copy's metadata.creationTimestamp). Set it
+// when the gang waits anew after it was created: e.g. when it has just become able to fit at all, or it
+// is queued again after being evicted. It does not change the order, which CreationTime sets. A gang
+// with neither time never starves.
 type Gang struct {
 	Key          string
 	Priority     int32
 	CreationTime time.Time
 	PodSets      []PodSet
 	TopologyKey  string
+	WaitingSince time.Time
 }
 
 // Assignment puts Count pods of pod set PodSet on node Node. Requests is the per-pod request of the pod
@@ -132,6 +152,7 @@ func (p Placement) Pods(podSet string) int32 {
 
 // UnfitReason says why a gang does not fit. NoEligibleNode, InsufficientResources and NeverFits equal
 // the reasons of the same names that the agent writes on a copy's Admitted condition.
+// HeldForStarvingGang is, like InsufficientResources, a reason to wait.
 type UnfitReason string
 
 const (
@@ -147,6 +168,11 @@ const (
 	// InvalidGang: the gang itself is malformed (negative count or request, duplicate pod set names,
 	// empty or repeated GPU products).
 	InvalidGang UnfitReason = "InvalidGang"
+	// HeldForStarvingGang: the gang fits now, but only on nodes held for a gang before it in the order
+	// that has waited the starvation timeout or longer and does not fit yet (AdmitWithOptions). Treat
+	// it like InsufficientResources: wait; the nodes are released when that gang fits. Admit, without
+	// starvation protection, never returns it.
+	HeldForStarvingGang UnfitReason = "HeldForStarvingGang"
 )
 
 // Unfit explains why a gang does not fit now.
@@ -158,7 +184,11 @@ type Unfit struct {
 	Resource corev1.ResourceName
 	// Message is for a person, on one line of bounded length: it names the pod set, the resource that
 	// blocks (with the GPU product, if the pod set lists products) and the most of it free on one
-	// eligible node, and which node that is; with a topology key, which domain came closest.
+	// eligible node, and which node that is; with a topology key, which domain came closest. For
+	// HeldForStarvingGang it names the starving gang waited behind, how long that one has waited and
+	// the timeout, e.g. `waiting behind "ns/big", which has waited 12m0s for nodes this gang could use
+	// (starvation protection after 10m0s)`; PodSet is then the gang's first pod set that would use a held
+	// node, and Resource is empty.
 	Message string
 }
 

@@ -181,6 +181,14 @@ func (w *CopyWrapper) Condition(status metav1.ConditionStatus, reason, message s
 	return w
 }
 
+// Since sets when the Admitted condition last changed.
+func (w *CopyWrapper) Since(t time.Time) *CopyWrapper {
+	for i := range w.Status.Conditions {
+		w.Status.Conditions[i].LastTransitionTime = metav1.NewTime(t)
+	}
+	return w
+}
+
 // Admitted sets Admitted=True with reason Fits.
 func (w *CopyWrapper) Admitted() *CopyWrapper {
 	return w.Condition(metav1.ConditionTrue, gantryv1alpha1.ReasonFits, "admitted")

@@ -47,6 +47,12 @@ type Input struct {
 	Assumed map[types.UID]Assumption
 	// Now stamps condition transitions.
 	Now time.Time
+	// ReservationTTL is how long an admitted copy holds its room while no Job of its own exists; 0 is
+	// for ever.
+	ReservationTTL time.Duration
+	// StarvationTimeout is how long a copy that does not fit may be passed by later ones before the
+	// nodes it could use are held for it; 0 never holds them.
+	StarvationTimeout time.Duration
 }
 
 // Plan is what one pass decided.
@@ -140,7 +146,17 @@ func Decide(in Input) Plan {
 	// Hold what admitted copies still need.
 	var refit []admission.Gang
 	for _, c := range admitted {
-		if job := in.Jobs[JobKey(c)]; job != nil && OwnsJob(c, job) && JobFinished(job) {
+		job := in.Jobs[JobKey(c)]
+		owned := job != nil && OwnsJob(c, job)
+		if owned && JobFinished(job) {
+			continue
+		}
+		if cur := current[GangKey(c)]; !owned && in.ReservationTTL > 0 && in.Now.Sub(cur.LastTransitionTime.Time) > in.ReservationTTL {
+			// The hub never confirmed: it is gone, cut off, or chose another cluster and could not
+			// withdraw. The room goes back to the other copies.
+			plan.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonReservationExpired,
+				fmt.Sprintf("admitted %s ago, but no Job for it was created in this cluster within the reservation TTL (%s); its room is released until the hub dispatches it again",
+					in.Now.Sub(cur.LastTransitionTime.Time).Round(time.Second), in.ReservationTTL), in.Now), nil)
 			continue
 		}
 		progress := ProgressOf(c, podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]])
@@ -162,17 +178,24 @@ func Decide(in Input) Plan {
 	// Admit what fits of the rest.
 	gangs := make([]admission.Gang, 0, len(pending))
 	for _, c := range pending {
-		if cur := current[GangKey(c)]; cur != nil && gantryv1alpha1.RejectsCluster(cur.Reason) && cur.ObservedGeneration == c.Generation {
+		cur := current[GangKey(c)]
+		if cur != nil && gantryv1alpha1.RejectsCluster(cur.Reason) && cur.ObservedGeneration == c.Generation {
 			// The hub took it as the cluster's final answer; only a new spec is decided again.
 			continue
 		}
-		if job := in.Jobs[JobKey(c)]; job != nil && !OwnsJob(c, job) {
+		job := in.Jobs[JobKey(c)]
+		if cur != nil && cur.Reason == gantryv1alpha1.ReasonReservationExpired && (job == nil || !OwnsJob(c, job)) {
+			// Admitting it again would hold the room again for a hub that does not answer; a new
+			// dispatch epoch brings a fresh copy. Should the hub create its Job after all, it is fitted.
+			continue
+		}
+		if job != nil && !OwnsJob(c, job) {
 			plan.set(c, current[GangKey(c)], jobConflict(c, job, in.Now), nil)
 			continue
 		}
 		gangs = append(gangs, GangFromCopy(c))
 	}
-	for _, d := range snap.Admit(gangs) {
+	for _, d := range snap.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
 		c := byKey[d.Key]
 		if d.Admitted {
 			plan.Placements[c.UID] = d.Placement
@@ -254,6 +277,8 @@ func unfitReason(r admission.UnfitReason) string {
 		return gantryv1alpha1.ReasonNoEligibleNode
 	case admission.InsufficientResources:
 		return gantryv1alpha1.ReasonInsufficientResources
+	case admission.HeldForStarvingGang:
+		return gantryv1alpha1.ReasonHeldForStarvingGang
 	default:
 		return gantryv1alpha1.ReasonNeverFits
 	}

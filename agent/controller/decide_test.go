@@ -349,6 +349,108 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestDecideReservationTTL(t *testing.T) {
+	const ttl = 5 * time.Minute
+	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
+	ownJob := jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Obj())
+	cases := map[string]struct {
+		in   Input
+		want outcome
+	}{
+		"an admission the hub has not confirmed within the TTL is released": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 2, "8").Admitted().Since(now.Add(-ttl - time.Second)).Obj(),
+				copyOf("b", 1, 1, "8").Obj(),
+			}, Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "False/ReservationExpired", "ns/b": "True/Fits"},
+				Reserved:   map[string]int32{"ns/b": 1},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 8},
+				Remembered: []string{"ns/b"},
+			},
+		},
+		"within the TTL the room is held": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 2, "8").Admitted().Since(now.Add(-ttl + time.Second)).Obj(),
+				copyOf("b", 1, 1, "8").Obj(),
+			}, Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}},
+			want: outcome{
+				Updates:    map[string]string{"ns/b": "False/InsufficientResources"},
+				Reserved:   map[string]int32{"ns/a": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"a confirmed admission never expires": {
+			in: Input{Nodes: twoNodes, Jobs: ownJob, Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 2, "8").Admitted().Since(now.Add(-time.Hour)).Obj(),
+			}, Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}},
+			want: outcome{
+				Reserved:   map[string]int32{"ns/a": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"an expired copy is not admitted again": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonReservationExpired, "expired").Obj(),
+			}},
+			want: outcome{FreeGPU: map[string]int64{"n1": 8, "n2": 8}},
+		},
+		"an expired copy whose Job the hub created after all is fitted": {
+			in: Input{Nodes: twoNodes, Jobs: ownJob, Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonReservationExpired, "expired").Obj(),
+			}},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "True/Fits"},
+				Reserved:   map[string]int32{"ns/a": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.in.Now, tc.in.ReservationTTL = now, ttl
+			got := outcomeOf(tc.in, Decide(tc.in))
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecideHoldsNodesForAStarvingCopy(t *testing.T) {
+	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
+	in := Input{
+		Nodes: twoNodes,
+		// A pod of 4 GPUs runs on each node: "big" (two whole nodes) has waited an hour.
+		Pods: []*corev1.Pod{
+			gpuPod("x-0", "other", "4").Node("n1").Phase(corev1.PodRunning).Obj(),
+			gpuPod("x-1", "other", "4").Node("n2").Phase(corev1.PodRunning).Obj(),
+		},
+		Copies: []*gantryv1alpha1.Workload{copyOf("big", 0, 2, "8").Obj(), copyOf("small", 50, 1, "2").Obj()},
+		Now:    now,
+	}
+	got := outcomeOf(in, Decide(in))
+	if got.Updates["ns/small"] != "True/Fits" {
+		t.Fatalf("without starvation protection small passes big: %v", got.Updates)
+	}
+
+	in.StarvationTimeout = 10 * time.Minute
+	plan := Decide(in)
+	got = outcomeOf(in, plan)
+	want := map[string]string{"ns/big": "False/InsufficientResources", "ns/small": "False/HeldForStarvingGang"}
+	if diff := cmp.Diff(want, got.Updates); diff != "" {
+		t.Errorf("updates (-want +got):\n%s", diff)
+	}
+	for _, u := range plan.Updates {
+		if GangKey(u.Copy) == "ns/small" && !strings.Contains(u.Condition.Message, `"ns/big"`) {
+			t.Errorf("small's message %q does not name the copy it waits behind", u.Condition.Message)
+		}
+	}
+}
+
 func TestDecideConditions(t *testing.T) {
 	in := Input{
 		Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")},

@@ -51,7 +51,20 @@ type Options struct {
 	// HeartbeatInterval is how often the CapacityReport is rewritten when nothing changed.
 	// Defaults to DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
+	// ReservationTTL is how long an admitted copy holds its room while the hub creates no Job for it;
+	// 0 holds it until the copy is withdrawn.
+	ReservationTTL time.Duration
+	// StarvationTimeout is how long a copy that does not fit may be passed by later, smaller ones before
+	// the nodes it could use are held for it; 0 never holds them.
+	StarvationTimeout time.Duration
 }
+
+// DefaultStarvationTimeout lets small jobs pass a large one for a while, then drains its nodes for it.
+const DefaultStarvationTimeout = 10 * time.Minute
+
+// DefaultReservationTTL is far above the time the hub takes to create a winner's Job even under load, so
+// that it only fires when the hub is gone or cut off.
+const DefaultReservationTTL = 5 * time.Minute
 
 // Reconciler runs the agent's passes. Create it with NewReconciler.
 type Reconciler struct {
@@ -158,6 +171,9 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 		Placements: r.placements,
 		Assumed:    r.assumed,
 		Now:        r.clock.Now(),
+
+		ReservationTTL:    r.opts.ReservationTTL,
+		StarvationTimeout: r.opts.StarvationTimeout,
 	}
 	for i := range nodes.Items {
 		in.Nodes[i] = &nodes.Items[i]

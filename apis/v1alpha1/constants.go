@@ -70,6 +70,12 @@ const (
 	ReasonNoEligibleNode        = "NoEligibleNode"
 	ReasonNeverFits             = "NeverFits"
 	ReasonJobNameConflict       = "JobNameConflict"
+	// ReasonHeldForStarvingGang: the copy would fit, but only on nodes held for a larger workload that
+	// has waited past the agent's starvation timeout; it waits.
+	ReasonHeldForStarvingGang = "HeldForStarvingGang"
+	// ReasonReservationExpired: the agent admitted the copy, but the hub created no Job for it within
+	// the agent's reservation TTL; the room is released, and the copy waits for a new dispatch epoch.
+	ReasonReservationExpired = "ReservationExpired"
 )
 
 // Condition types and reasons of a WorkerCluster.

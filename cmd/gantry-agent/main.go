@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -42,6 +43,8 @@ type options struct {
 	leaderElect  bool
 	kubeAPIQPS   float64
 	kubeAPIBurst int
+	reservation  time.Duration
+	starvation   time.Duration
 	zap          zap.Options
 }
 
@@ -67,6 +70,10 @@ func parseFlags(args []string) (*options, error) {
 		"Queries per second to the cluster's API server. Admission writes must not wait on the client's rate limit.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400,
 		"Burst of queries to the cluster's API server.")
+	fs.DurationVar(&o.reservation, "reservation-ttl", controller.DefaultReservationTTL,
+		"How long an admitted copy holds its room while the hub creates no Job for it; 0 holds it until the hub withdraws the copy.")
+	fs.DurationVar(&o.starvation, "starvation-timeout", controller.DefaultStarvationTimeout,
+		"How long a job that does not fit may be passed by later, smaller ones before the nodes it could use are held for it; 0 never holds them.")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -142,7 +149,7 @@ func run(o *options) error {
 	}
 
 	r, err := controller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder(controller.ControllerName), clock.RealClock{},
-		controller.Options{ClusterName: o.clusterName})
+		controller.Options{ClusterName: o.clusterName, ReservationTTL: o.reservation, StarvationTimeout: o.starvation})
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,8 @@ type Dispatcher struct {
 	assumed  map[string]*gantry.Workload // status written but maybe not yet in the cache
 	inflight map[string]*gantry.Workload // status being written: what the write will leave
 	backoff  map[string]time.Duration    // keys whose last write failed other than by a conflict
+	// agentNews is when each waiting workload's Pending message last took in its agents' explanations.
+	agentNews map[string]time.Time
 
 	lastQueueStatus time.Time
 }
@@ -67,6 +69,7 @@ func (d *Dispatcher) init() {
 		d.assumed = map[string]*gantry.Workload{}
 		d.inflight = map[string]*gantry.Workload{}
 		d.backoff = map[string]time.Duration{}
+		d.agentNews = map[string]time.Time{}
 		if d.Writers < 1 {
 			d.Writers = 64
 		}
@@ -140,6 +143,13 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 		live[wl.UID] = true
 	}
 	d.requests.keepOnly(live)
+	d.mu.Lock()
+	for key := range d.agentNews {
+		if _, ok := byKey[key]; !ok {
+			delete(d.agentNews, key)
+		}
+	}
+	d.mu.Unlock()
 	res := dispatch.Plan(snap)
 	d.execute(ctx, byKey, res, blockedList)
 	return d.writeQueueStatus(ctx, st, snap), nil
@@ -243,6 +253,9 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 		if equality.Semantic.DeepEqual(c.wl.Status, wl.Status) {
 			continue
 		}
+		if d.agentNewsTooSoon(key, c) {
+			continue
+		}
 		d.mu.Lock()
 		_, busy := d.inflight[key]
 		if !busy {
@@ -262,6 +275,32 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 			d.write(ctx, key, wl, c, event)
 		}()
 	}
+}
+
+// AgentNewsInterval is the least time between two rewrites of a waiting workload's Pending message that
+// only repeat newer explanations of its agents: they change with every pod that starts or ends on the
+// workers, and the hub would otherwise rewrite every waiting Workload each time. A pass at least every
+// Resync brings the message up to date.
+const AgentNewsInterval = 30 * time.Second
+
+// agentNewsTooSoon tells whether the change for key only refreshes the agents' explanations, and the
+// last refresh was less than AgentNewsInterval ago. It remembers the refreshes it lets through.
+func (d *Dispatcher) agentNewsTooSoon(key string, c *change) bool {
+	if c.verdict == nil || c.verdict.Reason != gantry.ReasonWaitingForAdmission || c.verdict.Withdraw ||
+		c.winner != "" || c.nomination != nil || len(c.rejections) > 0 {
+		return false
+	}
+	prev := apimeta.FindStatusCondition(c.wl.Status.Conditions, gantry.WorkloadPending)
+	now := d.Clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if prev != nil && prev.Reason == gantry.ReasonWaitingForAdmission {
+		if last, ok := d.agentNews[key]; ok && now.Sub(last) < AgentNewsInterval {
+			return true
+		}
+	}
+	d.agentNews[key] = now
+	return false
 }
 
 // write persists one decision, then records its Event and asks for the pass that follows from it.

@@ -172,6 +172,10 @@ func observeCopies(wl *gantry.Workload, copies CopyReader) []dispatch.Copy {
 			out = append(out, dispatch.Copy{Cluster: c, Admitted: true, AdmittedAt: cond.LastTransitionTime.Time})
 		case gantry.RejectsCluster(cond.Reason):
 			out = append(out, dispatch.Copy{Cluster: c, Rejected: true, Reason: cond.Reason, Message: cond.Message})
+		case cond.Reason == gantry.ReasonReservationExpired:
+			out = append(out, dispatch.Copy{Cluster: c, Expired: true, Reason: cond.Reason, Message: cond.Message})
+		case cond.ObservedGeneration == cp.Generation:
+			out = append(out, dispatch.Copy{Cluster: c, Waiting: true, Reason: cond.Reason, Message: cond.Message})
 		}
 	}
 	return out

@@ -116,6 +116,7 @@ func TestObserveCopiesFencesStaleCopies(t *testing.T) {
 	want := []dispatch.Copy{
 		{Cluster: "current", Admitted: true, AdmittedAt: at.Time},
 		{Cluster: "rejecting", Rejected: true, Reason: gantry.ReasonNeverFits, Message: "too big"},
+		{Cluster: "waiting", Waiting: true, Reason: gantry.ReasonInsufficientResources, Message: "later"},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("observed copies (-want +got):\n%s", diff)

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -334,3 +335,35 @@ func other(cluster string) string {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestWaitingJobShowsTheAgentsReason: a job that the only cluster with quota cannot hold now says, on the
+// hub, what that cluster's agent said.
+func TestWaitingJobShowsTheAgentsReason(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "explain", map[string]int64{"worker-2": 64}) // worker-2 only
+	ns := newNamespace(t, "explain")
+	dumpOnFailure(t, ns)
+	cpuJob := func(name string, pods int32) *batchv1.Job {
+		job := gpuJob(ns, name, pods, 0)
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("40")
+		c.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("40")
+		return job
+	}
+	first := cpuJob("first", 1) // takes 40 of one node's 64 CPUs
+	submit(t, first)
+	if got := runsOn(t, first); got != "worker-2" {
+		t.Fatalf("first runs on %s, want worker-2", got)
+	}
+	second := cpuJob("second", 2) // needs 40 CPUs on each of the two nodes
+	submit(t, second)
+	var cond *metav1.Condition
+	eventually(t, "second's hub workload repeating worker-2's reason", func() error {
+		cond = pendingReason(t, second, gantry.ReasonWaitingForAdmission)
+		if !strings.Contains(cond.Message, "worker-2: "+gantry.ReasonInsufficientResources+": ") || !strings.Contains(cond.Message, "cpu") {
+			return fmt.Errorf("message %q does not carry worker-2's explanation", cond.Message)
+		}
+		return nil
+	})
+	t.Logf("hub says: %s", cond.Message)
+}
