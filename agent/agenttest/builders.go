@@ -226,6 +226,13 @@ func (w *PodWrapper) Node(name string) *PodWrapper {
 }
 
 // Phase sets status.phase.
+// Unschedulable marks the pod as one the scheduler could not place, with the scheduler's message.
+func (w *PodWrapper) Unschedulable(message string) *PodWrapper {
+	w.Status.Conditions = append(w.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled,
+		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: message})
+	return w
+}
+
 func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper {
 	w.Status.Phase = p
 	return w
@@ -282,6 +289,12 @@ func MakeJob(name, namespace string) *JobWrapper {
 
 // Obj returns the Job.
 func (w *JobWrapper) Obj() *batchv1.Job { return &w.Job }
+
+// Created sets the Job's creation time.
+func (w *JobWrapper) Created(t time.Time) *JobWrapper {
+	w.CreationTimestamp = metav1.NewTime(t)
+	return w
+}
 
 // Workload labels the Job (and its pod template) as Gantry's, for the copy with hub UID uid.
 func (w *JobWrapper) Workload(uid string) *JobWrapper {

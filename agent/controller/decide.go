@@ -53,6 +53,9 @@ type Input struct {
 	// StarvationTimeout is how long a copy that does not fit may be passed by later ones before the
 	// nodes it could use are held for it; 0 never holds them.
 	StarvationTimeout time.Duration
+	// PlacementTimeout is how long after its Job was created an admitted copy may still have pods not
+	// placed on nodes before the agent gives it up; 0 waits for ever.
+	PlacementTimeout time.Duration
 }
 
 // Plan is what one pass decided.
@@ -159,7 +162,15 @@ func Decide(in Input) Plan {
 					in.Now.Sub(cur.LastTransitionTime.Time).Round(time.Second), in.ReservationTTL), in.Now), nil)
 			continue
 		}
-		progress := ProgressOf(c, podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]])
+		copyPods := podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]]
+		progress := ProgressOf(c, copyPods)
+		if owned && in.PlacementTimeout > 0 && !progress.Done() && in.Now.Sub(job.CreationTimestamp.Time) > in.PlacementTimeout {
+			// The scheduler did not find the room this agent counted (something outside the agent's
+			// view took it). Give the gang up, so that the hub removes the Job and dispatches it again.
+			plan.set(c, current[GangKey(c)], condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout,
+				placementTimeoutMessage(c, progress, copyPods, in.Now.Sub(job.CreationTimestamp.Time)), in.Now), nil)
+			continue
+		}
 		if p, ok := in.Placements[c.UID]; ok {
 			plan.Placements[c.UID] = p
 			if !progress.Done() {
@@ -184,6 +195,10 @@ func Decide(in Input) Plan {
 			continue
 		}
 		job := in.Jobs[JobKey(c)]
+		if cur != nil && cur.Reason == gantryv1alpha1.ReasonPlacementTimeout && cur.ObservedGeneration == c.Generation {
+			// Given up: the hub removes the Job and dispatches the workload again in a new epoch.
+			continue
+		}
 		if cur != nil && cur.Reason == gantryv1alpha1.ReasonReservationExpired && (job == nil || !OwnsJob(c, job)) {
 			// Admitting it again would hold the room again for a hub that does not answer; a new
 			// dispatch epoch brings a fresh copy. Should the hub create its Job after all, it is fitted.
@@ -268,6 +283,28 @@ func jobConflict(c *gantryv1alpha1.Workload, job *batchv1.Job, now time.Time) me
 	return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict,
 		fmt.Sprintf("Job %s/%s already exists in this cluster and was not created by Gantry for this workload (%s); it is left untouched",
 			job.Namespace, job.Name, detail), now)
+}
+
+// placementTimeoutMessage says how much of the gang was not placed, and what the scheduler said of a pod
+// that waits, for a person to act on.
+func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods []*corev1.Pod, waited time.Duration) string {
+	var left, total int32
+	for _, ps := range c.Spec.PodSets {
+		left += progress.Left[ps.Name]
+		total += ps.Count
+	}
+	msg := fmt.Sprintf("%d of %d pods not placed on a node %s after the Job was created", left, total, waited.Round(time.Second))
+	for _, pod := range pods {
+		if pod.Spec.NodeName != "" || IsTerminal(pod) {
+			continue
+		}
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Message != "" {
+				return fmt.Sprintf("%s; pod %s: %s", msg, pod.Name, cond.Message)
+			}
+		}
+	}
+	return msg
 }
 
 // unfitReason is the Admitted reason for an admission.UnfitReason. A malformed gang can never fit.

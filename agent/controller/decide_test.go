@@ -451,6 +451,70 @@ func TestDecideHoldsNodesForAStarvingCopy(t *testing.T) {
 	}
 }
 
+func TestDecidePlacementTimeout(t *testing.T) {
+	const timeout = 5 * time.Minute
+	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
+	jobAt := func(created time.Time) map[types.NamespacedName]*batchv1.Job {
+		return jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Created(created).Obj())
+	}
+	admittedA := func() *gantryv1alpha1.Workload { return copyOf("a", 0, 2, "8").Admitted().Obj() }
+	placed := gpuPod("a-0", "hub-a", "8").Node("n1").Phase(corev1.PodRunning).Obj()
+	waiting := gpuPod("a-1", "hub-a", "8").Unschedulable("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.").Obj()
+	placement := map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}
+	cases := map[string]struct {
+		in   Input
+		want outcome
+	}{
+		"pods still not placed after the timeout: the copy is given up and holds nothing": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admittedA()}, Jobs: jobAt(now.Add(-timeout - time.Second)),
+				Pods: []*corev1.Pod{placed, waiting}, Placements: placement},
+			want: outcome{
+				Updates: map[string]string{"ns/a": "False/PlacementTimeout"},
+				FreeGPU: map[string]int64{"n1": 0, "n2": 8}, // the placed pod still runs until the hub removes the Job
+			},
+		},
+		"within the timeout the rest of the gang is still held": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admittedA()}, Jobs: jobAt(now.Add(-timeout + time.Second)),
+				Pods: []*corev1.Pod{placed, waiting}, Placements: placement},
+			want: outcome{
+				Reserved:   map[string]int32{"ns/a": 1},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"a gang all placed never times out": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admittedA()}, Jobs: jobAt(now.Add(-time.Hour)),
+				Pods: []*corev1.Pod{placed, gpuPod("a-1", "hub-a", "8").Node("n2").Phase(corev1.PodRunning).Obj()}, Placements: placement},
+			want: outcome{
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"a copy given up is not admitted again": {
+			in: Input{Nodes: twoNodes, Jobs: jobAt(now.Add(-time.Hour)), Copies: []*gantryv1alpha1.Workload{
+				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout, "given up").Obj(),
+			}},
+			want: outcome{FreeGPU: map[string]int64{"n1": 8, "n2": 8}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.in.Now, tc.in.PlacementTimeout = now, timeout
+			plan := Decide(tc.in)
+			got := outcomeOf(tc.in, plan)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+			for _, u := range plan.Updates {
+				if u.Condition.Reason == gantryv1alpha1.ReasonPlacementTimeout &&
+					(!strings.Contains(u.Condition.Message, "1 of 2 pods not placed") || !strings.Contains(u.Condition.Message, "Insufficient nvidia.com/gpu")) {
+					t.Errorf("message %q does not say what is missing and why", u.Condition.Message)
+				}
+			}
+		})
+	}
+}
+
 func TestDecideConditions(t *testing.T) {
 	in := Input{
 		Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")},

@@ -57,7 +57,13 @@ type Options struct {
 	// StarvationTimeout is how long a copy that does not fit may be passed by later, smaller ones before
 	// the nodes it could use are held for it; 0 never holds them.
 	StarvationTimeout time.Duration
+	// PlacementTimeout is how long after its Job was created an admitted copy may still have pods not on
+	// nodes before the agent gives it up and the hub dispatches it again; 0 waits for ever.
+	PlacementTimeout time.Duration
 }
+
+// DefaultPlacementTimeout leaves the scheduler and the Job controller ample time, even on a busy cluster.
+const DefaultPlacementTimeout = 5 * time.Minute
 
 // DefaultStarvationTimeout lets small jobs pass a large one for a while, then drains its nodes for it.
 const DefaultStarvationTimeout = 10 * time.Minute
@@ -174,6 +180,7 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 
 		ReservationTTL:    r.opts.ReservationTTL,
 		StarvationTimeout: r.opts.StarvationTimeout,
+		PlacementTimeout:  r.opts.PlacementTimeout,
 	}
 	for i := range nodes.Items {
 		in.Nodes[i] = &nodes.Items[i]

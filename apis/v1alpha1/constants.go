@@ -63,6 +63,7 @@ const (
 	ReasonJobFailed            = "Failed"
 	ReasonRemoteJobLost        = "RemoteJobLost"
 	ReasonRemoteJobConflict    = "RemoteJobConflict"
+	ReasonEvicted              = "Evicted"
 
 	// Reasons an agent gives on a copy's Admitted condition.
 	ReasonFits                  = "Fits"
@@ -73,6 +74,9 @@ const (
 	// ReasonHeldForStarvingGang: the copy would fit, but only on nodes held for a larger workload that
 	// has waited past the agent's starvation timeout; it waits.
 	ReasonHeldForStarvingGang = "HeldForStarvingGang"
+	// ReasonPlacementTimeout: the copy's Job was created, but not all its pods were placed on nodes
+	// within the agent's placement timeout; the agent gave it up and the hub dispatches it again.
+	ReasonPlacementTimeout = "PlacementTimeout"
 	// ReasonReservationExpired: the agent admitted the copy, but the hub created no Job for it within
 	// the agent's reservation TTL; the room is released, and the copy waits for a new dispatch epoch.
 	ReasonReservationExpired = "ReservationExpired"

@@ -82,6 +82,27 @@ type Admission struct {
 	TopologyDomain string `json:"topologyDomain,omitempty"`
 }
 
+// Eviction records a winner whose agent gave the workload up before its pods were all placed; the hub
+// removed its Job there and dispatched the workload again.
+type Eviction struct {
+	// Cluster that was the winner.
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+	// Epoch of that dispatch.
+	Epoch int64 `json:"epoch"`
+	// Reason and Message are the agent's.
+	// +kubebuilder:validation:MaxLength=316
+	Reason string `json:"reason"`
+	// +kubebuilder:validation:MaxLength=32768
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Time the hub recorded it.
+	Time metav1.Time `json:"time"`
+}
+
+// MaxEvictions bounds the eviction history a Workload keeps.
+const MaxEvictions = 16
+
 // RejectedCluster is a cluster that said it can never run the workload.
 type RejectedCluster struct {
 	Name    string `json:"name"`
@@ -91,7 +112,7 @@ type RejectedCluster struct {
 
 // WorkloadStatus is the dispatch state. On the hub the dispatcher writes it; on a worker copy the agent
 // writes the Admitted condition.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterName) || (has(self.clusterName) && self.clusterName == oldSelf.clusterName)",message="clusterName is immutable once set: a workload has exactly one winner"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterName) || (has(self.clusterName) && self.clusterName == oldSelf.clusterName) || (!has(self.clusterName) && has(self.evictions) && size(self.evictions) > 0 && self.evictions[size(self.evictions) - 1].cluster == oldSelf.clusterName && self.evictions[size(self.evictions) - 1].epoch == oldSelf.dispatchEpoch)",message="clusterName is immutable once set: a workload has one winner at a time, cleared only together with the record of its eviction"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.dispatchEpoch) || (has(self.dispatchEpoch) && self.dispatchEpoch >= oldSelf.dispatchEpoch)",message="dispatchEpoch never decreases"
 type WorkloadStatus struct {
 	// Conditions: Pending, Dispatched, Admitted, Finished.
@@ -118,6 +139,13 @@ type WorkloadStatus struct {
 	// agent sets it with Admitted=True; on the hub it is recorded with clusterName.
 	// +optional
 	Admission *Admission `json:"admission,omitempty"`
+
+	// Evictions lists the winners that gave the workload up before its pods were placed, oldest first
+	// (the last MaxEvictions). Clearing clusterName requires the last entry to record its eviction.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Evictions []Eviction `json:"evictions,omitempty"`
 
 	// RejectedClusters can never run the workload; they are not nominated again.
 	// +listType=map

@@ -45,6 +45,7 @@ type options struct {
 	kubeAPIBurst int
 	reservation  time.Duration
 	starvation   time.Duration
+	placement    time.Duration
 	zap          zap.Options
 }
 
@@ -74,6 +75,8 @@ func parseFlags(args []string) (*options, error) {
 		"How long an admitted copy holds its room while the hub creates no Job for it; 0 holds it until the hub withdraws the copy.")
 	fs.DurationVar(&o.starvation, "starvation-timeout", controller.DefaultStarvationTimeout,
 		"How long a job that does not fit may be passed by later, smaller ones before the nodes it could use are held for it; 0 never holds them.")
+	fs.DurationVar(&o.placement, "placement-timeout", controller.DefaultPlacementTimeout,
+		"How long after its Job was created an admitted job may still have pods not on nodes before the agent gives it up and the hub dispatches it again; 0 waits for ever.")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -149,7 +152,7 @@ func run(o *options) error {
 	}
 
 	r, err := controller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder(controller.ControllerName), clock.RealClock{},
-		controller.Options{ClusterName: o.clusterName, ReservationTTL: o.reservation, StarvationTimeout: o.starvation})
+		controller.Options{ClusterName: o.clusterName, ReservationTTL: o.reservation, StarvationTimeout: o.starvation, PlacementTimeout: o.placement})
 	if err != nil {
 		return err
 	}

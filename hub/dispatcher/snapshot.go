@@ -114,6 +114,15 @@ func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache) (*di
 				w.Rejected[r.Name] = true
 			}
 		}
+		for c, n := range evictionsPerCluster(wl) {
+			if n >= MaxEvictionsPerCluster {
+				// It was admitted there and never placed, again and again: stop trying there.
+				if w.Rejected == nil {
+					w.Rejected = map[string]bool{}
+				}
+				w.Rejected[c] = true
+			}
+		}
 		gqName, ok := queueOf[wl.Namespace+"/"+wl.Spec.QueueName]
 		switch {
 		case !ok:
@@ -238,6 +247,22 @@ func totalRequests(wl *gantry.Workload) dispatch.Resources {
 		}
 	}
 	return total
+}
+
+// MaxEvictionsPerCluster is how many times a workload may be evicted from one cluster before the
+// dispatcher counts that cluster as one that cannot run it.
+const MaxEvictionsPerCluster = 3
+
+// evictionsPerCluster counts the Workload's recorded evictions by cluster; nil when it has none.
+func evictionsPerCluster(wl *gantry.Workload) map[string]int {
+	if len(wl.Status.Evictions) == 0 {
+		return nil
+	}
+	n := map[string]int{}
+	for _, e := range wl.Status.Evictions {
+		n[e.Cluster]++
+	}
+	return n
 }
 
 // gpuDemand is what the Workload needs of nvidia.com/gpu: in total, for its largest pod, and the products

@@ -122,3 +122,29 @@ func TestObserveCopiesFencesStaleCopies(t *testing.T) {
 		t.Errorf("observed copies (-want +got):\n%s", diff)
 	}
 }
+
+func TestBuildSnapshotGivesUpOnAClusterAfterRepeatedEvictions(t *testing.T) {
+	st := &hubState{
+		globals: []gantry.GlobalQueue{{ObjectMeta: metav1.ObjectMeta{Name: "gq"}, Spec: gantry.GlobalQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			Clusters:          []gantry.ClusterQuota{{Name: "w1"}, {Name: "w2"}},
+		}}},
+		queues:     []gantry.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns"}, Spec: gantry.QueueSpec{GlobalQueue: "gq"}}},
+		namespaces: map[string]labels.Set{"ns": {}},
+	}
+	wl := hubWorkload("ns", "w", "q")
+	for epoch := range int64(MaxEvictionsPerCluster) {
+		wl.Status.Evictions = append(wl.Status.Evictions,
+			gantry.Eviction{Cluster: "w1", Epoch: 2 * epoch, Reason: gantry.ReasonPlacementTimeout},
+			gantry.Eviction{Cluster: "w2", Epoch: 2*epoch + 1, Reason: gantry.ReasonPlacementTimeout})
+	}
+	wl.Status.Evictions = wl.Status.Evictions[:len(wl.Status.Evictions)-1] // w2 one short
+	st.workloads = []*gantry.Workload{wl}
+	snap, _, _ := buildSnapshot(st, fakeCopies{}, nil)
+	if len(snap.Workloads) != 1 {
+		t.Fatalf("workloads %+v", snap.Workloads)
+	}
+	if diff := cmp.Diff(map[string]bool{"w1": true}, snap.Workloads[0].Rejected); diff != "" {
+		t.Errorf("clusters counted as unable to run it (-want +got):\n%s", diff)
+	}
+}

@@ -36,6 +36,7 @@ import (
 const (
 	EventWithdrawn = "Withdrawn"
 	EventFinished  = "Finished"
+	EventEvicted   = "Evicted"
 )
 
 // Clusters gives access to connected workers.
@@ -96,7 +97,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err = r.withdraw(ctx, &wl, wl.Status.ClusterName)
 	default:
 		if err = r.withdraw(ctx, &wl, wl.Status.ClusterName); err == nil {
-			err = r.syncWinner(ctx, &wl)
+			if cp := r.givenUp(ctx, &wl); cp != nil {
+				err = r.evict(ctx, &wl, cp)
+			} else {
+				err = r.syncWinner(ctx, &wl)
+			}
 		}
 	}
 	var later *requeueAfter
@@ -258,6 +263,90 @@ func deleteExact(ctx context.Context, c *remote.Cluster, obj client.Object) erro
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), c.Name, err)
 	}
+	return nil
+}
+
+// givenUp returns the winner's copy of the current epoch if its agent gave the workload up because its
+// pods could not all be placed; nil otherwise.
+func (r *Reconciler) givenUp(ctx context.Context, wl *gantry.Workload) *gantry.Workload {
+	c, ok := r.Clusters.Get(wl.Status.ClusterName)
+	if !ok {
+		return nil
+	}
+	var cp gantry.Workload
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(wl), &cp); err != nil {
+		return nil
+	}
+	if cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) || epochOf(cp.Labels) != wl.Status.DispatchEpoch {
+		return nil
+	}
+	cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != gantry.ReasonPlacementTimeout {
+		return nil
+	}
+	return &cp
+}
+
+// evict takes the workload back from a winner that gave it up: it deletes the Job there and waits until
+// the Job and its pods are gone, clears the hub Job's mirrored status, then records the eviction and
+// clears the winner in one status update, after which the dispatcher dispatches it in a new epoch. The
+// Job never runs in two places: the winner is cleared only once its Job there is gone.
+func (r *Reconciler) evict(ctx context.Context, wl *gantry.Workload, cp *gantry.Workload) error {
+	c, ok := r.Clusters.Get(wl.Status.ClusterName)
+	if !ok {
+		return nil
+	}
+	jobName := jobNameOf(wl)
+	var remoteJob batchv1.Job
+	err := c.Reader.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, &remoteJob)
+	switch {
+	case err == nil && remoteJob.Labels[gantry.WorkloadUIDLabel] == string(wl.UID):
+		if remoteJob.DeletionTimestamp == nil {
+			// Foreground: the Job stays until its pods are gone, so "gone" means nothing runs there.
+			uid := remoteJob.UID
+			if err := c.Client.Delete(ctx, &remoteJob, client.PropagationPolicy(metav1.DeletePropagationForeground),
+				client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting job %s on %s to dispatch it again: %w", jobName, c.Name, err)
+			}
+		}
+		return &requeueAfter{time.Second} // its deletion event usually comes first
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+
+	var hubJob batchv1.Job
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, &hubJob); err == nil {
+		if !equality.Semantic.DeepEqual(hubJob.Status, batchv1.JobStatus{}) {
+			hubJob.Status = batchv1.JobStatus{}
+			if err := r.Client.Status().Update(ctx, &hubJob); err != nil {
+				return fmt.Errorf("clearing the status of job %s mirrored from %s: %w", jobName, c.Name, err)
+			}
+		}
+		r.mirrored.Delete(hubJob.UID)
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
+
+	cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
+	st := &wl.Status
+	st.Evictions = append(st.Evictions, gantry.Eviction{Cluster: st.ClusterName, Epoch: st.DispatchEpoch,
+		Reason: cond.Reason, Message: cond.Message, Time: metav1.NewTime(r.Clock.Now())})
+	if n := len(st.Evictions); n > gantry.MaxEvictions {
+		st.Evictions = st.Evictions[n-gantry.MaxEvictions:]
+	}
+	msg := fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", st.ClusterName, cond.Reason, cond.Message)
+	from := st.ClusterName
+	st.ClusterName, st.Admission, st.NominatedClusters = "", nil, nil
+	for _, t := range []string{gantry.WorkloadAdmitted, gantry.WorkloadDispatched} {
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse,
+			Reason: gantry.ReasonEvicted, Message: msg, ObservedGeneration: wl.Generation})
+	}
+	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
+		Reason: gantry.ReasonEvicted, Message: msg, ObservedGeneration: wl.Generation})
+	if err := r.Client.Status().Update(ctx, wl); err != nil {
+		return fmt.Errorf("recording the eviction of workload %s from %s: %w", client.ObjectKeyFromObject(wl), from, err)
+	}
+	r.jobEvent(ctx, wl, corev1.EventTypeWarning, EventEvicted, "Pods not placed on %s (%s); dispatching again", from, cond.Message)
 	return nil
 }
 

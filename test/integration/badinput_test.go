@@ -196,4 +196,21 @@ func TestWinnerIsImmutable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "clusterName is immutable once set") {
 		t.Fatalf("changing the winner: got %v", err)
 	}
+
+	// Clearing it takes the record of its eviction, for that cluster and epoch.
+	wl.Status.ClusterName = ""
+	for name, evictions := range map[string][]gantry.Eviction{
+		"no record":                   nil,
+		"a record of another epoch":   {{Cluster: "worker-1", Epoch: 0, Reason: gantry.ReasonPlacementTimeout, Time: metav1.Now()}},
+		"a record of another cluster": {{Cluster: "worker-2", Epoch: 1, Reason: gantry.ReasonPlacementTimeout, Time: metav1.Now()}},
+	} {
+		wl.Status.Evictions = evictions
+		if err := hubEnv.client.Status().Update(ctx, wl); err == nil || !strings.Contains(err.Error(), "clusterName is immutable once set") {
+			t.Errorf("clearing the winner with %s: got %v", name, err)
+		}
+	}
+	wl.Status.Evictions = []gantry.Eviction{{Cluster: "worker-1", Epoch: 1, Reason: gantry.ReasonPlacementTimeout, Time: metav1.Now()}}
+	if err := hubEnv.client.Status().Update(ctx, wl); err != nil {
+		t.Errorf("clearing the winner with the record of its eviction: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,4 +367,113 @@ func TestWaitingJobShowsTheAgentsReason(t *testing.T) {
 		return nil
 	})
 	t.Logf("hub says: %s", cond.Message)
+}
+
+// TestPlacementTimeoutDispatchesAgain plays an agent that gives up a running Job because its pods could
+// not all be placed. The hub must remove the Job there (waiting until it is gone), clear the hub Job's
+// mirrored status, record the eviction and dispatch the workload again, so that it runs on exactly one
+// worker in a new epoch.
+func TestPlacementTimeoutDispatchesAgain(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "evict", map[string]int64{"worker-1": 16, "worker-2": 16})
+	ns := newNamespace(t, "evict")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "train", 2, 8)
+	submit(t, job)
+	first := runsOn(t, job)
+	ctx := context.Background()
+	wl := hubWorkload(t, job)
+	epoch := wl.Status.DispatchEpoch
+
+	// The worker's Job controller started a pod, which the hub mirrors.
+	var remote batchv1.Job
+	if err := workers[first].client.Get(ctx, client.ObjectKeyFromObject(job), &remote); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	remote.Status.StartTime, remote.Status.Active = &now, 1
+	if err := workers[first].client.Status().Update(ctx, &remote); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the hub Job mirroring the started pod", func() error {
+		var j batchv1.Job
+		if err := hubEnv.client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if j.Status.Active != 1 {
+			return fmt.Errorf("active %d", j.Status.Active)
+		}
+		return nil
+	})
+
+	// The agent gives the copy up.
+	var cp gantry.Workload
+	if err := workers[first].client.Get(ctx, client.ObjectKeyFromObject(wl), &cp); err != nil {
+		t.Fatal(err)
+	}
+	apimeta.SetStatusCondition(&cp.Status.Conditions, metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: gantry.ReasonPlacementTimeout, Message: "1 of 2 pods not placed on a node 5m0s after the Job was created",
+		ObservedGeneration: cp.Generation})
+	if err := workers[first].client.Status().Update(ctx, &cp); err != nil {
+		t.Fatal(err)
+	}
+
+	// The hub deletes the Job in the foreground; no garbage collector runs here, so the test plays it
+	// once the hub has asked, and checks that nothing was dispatched again before.
+	eventually(t, "the hub deleting the Job on "+first, func() error {
+		var j batchv1.Job
+		if err := workers[first].client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if j.DeletionTimestamp == nil {
+			return fmt.Errorf("not being deleted")
+		}
+		if !slices.Contains(j.Finalizers, metav1.FinalizerDeleteDependents) {
+			return fmt.Errorf("deleted without foreground propagation: finalizers %v", j.Finalizers)
+		}
+		return nil
+	})
+	consistently(t, "the winner kept while its Job is still there", time.Second, func() error {
+		if w := hubWorkload(t, job); w.Status.ClusterName != first || w.Status.DispatchEpoch != epoch {
+			return fmt.Errorf("winner %q epoch %d while the Job on %s is not gone", w.Status.ClusterName, w.Status.DispatchEpoch, first)
+		}
+		return nil
+	})
+	if err := workers[first].client.Get(ctx, client.ObjectKeyFromObject(job), &remote); err != nil {
+		t.Fatal(err)
+	}
+	remote.Finalizers = nil
+	if err := workers[first].client.Update(ctx, &remote); err != nil {
+		t.Fatal(err)
+	}
+
+	// Dispatched again: a new epoch, the eviction on record, exactly one Job.
+	var again *gantry.Workload
+	eventually(t, "a new winner in a new epoch", func() error {
+		again = hubWorkload(t, job)
+		if again.Status.ClusterName == "" || again.Status.DispatchEpoch <= epoch {
+			return fmt.Errorf("winner %q epoch %d", again.Status.ClusterName, again.Status.DispatchEpoch)
+		}
+		return nil
+	})
+	if ev := again.Status.Evictions; len(ev) != 1 || ev[0].Cluster != first || ev[0].Epoch != epoch || ev[0].Reason != gantry.ReasonPlacementTimeout {
+		t.Errorf("evictions %+v, want one from %s in epoch %d", ev, first, epoch)
+	}
+	second := runsOn(t, job)
+	if second != again.Status.ClusterName {
+		t.Errorf("job runs on %s, winner is %s", second, again.Status.ClusterName)
+	}
+	var j batchv1.Job
+	if err := workers[second].client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.Labels[gantry.DispatchEpochLabel]; got != fmt.Sprint(again.Status.DispatchEpoch) {
+		t.Errorf("job on %s has epoch %s, want %d", second, got, again.Status.DispatchEpoch)
+	}
+	if events := hubEvents(t, ns, job.Name); !contains(events, "Evicted") {
+		t.Errorf("no Evicted event on the hub Job; events:\n%s", events)
+	}
+	// The Job runs to completion there, and the hub reports it.
+	completeRemote(t, second, job)
+	hubJobComplete(t, job)
 }
