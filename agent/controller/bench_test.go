@@ -50,7 +50,6 @@ func cluster5000() Input {
 	return in
 }
 
-
 // BenchmarkDecidePass5000Nodes is one admission pass of the agent over a 5,000-node cluster. It reports
 // the heap the cluster's objects take (what the agent's caches hold) and the pass's own allocations.
 func BenchmarkDecidePass5000Nodes(b *testing.B) {
@@ -71,4 +70,3 @@ func BenchmarkDecidePass5000Nodes(b *testing.B) {
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "cluster-MiB") // after ResetTimer, which drops metrics
 	runtime.KeepAlive(in)
 }
-
