@@ -20,6 +20,7 @@
 #   GANTRY_DEV_PORT     first of six loopback ports for metrics/health (default 18080)
 #   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
+#   GANTRY_AGENT_FLAGS  extra flags for both gantry-agents, e.g. "--placement-timeout=30s"
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -293,10 +294,10 @@ pprof() { if [[ -n "${GANTRY_PPROF:-}" ]]; then echo --pprof-bind-address "127.0
 start_process gantry-hub "${PORT_BASE}" "$((PORT_BASE + 1))" \
   "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system $(pprof 0)
 for n in "${WORKERS[@]}"; do
-  # shellcheck disable=SC2046
+  # shellcheck disable=SC2046,SC2086 # pprof and GANTRY_AGENT_FLAGS split into words
   start_process "gantry-agent-${n}" "$((PORT_BASE + 2 * n))" "$((PORT_BASE + 2 * n + 1))" \
     "${ROOT}/bin/gantry-agent" --kubeconfig "${DEV}/worker-${n}.kubeconfig" \
-    --cluster-name "worker-${n}" --namespace gantry-system $(pprof "${n}")
+    --cluster-name "worker-${n}" --namespace gantry-system $(pprof "${n}") ${GANTRY_AGENT_FLAGS:-}
 done
 for name in gantry-hub gantry-agent-1 gantry-agent-2; do
   wait_healthy "${name}"

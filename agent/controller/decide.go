@@ -69,6 +69,16 @@ type Plan struct {
 	Placements map[types.UID]admission.Placement
 	// Assumed are the earlier writes the cache still does not show.
 	Assumed map[types.UID]Assumption
+	// Wake is how soon a pass must run again for a timeout to be noticed on time (placement timeout,
+	// reservation TTL, starvation timeout); 0 when none is pending.
+	Wake time.Duration
+}
+
+// wakeAt asks for a pass at t, if t is still to come.
+func (p *Plan) wakeAt(now, t time.Time) {
+	if d := t.Sub(now); d > 0 && (p.Wake == 0 || d < p.Wake) {
+		p.Wake = d
+	}
 }
 
 // Update sets the Admitted condition of one copy.
@@ -162,8 +172,14 @@ func Decide(in Input) Plan {
 					in.Now.Sub(cur.LastTransitionTime.Time).Round(time.Second), in.ReservationTTL), in.Now), nil)
 			continue
 		}
+		if !owned && in.ReservationTTL > 0 {
+			plan.wakeAt(in.Now, current[GangKey(c)].LastTransitionTime.Add(in.ReservationTTL+time.Second))
+		}
 		copyPods := podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]]
 		progress := ProgressOf(c, copyPods)
+		if owned && in.PlacementTimeout > 0 && !progress.Done() {
+			plan.wakeAt(in.Now, job.CreationTimestamp.Add(in.PlacementTimeout+time.Second))
+		}
 		if owned && in.PlacementTimeout > 0 && !progress.Done() && in.Now.Sub(job.CreationTimestamp.Time) > in.PlacementTimeout {
 			// The scheduler did not find the room this agent counted (something outside the agent's
 			// view took it). Give the gang up, so that the hub removes the Job and dispatches it again.
@@ -220,6 +236,9 @@ func Decide(in Input) Plan {
 		}
 		plan.set(c, current[d.Key], condition(c, metav1.ConditionFalse, unfitReason(d.Unfit.Reason),
 			d.Unfit.Message, in.Now), nil)
+		if d.Unfit.Reason == admission.InsufficientResources && in.StarvationTimeout > 0 {
+			plan.wakeAt(in.Now, c.CreationTimestamp.Add(in.StarvationTimeout+time.Second))
+		}
 	}
 	return plan
 }

@@ -515,6 +515,33 @@ func TestDecidePlacementTimeout(t *testing.T) {
 	}
 }
 
+func TestDecideWakesForTimeouts(t *testing.T) {
+	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
+	in := Input{
+		Nodes: twoNodes, Now: now,
+		Copies: []*gantryv1alpha1.Workload{
+			copyOf("a", 0, 2, "8").Admitted().Obj(),                                  // its Job exists since 1 minute, no pod placed
+			copyOf("b", 0, 1, "8").Admitted().Since(now.Add(-2 * time.Minute)).Obj(), // no Job yet
+		},
+		Jobs:              jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Created(now.Add(-time.Minute)).Obj()),
+		Placements:        map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
+		PlacementTimeout:  5 * time.Minute,
+		ReservationTTL:    10 * time.Minute,
+		StarvationTimeout: time.Hour,
+	}
+	if got, want := Decide(in).Wake, 4*time.Minute+time.Second; got != want {
+		t.Errorf("Wake = %v, want %v (the placement timeout of a)", got, want)
+	}
+	in.PlacementTimeout = 0
+	if got, want := Decide(in).Wake, 8*time.Minute+time.Second; got != want {
+		t.Errorf("Wake = %v, want %v (the reservation TTL of b)", got, want)
+	}
+	in.ReservationTTL = 0
+	if got := Decide(in).Wake; got != 0 {
+		t.Errorf("Wake = %v with no timeout pending, want 0", got)
+	}
+}
+
 func TestDecideConditions(t *testing.T) {
 	in := Input{
 		Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")},

@@ -150,6 +150,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := errors.Join(writeErr, reportErr); err != nil {
 		return reconcile.Result{}, err
 	}
+	if plan.Wake > 0 && (next == 0 || plan.Wake < next) {
+		next = plan.Wake
+	}
 	return reconcile.Result{RequeueAfter: next}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,4 +222,81 @@ func shapePods(g gantry.GPUProductCapacity, gpus int64) int32 {
 		}
 	}
 	return -1
+}
+
+// TestUnplaceableJobIsEvictedAndDispatchedAgain submits a gang whose pods repel each other (one per
+// node) with one pod more than a worker has nodes. The agent counts resources only and admits it; the
+// scheduler places all but one pod. After the agents' placement timeout the hub must delete the Job
+// there, and only then create it again in a new epoch: at no time does the Job exist on two workers.
+func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
+	ns := newNamespace(t, "e2e-evict")
+	dumpOnFailure(t, ns)
+	job := makeJob(ns, "spread").pods(5).runsFor("10m").obj()
+	sel := map[string]string{"app": "spread"}
+	job.Spec.Template.Labels = sel
+	job.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: sel}, TopologyKey: corev1.LabelHostname,
+		}},
+	}}
+	submit(t, job)
+
+	wl := &gantry.Workload{}
+	key := types.NamespacedName{Namespace: ns, Name: "job-" + job.Name}
+	eventually(t, "an eviction recorded on the hub", testbed.PlacementTimeout+2*time.Minute, time.Second, func() error {
+		if err := tb.Hub.Client.Get(context.Background(), key, wl); err != nil {
+			return err
+		}
+		if len(wl.Status.Evictions) == 0 {
+			return fmt.Errorf("no eviction yet; winner %q, epoch %d", wl.Status.ClusterName, wl.Status.DispatchEpoch)
+		}
+		return nil
+	})
+	ev := wl.Status.Evictions[0]
+	if ev.Reason != gantry.ReasonPlacementTimeout || !strings.Contains(ev.Message, "1 of 5 pods not placed") {
+		t.Errorf("eviction %+v, want PlacementTimeout with 1 of 5 pods not placed", ev)
+	}
+	t.Logf("evicted from %s: %s", ev.Cluster, ev.Message)
+
+	// Dispatched again in a later epoch, and the Job exists there.
+	eventually(t, "the job dispatched again", 2*time.Minute, time.Second, func() error {
+		wl = hubWorkload(t, job)
+		if wl.Status.ClusterName == "" || wl.Status.DispatchEpoch <= ev.Epoch {
+			return fmt.Errorf("winner %q, epoch %d", wl.Status.ClusterName, wl.Status.DispatchEpoch)
+		}
+		var j batchv1.Job
+		return tb.Worker(wl.Status.ClusterName).Client.Get(context.Background(), client.ObjectKeyFromObject(job), &j)
+	})
+
+	// The audit: the first Job was deleted before the second was created, wherever that was.
+	if err := audit.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, r := range audit.Records(ns) {
+		if r.Name != job.Name {
+			continue
+		}
+		if r.Created {
+			for other := range live {
+				t.Errorf("job created on %s while it still existed on %s", r.Cluster, other)
+			}
+			live[r.Cluster] = true
+		} else {
+			delete(live, r.Cluster)
+		}
+	}
+
+	// Stop the cycle: every worker evicts it in turn until none is tried any more.
+	if err := tb.Hub.Client.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "job spread gone from every worker", time.Minute, 250*time.Millisecond, func() error {
+		for _, w := range tb.Workers {
+			if err := workerJobGone(w, job); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -117,10 +117,15 @@ func Open(dir string, qps float32, burst int) (*Testbed, error) {
 	return tb, nil
 }
 
+// PlacementTimeout is the agents' placement timeout on the e2e testbed: short enough for a test to
+// watch an eviction, long enough that pods of admitted jobs are always placed within it here.
+const PlacementTimeout = 30 * time.Second
+
 // Up runs hack/dev-up.sh for a testbed in dir whose Gantry processes listen on six loopback ports from
 // portBase. The script's output goes to out.
 func Up(ctx context.Context, root, dir string, portBase int, out io.Writer) error {
-	return script(ctx, root, "dev-up.sh", dir, out, "GANTRY_DEV_PORT="+strconv.Itoa(portBase))
+	return script(ctx, root, "dev-up.sh", dir, out, "GANTRY_DEV_PORT="+strconv.Itoa(portBase),
+		"GANTRY_AGENT_FLAGS=--placement-timeout="+PlacementTimeout.String())
 }
 
 // Down runs hack/dev-down.sh for the testbed in dir. It does nothing when dir does not exist.
