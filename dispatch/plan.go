@@ -365,6 +365,19 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 			}
 		}
 		best = best[:0]
+		// With an order of GPU products, only the clusters with room for the most preferred product
+		// available anywhere get copies, so that whichever admits first, the job gets that product.
+		preferred := -1
+		if len(w.GPU.Products) > 1 {
+			preferred = len(w.GPU.Products)
+			for i := range ql.clusters {
+				c := &ql.clusters[i]
+				if c.known && !w.Rejected[c.name] && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) &&
+					c.cluster.MayFitNow(w.GPU) {
+					preferred = min(preferred, c.cluster.ProductRank(w.GPU))
+				}
+			}
+		}
 		canEverHold, usableHolders, withQuota := 0, 0, 0
 		for i := range ql.clusters {
 			c := &ql.clusters[i]
@@ -382,6 +395,9 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 			withQuota++
 			if !c.cluster.MayFitNow(w.GPU) {
 				continue // a copy there would only wait; its agent reports when GPUs free up
+			}
+			if preferred >= 0 && c.cluster.ProductRank(w.GPU) > preferred {
+				continue // room only for a less preferred product than another cluster has
 			}
 			sc := headroomScore(c, vec)
 			// Keep the best maxCandidates by score, earlier clusters first on ties.

@@ -187,6 +187,13 @@ func TestPlan(t *testing.T) {
 				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100", "A100").obj()).obj(),
 			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
 		},
+		"capacity: with room for the preferred product somewhere, only clusters with it get copies": {
+			snapshot: makeSnapshot().cluster("a", "b").
+				gpuFree("a", "A100", 32, 8).
+				gpuFree("b", "H100", 8, 8).
+				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100", "A100").obj()).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"b"}}}},
+		},
 		"capacity: the gang's total must be free": {
 			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 8, 8).
 				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 32).obj()).

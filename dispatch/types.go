@@ -107,6 +107,23 @@ func (c Cluster) MayFitNow(d GPUDemand) bool {
 	return largestFree >= d.PerPod && free >= d.Total
 }
 
+// ProductRank is the position in d.Products of the first product the cluster's last report has room
+// for (a node with PerPod free and Total free of that product); len(d.Products) when it has room for
+// none. A cluster without GPU reports ranks 0: nothing is known against it.
+func (c Cluster) ProductRank(d GPUDemand) int {
+	if c.GPUs == nil {
+		return 0
+	}
+	for i, p := range d.Products {
+		for _, g := range c.GPUs {
+			if g.Product == p && g.LargestFreeOnNode >= d.PerPod && g.Free >= d.Total {
+				return i
+			}
+		}
+	}
+	return len(d.Products)
+}
+
 // Usable says whether new copies may be sent to the cluster.
 func (c Cluster) Usable() bool { return c.Connected && c.AgentReady && !c.Cordoned }
 

@@ -57,11 +57,13 @@ while ((${#RESULT[@]} < ${#JOBS[@]})); do
 done
 
 echo
-printf '%-20s %-10s %-10s %-10s %s\n' JOB WORKER RESULT SUCCEEDED DURATION
+printf '%-20s %-10s %-24s %-10s %-10s %s\n' JOB WORKER GPU RESULT SUCCEEDED DURATION
 failed=0
 for job in "${JOBS[@]}"; do
-  worker=$(khub get workloads.gantry.dev -n default -l "gantry.dev/job-name=${job}" \
-    -o jsonpath='{.items[0].status.clusterName}' 2>/dev/null || true)
+  worker="" gpu=""
+  IFS='|' read -r worker gpu < <(khub get workloads.gantry.dev -n default -l "gantry.dev/job-name=${job}" \
+    -o jsonpath='{.items[0].status.clusterName}|{.items[0].status.admission.podSets[0].gpuProduct}{"\n"}' \
+    2>/dev/null) || true
   succeeded="" completions="" start="" end=""
   IFS='|' read -r succeeded completions start end < <(khub get job "${job}" -n default \
     -o jsonpath='{.status.succeeded}|{.spec.completions}|{.status.startTime}|{.status.completionTime}{"\n"}' \
@@ -72,7 +74,7 @@ for job in "${JOBS[@]}"; do
   fi
   result=${RESULT[${job}]:-Unfinished}
   [[ "${result}" == Complete ]] || failed=1
-  printf '%-20s %-10s %-10s %-10s %s\n' "${job}" "${worker:--}" "${result}" \
+  printf '%-20s %-10s %-24s %-10s %-10s %s\n' "${job}" "${worker:--}" "${gpu:--}" "${result}" \
     "${succeeded:-0}/${completions:-?}" "${duration}"
 done
 ((failed == 0)) || die "not every demo job completed"
