@@ -55,9 +55,18 @@ type Reconciler struct {
 	Remote chan event.GenericEvent
 	Clock  clock.Clock
 
-	mirrored sync.Map // hub Job UID -> time.Time of its last status mirror
+	mirrored sync.Map // hub Job UID -> mirror, the last status mirror
 	expected *expectations
 }
+
+// mirror is a status mirror to a hub Job: when, and the resourceVersion of the Job it replaced.
+type mirror struct {
+	at       time.Time
+	replaced string
+}
+
+// cacheCatchUp is how long to wait for the cache to show a write of this controller's own.
+const cacheCatchUp = 100 * time.Millisecond
 
 // MirrorInterval is the least time between two status mirrors of a running Job: a Job whose pods start
 // together would otherwise cost the hub a write per pod. A finished Job is mirrored at once.
@@ -381,17 +390,26 @@ func (r *Reconciler) syncWinner(ctx context.Context, wl *gantry.Workload) error 
 		return nil // an older Workload's Job; orphan collection removes it, then the Job is created
 	}
 	t, done := jobFinished(&remoteJob)
-	if !equality.Semantic.DeepEqual(hubJob.Status, remoteJob.Status) {
-		if last, ok := r.mirrored.Load(hubJob.UID); ok && !done {
-			if wait := MirrorInterval - r.Clock.Since(last.(time.Time)); wait > 0 {
+	last, mirroredBefore := r.mirrored.Load(hubJob.UID)
+	switch {
+	case equality.Semantic.DeepEqual(hubJob.Status, remoteJob.Status):
+	case mirroredBefore && hubJob.ResourceVersion == last.(mirror).replaced:
+		// The cache still shows the hub Job as it was before the last mirror: writing now would only
+		// conflict, and finishing now could finish before the final status is mirrored. Hub Jobs are
+		// not watched here, so look again shortly.
+		return &requeueAfter{cacheCatchUp}
+	default:
+		if mirroredBefore && !done {
+			if wait := MirrorInterval - r.Clock.Since(last.(mirror).at); wait > 0 {
 				return &requeueAfter{wait}
 			}
 		}
+		replaced := hubJob.ResourceVersion
 		hubJob.Status = *remoteJob.Status.DeepCopy()
 		if err := r.Client.Status().Update(ctx, &hubJob); err != nil {
 			return fmt.Errorf("mirroring status of job %s from %s: %w", client.ObjectKeyFromObject(&hubJob), c.Name, err)
 		}
-		r.mirrored.Store(hubJob.UID, r.Clock.Now())
+		r.mirrored.Store(hubJob.UID, mirror{at: r.Clock.Now(), replaced: replaced})
 	}
 	if done {
 		reason := gantry.ReasonJobSucceeded
