@@ -136,6 +136,8 @@ func (b *workloadBuilder) copyWaiting(cluster, reason, message string) *workload
 	return b
 }
 
+func (b *workloadBuilder) pendingMessage(m string) *workloadBuilder { b.w.PendingMessage = m; return b }
+
 func (b *workloadBuilder) copyExpired(cluster string) *workloadBuilder {
 	b.w.Copies = append(b.w.Copies, Copy{Cluster: cluster, Expired: true, Reason: "ReservationExpired"})
 	return b

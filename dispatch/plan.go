@@ -93,7 +93,7 @@ func Plan(s *Snapshot) Result {
 		}
 		if w.Epoch > 0 && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
 			q.hasValidNomination(w, rejected) {
-			if msg := waitingMessage(w, rejected); msg != "" {
+			if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
 				res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
 			}
 			continue

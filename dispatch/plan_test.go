@@ -247,6 +247,13 @@ func TestPlan(t *testing.T) {
 			).obj(),
 			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 4, Clusters: []string{"a"}}}},
 		},
+		"an agent's explanation already on record is not proposed again": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/w", "q").gpus(8).nominated(1, "a").copyWaiting("a", gantry.ReasonInsufficientResources, "later").
+					pendingMessage("waiting for a to admit; a: InsufficientResources: later").obj(),
+			).obj(),
+			want: Result{},
+		},
 		"workloads of unknown queues are left to the snapshot builder": {
 			snapshot: makeSnapshot().cluster("a").workloads(makeWorkload("ns/w", "missing").gpus(1).obj()).obj(),
 			want:     Result{},

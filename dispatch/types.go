@@ -156,7 +156,10 @@ type Workload struct {
 	Created     time.Time
 	Requests    Resources // total over all pods of all pod sets
 	GPU         GPUDemand
-	Phase       Phase
+	// PendingMessage is the message of its Pending condition as recorded, so that a pass proposes a
+	// new one only when it differs.
+	PendingMessage string
+	Phase          Phase
 
 	Epoch     int64
 	Nominated []string

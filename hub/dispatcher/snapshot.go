@@ -102,6 +102,9 @@ func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache) (*di
 			Nominated: wl.Status.NominatedClusters,
 			Winner:    wl.Status.ClusterName,
 		}
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil {
+			w.PendingMessage = c.Message
+		}
 		switch {
 		case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
 			w.Phase = dispatch.Finished

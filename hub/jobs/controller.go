@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -38,6 +39,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hub-jobs").
 		For(&batchv1.Job{}, builder.WithPredicates(queued, predicate.GenerationChangedPredicate{})).
+		// A Workload that appears (also each one listed when the hub starts) has its Job looked at, so a
+		// Workload whose Job went while the hub was down is deleted even where no garbage collector
+		// runs. Only creations: a Workload deleted by hand is not brought back behind the user's back.
+		Owns(&gantry.Workload{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return true },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

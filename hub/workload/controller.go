@@ -106,8 +106,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err = r.withdraw(ctx, &wl, wl.Status.ClusterName)
 	default:
 		if err = r.withdraw(ctx, &wl, wl.Status.ClusterName); err == nil {
-			if cp := r.givenUp(ctx, &wl); cp != nil {
-				err = r.evict(ctx, &wl, cp)
+			if c, cp := r.givenUp(ctx, &wl); cp != nil {
+				err = r.evict(ctx, &wl, c, cp)
 			} else {
 				err = r.syncWinner(ctx, &wl)
 			}
@@ -275,36 +275,32 @@ func deleteExact(ctx context.Context, c *remote.Cluster, obj client.Object) erro
 	return nil
 }
 
-// givenUp returns the winner's copy of the current epoch if its agent gave the workload up because its
-// pods could not all be placed; nil otherwise.
-func (r *Reconciler) givenUp(ctx context.Context, wl *gantry.Workload) *gantry.Workload {
+// givenUp returns the winner and its copy of the current epoch if its agent gave the workload up because
+// its pods could not all be placed; a nil copy otherwise.
+func (r *Reconciler) givenUp(ctx context.Context, wl *gantry.Workload) (*remote.Cluster, *gantry.Workload) {
 	c, ok := r.Clusters.Get(wl.Status.ClusterName)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var cp gantry.Workload
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(wl), &cp); err != nil {
-		return nil
+		return nil, nil
 	}
 	if cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) || epochOf(cp.Labels) != wl.Status.DispatchEpoch {
-		return nil
+		return nil, nil
 	}
 	cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != gantry.ReasonPlacementTimeout {
-		return nil
+		return nil, nil
 	}
-	return &cp
+	return c, &cp
 }
 
 // evict takes the workload back from a winner that gave it up: it deletes the Job there and waits until
 // the Job and its pods are gone, clears the hub Job's mirrored status, then records the eviction and
 // clears the winner in one status update, after which the dispatcher dispatches it in a new epoch. The
 // Job never runs in two places: the winner is cleared only once its Job there is gone.
-func (r *Reconciler) evict(ctx context.Context, wl *gantry.Workload, cp *gantry.Workload) error {
-	c, ok := r.Clusters.Get(wl.Status.ClusterName)
-	if !ok {
-		return nil
-	}
+func (r *Reconciler) evict(ctx context.Context, wl *gantry.Workload, c *remote.Cluster, cp *gantry.Workload) error {
 	jobName := jobNameOf(wl)
 	var remoteJob batchv1.Job
 	err := c.Reader.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, &remoteJob)

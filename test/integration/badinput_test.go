@@ -214,3 +214,40 @@ func TestWinnerIsImmutable(t *testing.T) {
 		t.Errorf("clearing the winner with the record of its eviction: %v", err)
 	}
 }
+
+// TestBadPlacementAnnotationsAreRejected: the API server refuses a queued Job whose placement
+// annotations are malformed, saying what is wrong; good ones pass.
+func TestBadPlacementAnnotationsAreRejected(t *testing.T) {
+	ns := newNamespace(t, "annotations")
+	cases := map[string]struct {
+		annotations map[string]string
+		wantErr     string // empty: accepted
+	}{
+		"products in order":     {map[string]string{gantry.GPUProductsAnnotation: "NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB"}, ""},
+		"a topology key":        {map[string]string{gantry.TopologyKeyAnnotation: "topology.kubernetes.io/zone"}, ""},
+		"an empty product":      {map[string]string{gantry.GPUProductsAnnotation: "A100,,H100"}, "must list node label values"},
+		"a product with spaces": {map[string]string{gantry.GPUProductsAnnotation: "NVIDIA H100"}, "must list node label values"},
+		"a product twice":       {map[string]string{gantry.GPUProductsAnnotation: "A100,H100,A100"}, "names a product twice"},
+		"nine products":         {map[string]string{gantry.GPUProductsAnnotation: "a,b,c,d,e,f,g,h,i"}, "more than 8 products"},
+		"a bad topology key":    {map[string]string{gantry.TopologyKeyAnnotation: "zone/"}, "must be a node label key"},
+	}
+	i := 0
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			i++
+			job := gpuJob(ns, fmt.Sprintf("placement-%d", i), 1, 1)
+			job.Annotations = tc.annotations
+			// The policy may take a moment to reach the API server's admission chain.
+			eventually(t, "the placement policy deciding on "+name, func() error {
+				err := hubEnv.client.Create(context.Background(), job.DeepCopy(), client.DryRunAll)
+				switch {
+				case tc.wantErr == "" && err != nil:
+					return fmt.Errorf("refused: %v", err)
+				case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+					return fmt.Errorf("got %v, want an error containing %q", err, tc.wantErr)
+				}
+				return nil
+			})
+		})
+	}
+}

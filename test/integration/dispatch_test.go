@@ -477,3 +477,24 @@ func TestPlacementTimeoutDispatchesAgain(t *testing.T) {
 	completeRemote(t, second, job)
 	hubJobComplete(t, job)
 }
+
+// TestWorkloadOfAJobGoneWhileTheHubWasDownIsDeleted: no garbage collector runs here, so only the hub can
+// notice, when it starts, that a Workload's Job is gone.
+func TestWorkloadOfAJobGoneWhileTheHubWasDownIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "leftover")
+	job := gpuJob(ns, "gone", 1, 1)
+	job.UID = "0c9f1f9e-0000-4000-8000-000000000001" // never created
+	wl := jobs.NewWorkload(job, 0)
+	if err := hubEnv.client.Create(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	startHub(t)
+	eventually(t, "the leftover workload deleted", func() error {
+		var got gantry.Workload
+		if err := hubEnv.client.Get(ctx, client.ObjectKeyFromObject(wl), &got); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+}
