@@ -44,6 +44,14 @@ const (
 	WorkloadAdmitted = "Admitted"
 	// WorkloadFinished is True once the job ended on its cluster (or can never run); quota is released.
 	WorkloadFinished = "Finished"
+	// WorkloadJobCreated is True once the hub created the Job on the winner, recorded right after the
+	// create. A Job that is then missing there was deleted by someone else: it is not created again.
+	WorkloadJobCreated = "JobCreated"
+	// WorkloadClusterReachable is False while the hub cannot reach a cluster that may run the workload
+	// (its winner) or that holds objects the hub must remove; the message names the cluster and since when.
+	WorkloadClusterReachable = "ClusterReachable"
+	// WorkloadDeleting is True while a Workload being deleted waits for its objects on workers to be gone.
+	WorkloadDeleting = "Deleting"
 )
 
 // Reasons of Workload conditions.
@@ -64,6 +72,13 @@ const (
 	ReasonRemoteJobLost        = "RemoteJobLost"
 	ReasonRemoteJobConflict    = "RemoteJobConflict"
 	ReasonEvicted              = "Evicted"
+	ReasonJobCreated           = "Created"
+	ReasonClusterUnreachable   = "Unreachable"
+	ReasonClusterReachable     = "Reachable"
+	// ReasonWaitingForWorker: a Workload being deleted waits until its Job on a worker is gone.
+	ReasonWaitingForWorker = "WaitingForWorker"
+	// ReasonRanBefore: the Workload of a Job that already ran was deleted; the Job is not run again.
+	ReasonRanBefore = "RanBefore"
 
 	// Reasons an agent gives on a copy's Admitted condition.
 	ReasonFits                  = "Fits"
@@ -71,6 +86,9 @@ const (
 	ReasonNoEligibleNode        = "NoEligibleNode"
 	ReasonNeverFits             = "NeverFits"
 	ReasonJobNameConflict       = "JobNameConflict"
+	// ReasonPreviousJobPresent: a Job Gantry created for an earlier Workload of the same name is still in
+	// the cluster; the hub removes it, and the copy is decided again once it is gone.
+	ReasonPreviousJobPresent = "PreviousJobPresent"
 	// ReasonHeldForStarvingGang: the copy would fit, but only on nodes held for a larger workload that
 	// has waited past the agent's starvation timeout; it waits.
 	ReasonHeldForStarvingGang = "HeldForStarvingGang"

@@ -103,11 +103,15 @@ type Eviction struct {
 // MaxEvictions bounds the eviction history a Workload keeps.
 const MaxEvictions = 16
 
-// RejectedCluster is a cluster that said it can never run the workload.
+// RejectedCluster is a cluster whose agent said it cannot run the workload as the cluster is.
 type RejectedCluster struct {
 	Name    string `json:"name"`
 	Reason  string `json:"reason"`
 	Message string `json:"message,omitempty"`
+	// Time the hub recorded the rejection. Clusters change (nodes are uncordoned, pools scale up from
+	// zero), so a rejection lapses after the hub's rejection TTL and the cluster is asked again.
+	// +optional
+	Time metav1.Time `json:"time,omitempty"`
 }
 
 // WorkloadStatus is the dispatch state. On the hub the dispatcher writes it; on a worker copy the agent
@@ -125,6 +129,13 @@ type WorkloadStatus struct {
 	// created it.
 	// +optional
 	DispatchEpoch int64 `json:"dispatchEpoch,omitempty"`
+
+	// GlobalQueue is the GlobalQueue whose quota the current nomination reserves and the admission uses,
+	// recorded with the nomination. An admitted workload keeps counting against it even when its Queue
+	// is deleted or changed, or its namespace stops matching, for as long as its Job may run.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	GlobalQueue string `json:"globalQueue,omitempty"`
 
 	// NominatedClusters received copies in the current epoch.
 	// +listType=atomic
