@@ -76,7 +76,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 		return nil, fmt.Errorf("setting up the job controller: %w", err)
 	}
 	if err := (&workload.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clusters: h.Connections,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: h.Connections,
 		Recorder: recorder, Remote: h.workloadEvents, Clock: opts.Clock,
 	}).SetupWithManager(mgr, opts.WorkloadWorkers); err != nil {
 		return nil, fmt.Errorf("setting up the workload controller: %w", err)

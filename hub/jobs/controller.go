@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/workersync"
 )
 
 // Reasons of Events on hub Jobs.
@@ -41,11 +43,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&batchv1.Job{}, builder.WithPredicates(queued, predicate.GenerationChangedPredicate{})).
 		// A Workload that appears (also each one listed when the hub starts) has its Job looked at, so a
 		// Workload whose Job went while the hub was down is deleted even where no garbage collector
-		// runs. Only creations: a Workload deleted by hand is not brought back behind the user's back.
+		// runs. A Workload that is gone brings its Job's name back here too: a Job resubmitted under that
+		// name while the old Workload waited for its worker gets its own Workload then.
 		Owns(&gantry.Workload{}, builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return true },
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
-			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -76,7 +79,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var existing gantry.Workload
 	err := r.Client.Get(ctx, wlKey, &existing)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, err // one of this Job, or an earlier one's that is going: its deletion requeues
+	}
+	if ranBefore(&job) {
+		return ctrl.Result{}, r.failRanBefore(ctx, &job)
 	}
 	priority, err := r.priority(ctx, &job)
 	if err == nil {
@@ -91,6 +97,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("creating workload for job %s: %w", req.NamespacedName, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// ranBefore tells whether the Job already started or ended on a worker: its status, mirrored from
+// there, says so. Its Workload is gone (deleted by hand), and a new one would run the Job again.
+func ranBefore(job *batchv1.Job) bool {
+	if job.Status.StartTime != nil {
+		return true
+	}
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// failRanBefore marks a Job whose Workload was deleted after it started as Failed, unless it finished;
+// it is not run again.
+func (r *Reconciler) failRanBefore(ctx context.Context, job *batchv1.Job) error {
+	msg := "its Workload was deleted after the Job had started on a worker; it is not run again"
+	st := workersync.FailedStatus(job, gantry.ReasonRanBefore, msg, metav1.Now())
+	if st == nil {
+		return nil // it finished: nothing to do
+	}
+	job.Status = *st
+	if err := r.Client.Status().Update(ctx, job); err != nil {
+		return fmt.Errorf("marking job %s failed: %w", client.ObjectKeyFromObject(job), err)
+	}
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, gantry.ReasonRanBefore, "Dispatch", "%s", msg)
+	return nil
 }
 
 func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (int32, error) {

@@ -58,6 +58,27 @@ type Cluster struct {
 	cancel    context.CancelFunc
 }
 
+// Worker is one connected worker cluster as the hub's controllers reach it. *Cluster is the real one;
+// remotetest.Worker is an in-memory one for unit tests.
+type Worker interface {
+	// Cached reads from the connection's cache. It holds Gantry's copies, the Jobs labelled as Gantry's
+	// and the capacity reports; anything else reads as NotFound.
+	Cached() client.Reader
+	// Live reads straight from the worker's API server, any object the hub may read.
+	Live() client.Reader
+	// Writer writes to the worker's API server.
+	Writer() client.Writer
+}
+
+// Cached implements Worker.
+func (c *Cluster) Cached() client.Reader { return c.Client }
+
+// Live implements Worker.
+func (c *Cluster) Live() client.Reader { return c.Reader }
+
+// Writer implements Worker.
+func (c *Cluster) Writer() client.Writer { return c.Client }
+
 // Manager keeps one connection per WorkerCluster.
 type Manager struct {
 	scheme  *runtime.Scheme
@@ -85,6 +106,15 @@ func (m *Manager) Get(name string) (*Cluster, bool) {
 	defer m.mu.RUnlock()
 	c, ok := m.clusters[name]
 	return c, ok
+}
+
+// Worker returns the connected cluster of that name as a Worker.
+func (m *Manager) Worker(name string) (Worker, bool) {
+	c, ok := m.Get(name)
+	if !ok {
+		return nil, false
+	}
+	return c, true
 }
 
 // Connected lists the names of connected clusters.

@@ -1,3 +1,6 @@
+// Package workload carries out, for each hub Workload, what dispatch/workersync decides: it gathers a
+// view of the Workload from the hub's cache, the workers' caches and its memory of its own writes, and
+// applies the plan. It makes no decision of its own.
 package workload
 
 import (
@@ -5,13 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,27 +22,21 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/workersync"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
 )
 
-// Reasons of Events on hub Jobs.
-const (
-	EventWithdrawn = "Withdrawn"
-	EventFinished  = "Finished"
-	EventEvicted   = "Evicted"
-)
-
-// Clusters gives access to connected workers.
-type Clusters interface {
-	Get(name string) (*remote.Cluster, bool)
+// Workers gives access to connected workers.
+type Workers interface {
+	// Worker returns the connected worker of that name; false when it is not connected.
+	Worker(name string) (remote.Worker, bool)
+	// Connected lists the connected workers.
 	Connected() []string
 }
 
@@ -49,32 +44,20 @@ type Clusters interface {
 type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
-	Clusters  Clusters
+	Workers   Workers
 	Recorder  events.EventRecorder
 	// Remote receives the hub Workload keys of changed objects on workers.
 	Remote chan event.GenericEvent
 	Clock  clock.Clock
 
-	mirrored sync.Map // hub Job UID -> mirror, the last status mirror
+	mirrored sync.Map // hub Job UID -> workersync.Mirror, the last status mirror
+	foreign  sync.Map // "cluster/namespace/name" -> true: a live read found a Job Gantry did not create
 	expected *expectations
 }
 
-// mirror is a status mirror to a hub Job: when, and the resourceVersion of the Job it replaced.
-type mirror struct {
-	at       time.Time
-	replaced string
-}
-
-// cacheCatchUp is how long to wait for the cache to show a write of this controller's own.
-const cacheCatchUp = 100 * time.Millisecond
-
-// MirrorInterval is the least time between two status mirrors of a running Job: a Job whose pods start
-// together would otherwise cost the hub a write per pod. A finished Job is mirrored at once.
-const MirrorInterval = time.Second
-
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	r.expected = newExpectations(r.Clock)
+	r.init()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hub-workload").
 		For(&gantry.Workload{}).
@@ -83,8 +66,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(r)
 }
 
+func (r *Reconciler) init() {
+	if r.expected == nil {
+		r.expected = newExpectations(r.Clock)
+	}
+}
+
+// rounds bounds how often one Reconcile decides again after its own creates: a Job created on the
+// winner is recorded (JobCreated) in the round after it, before anything else can happen to it.
+const rounds = 3
+
 // Reconcile carries out the Workload's recorded dispatch state on the workers.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.init()
 	var wl gantry.Workload
 	if err := r.Client.Get(ctx, req.NamespacedName, &wl); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -92,91 +86,238 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if wl.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.finalize(ctx, &wl)
-	}
-	var err error
-	switch {
-	case wl.Status.ClusterName == "":
-		err = r.syncCopies(ctx, &wl)
-	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
-		if job := metav1.GetControllerOf(&wl); job != nil {
-			r.mirrored.Delete(job.UID)
+	for range rounds {
+		v, err := r.view(ctx, &wl)
+		if err != nil {
+			return ctrl.Result{}, err
 		}
-		err = r.withdraw(ctx, &wl, wl.Status.ClusterName)
-	default:
-		if err = r.withdraw(ctx, &wl, wl.Status.ClusterName); err == nil {
-			if c, cp := r.givenUp(ctx, &wl); cp != nil {
-				err = r.evict(ctx, &wl, c, cp)
-			} else {
-				err = r.syncWinner(ctx, &wl)
-			}
+		plan := workersync.Decide(v)
+		again, err := r.execute(ctx, &wl, v.HubJob, plan)
+		var there *stillThere
+		if errors.As(err, &there) {
+			return ctrl.Result{RequeueAfter: workersync.DeletionPoll}, nil
+		}
+		if err != nil || !again {
+			return ctrl.Result{RequeueAfter: plan.RequeueAfter}, err
 		}
 	}
-	var later *requeueAfter
-	if errors.As(err, &later) {
-		return ctrl.Result{RequeueAfter: later.after}, nil
-	}
-	return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: workersync.CacheCatchUp}, nil
 }
 
-// requeueAfter asks for the Workload to be looked at again later; it is not a failure.
-type requeueAfter struct{ after time.Duration }
-
-func (r *requeueAfter) Error() string { return "requeue after " + r.after.String() }
-
-// syncCopies makes the workers hold exactly the copies of the current nomination.
-func (r *Reconciler) syncCopies(ctx context.Context, wl *gantry.Workload) error {
-	var errs []error
-	var withdrawn []string
-	var later time.Duration
-	for _, name := range r.Clusters.Connected() {
-		c, ok := r.Clusters.Get(name)
-		if !ok {
+// view gathers what Decide needs from the caches and from the memory of this controller's writes.
+func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.View, error) {
+	v := workersync.View{Now: r.Clock.Now(), Workload: wl, Clusters: map[string]workersync.Cluster{},
+		FinalizerRemoved: r.expected.isPending(finalizedKey(wl))}
+	if name := workersync.JobNameOf(wl); name != "" {
+		var hubJob batchv1.Job
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: name}, &hubJob)
+		switch {
+		case err == nil:
+			v.HubJob = &hubJob
+			if m, ok := r.mirrored.Load(hubJob.UID); ok {
+				last := m.(workersync.Mirror)
+				v.LastMirror = &last
+			}
+		case !apierrors.IsNotFound(err):
+			return v, err
+		}
+	}
+	names := append(r.Workers.Connected(), wl.Status.NominatedClusters...)
+	if wl.Status.ClusterName != "" {
+		names = append(names, wl.Status.ClusterName)
+	}
+	for _, name := range names {
+		if _, done := v.Clusters[name]; done {
 			continue
 		}
-		nominated := slices.Contains(wl.Status.NominatedClusters, name) && wl.Status.DispatchEpoch > 0
-		var cp gantry.Workload
-		err := c.Client.Get(ctx, client.ObjectKeyFromObject(wl), &cp)
-		switch {
-		case apierrors.IsNotFound(err):
-			if !nominated {
-				continue
-			}
-			if wait, ok := r.expected.pending(copyKey(name, wl)); ok {
-				later = max(later, wait) // created; this cache has not shown it yet
-				continue
-			}
-			if err := r.createCopy(ctx, c, wl); err != nil {
-				errs = append(errs, err)
-			} else {
-				r.expected.expect(copyKey(name, wl))
-			}
-		case err != nil:
-			errs = append(errs, err)
-		case cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID):
-			errs = append(errs, deleteExact(ctx, c, &cp)) // left by an earlier Workload of the same name
-		case !nominated || epochOf(cp.Labels) != wl.Status.DispatchEpoch:
-			// A copy of an earlier epoch is fenced: removed first; its deletion event brings the Workload
-			// back here to create the current epoch's copy.
-			if err := deleteExact(ctx, c, &cp); err != nil {
-				errs = append(errs, err)
-			} else {
-				withdrawn = append(withdrawn, name)
-			}
-		default:
+		c, err := r.clusterView(ctx, name, wl)
+		if err != nil {
+			return v, err
+		}
+		v.Clusters[name] = c
+	}
+	return v, nil
+}
+
+// clusterView reads the Workload's objects on one cluster from its cache.
+func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Workload) (workersync.Cluster, error) {
+	c := workersync.Cluster{Name: name}
+	w, ok := r.Workers.Worker(name)
+	if !ok {
+		c.DisconnectedSince = r.disconnectedSince(ctx, name)
+		return c, nil
+	}
+	c.Connected = true
+	var cp gantry.Workload
+	switch err := w.Cached().Get(ctx, client.ObjectKeyFromObject(wl), &cp); {
+	case err == nil:
+		c.Copy = &cp
+		if cp.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) && cp.Labels[gantry.DispatchEpochLabel] == fmt.Sprint(wl.Status.DispatchEpoch) {
 			r.expected.observe(copyKey(name, wl))
 		}
+	case !apierrors.IsNotFound(err):
+		return c, fmt.Errorf("reading the copy of %s on %s: %w", client.ObjectKeyFromObject(wl), name, err)
 	}
-	if len(withdrawn) > 0 {
-		r.jobEvent(ctx, wl, corev1.EventTypeNormal, EventWithdrawn, "Withdrew copies from %s", strings.Join(withdrawn, ", "))
+	c.CopyExpected = r.expected.deadline(copyKey(name, wl))
+	jobName := workersync.JobNameOf(wl)
+	if jobName == "" {
+		return c, nil
 	}
-	if err := errors.Join(errs...); err != nil || later == 0 {
-		return err
+	var job batchv1.Job
+	switch err := w.Cached().Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, &job); {
+	case err == nil:
+		c.Job = &job
+		if job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) {
+			r.expected.observe(remoteJobKey(name, wl))
+		}
+	case !apierrors.IsNotFound(err):
+		return c, fmt.Errorf("reading job %s/%s on %s: %w", wl.Namespace, jobName, name, err)
 	}
-	// Should the copy never show up (deleted before this cache saw it), look again when the
-	// expectation lapses.
-	return &requeueAfter{later}
+	c.JobExpected = r.expected.deadline(remoteJobKey(name, wl))
+	_, c.ForeignJob = r.foreign.Load(name + "/" + wl.Namespace + "/" + jobName)
+	return c, nil
+}
+
+// disconnectedSince is when the WorkerCluster last became not Connected; zero when unknown.
+func (r *Reconciler) disconnectedSince(ctx context.Context, name string) time.Time {
+	var wc gantry.WorkerCluster
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &wc); err != nil {
+		return time.Time{}
+	}
+	if c := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected); c != nil && c.Status != "True" {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// execute applies a plan and says whether it created something on a worker, after which the caller
+// decides again.
+func (r *Reconciler) execute(ctx context.Context, wl *gantry.Workload, hubJob *batchv1.Job, plan workersync.Plan) (bool, error) {
+	var errs []error
+	created := false
+	for _, a := range plan.Worker {
+		ok, err := r.applyWorker(ctx, wl, a)
+		created = created || ok
+		errs = append(errs, err)
+	}
+	if err := r.applyHub(ctx, wl, hubJob, plan); err != nil {
+		errs = append(errs, err)
+	}
+	return created, errors.Join(errs...)
+}
+
+// applyWorker carries out one write to a worker and says whether it created the object.
+func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a workersync.WorkerAction) (bool, error) {
+	w, ok := r.Workers.Worker(a.Cluster)
+	if !ok {
+		return false, nil // reconnecting requeues the Workload
+	}
+	switch a.Op {
+	case workersync.CreateCopy:
+		if err := createInNamespace(ctx, w, a.Cluster, a.Object); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, err
+		}
+		r.expected.expect(copyKey(a.Cluster, wl))
+		return true, nil
+	case workersync.CreateJob:
+		return r.createJob(ctx, w, wl, a)
+	default:
+		return false, deleteExact(ctx, w, a.Cluster, a.Object, a.Op == workersync.DeleteForeground)
+	}
+}
+
+// createJob creates the Job on the winner. A Job of that name that exists already is read live: when
+// Gantry created it for this Workload the create counts as done; otherwise it is remembered as foreign,
+// which the next decision turns into RemoteJobConflict. A Job Gantry did not create is never adopted.
+func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.Workload, a workersync.WorkerAction) (bool, error) {
+	err := createInNamespace(ctx, w, a.Cluster, a.Object)
+	if apierrors.IsAlreadyExists(err) {
+		var existing batchv1.Job
+		if getErr := w.Live().Get(ctx, client.ObjectKeyFromObject(a.Object), &existing); getErr != nil {
+			return false, getErr
+		}
+		if existing.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) {
+			r.foreign.Store(a.Cluster+"/"+existing.Namespace+"/"+existing.Name, true)
+			return true, nil
+		}
+		err = nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.expected.expect(remoteJobKey(a.Cluster, wl))
+	return true, nil
+}
+
+// applyHub writes the plan's hub side in order, each step only after the one before succeeded.
+func (r *Reconciler) applyHub(ctx context.Context, wl *gantry.Workload, hubJob *batchv1.Job, plan workersync.Plan) error {
+	if plan.ConfirmGone != "" && (plan.Status != nil || plan.RemoveFinalizer) {
+		if err := r.confirmGone(ctx, plan.ConfirmGone, wl); err != nil {
+			return err
+		}
+	}
+	if plan.HubJobStatus != nil && hubJob != nil {
+		replaced := hubJob.ResourceVersion
+		hubJob.Status = *plan.HubJobStatus
+		if err := r.Client.Status().Update(ctx, hubJob); err != nil {
+			return fmt.Errorf("writing the status of job %s: %w", client.ObjectKeyFromObject(hubJob), err)
+		}
+		r.mirrored.Store(hubJob.UID, workersync.Mirror{At: r.Clock.Now(), Replaced: replaced})
+	}
+	if plan.Status != nil {
+		wl.Status = *plan.Status
+		if err := r.Client.Status().Update(ctx, wl); err != nil {
+			return fmt.Errorf("writing the status of workload %s: %w", client.ObjectKeyFromObject(wl), err)
+		}
+	}
+	if plan.RemoveFinalizer {
+		if err := r.removeFinalizer(ctx, wl, hubJob); err != nil {
+			return err
+		}
+	}
+	for _, e := range plan.Events {
+		if hubJob != nil {
+			r.Recorder.Eventf(hubJob, nil, e.Type, e.Reason, "Dispatch", "%s", e.Message)
+		}
+	}
+	return nil
+}
+
+// confirmGone reads the worker's API server: the Workload's Job there must be gone.
+func (r *Reconciler) confirmGone(ctx context.Context, cluster string, wl *gantry.Workload) error {
+	w, ok := r.Workers.Worker(cluster)
+	if !ok {
+		return fmt.Errorf("cannot confirm that the job of %s is gone from %s: not connected", client.ObjectKeyFromObject(wl), cluster)
+	}
+	var job batchv1.Job
+	err := w.Live().Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: workersync.JobNameOf(wl)}, &job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("confirming that the job of %s is gone from %s: %w", client.ObjectKeyFromObject(wl), cluster, err)
+	case job.Labels[gantry.WorkloadUIDLabel] != string(wl.UID):
+		return nil // not this Workload's
+	}
+	return &stillThere{cluster: cluster}
+}
+
+// stillThere: the worker's cache trails a Job that is still there; the deletion event requeues.
+type stillThere struct{ cluster string }
+
+func (e *stillThere) Error() string { return "the job is still on " + e.cluster }
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, wl *gantry.Workload, hubJob *batchv1.Job) error {
+	if hubJob != nil {
+		r.mirrored.Delete(hubJob.UID)
+	}
+	patch := client.MergeFrom(wl.DeepCopy())
+	wl.Finalizers = slices.DeleteFunc(wl.Finalizers, func(f string) bool { return f == gantry.WorkloadFinalizer })
+	if err := r.Client.Patch(ctx, wl, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.expected.expect(finalizedKey(wl))
+	return nil
 }
 
 // copyKey names the creation of the Workload's copy of the current epoch on a cluster.
@@ -194,299 +335,35 @@ func finalizedKey(wl *gantry.Workload) string {
 	return "finalized/" + string(wl.UID)
 }
 
-func (r *Reconciler) createCopy(ctx context.Context, c *remote.Cluster, wl *gantry.Workload) error {
-	return createInNamespace(ctx, c, NewCopy(wl))
-}
-
 // createInNamespace creates obj, creating its namespace on the worker when it is missing.
-func createInNamespace(ctx context.Context, c *remote.Cluster, obj client.Object) error {
-	err := c.Client.Create(ctx, obj)
+func createInNamespace(ctx context.Context, w remote.Worker, cluster string, obj client.Object) error {
+	err := w.Writer().Create(ctx, obj)
 	if apierrors.IsNotFound(err) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: obj.GetNamespace()}}
-		if nsErr := c.Client.Create(ctx, ns); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
-			return fmt.Errorf("creating namespace %s on %s: %w", ns.Name, c.Name, nsErr)
+		ns := &corev1.Namespace{}
+		ns.Name = obj.GetNamespace()
+		if nsErr := w.Writer().Create(ctx, ns); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
+			return fmt.Errorf("creating namespace %s on %s: %w", ns.Name, cluster, nsErr)
 		}
-		err = c.Client.Create(ctx, obj)
+		err = w.Writer().Create(ctx, obj)
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), c.Name, err)
+		return fmt.Errorf("creating %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), cluster, err)
 	}
-	return nil
+	return err
 }
 
-// withdraw removes the Workload's copies from every connected cluster but keep, and its Jobs from every
-// cluster but keep. An empty keep withdraws everything.
-func (r *Reconciler) withdraw(ctx context.Context, wl *gantry.Workload, keep string) error {
-	var errs []error
-	for _, name := range r.Clusters.Connected() {
-		c, ok := r.Clusters.Get(name)
-		if !ok || name == keep {
-			continue
-		}
-		if _, err := deleteOwned(ctx, c, wl.Namespace, wl.Name, jobNameOf(wl), string(wl.UID)); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	// No Event here: the Admitted Event already names the clusters the copies are withdrawn from.
-	return errors.Join(errs...)
-}
-
-// deleteOwned deletes the copy and the Job Gantry created for the hub Workload of the given UID (any
-// UID when uid is empty) on one cluster. It reports whether it deleted something.
-func deleteOwned(ctx context.Context, c *remote.Cluster, namespace, name, jobName, uid string) (bool, error) {
-	deleted := false
-	var cp gantry.Workload
-	err := c.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &cp)
-	if err == nil && (uid == "" || cp.Labels[gantry.WorkloadUIDLabel] == uid) {
-		if err := deleteExact(ctx, c, &cp); err != nil {
-			return false, err
-		}
-		deleted = true
-	} else if client.IgnoreNotFound(err) != nil {
-		return false, err
-	}
-	if jobName == "" {
-		return deleted, nil
-	}
-	var job batchv1.Job
-	err = c.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: jobName}, &job)
-	if err == nil && (uid == "" || job.Labels[gantry.WorkloadUIDLabel] == uid) {
-		// The cache only holds Jobs labelled as Gantry's, so a Job of the same name that Gantry did not
-		// create is never seen here, let alone deleted.
-		if err := deleteExact(ctx, c, &job); err != nil {
-			return false, err
-		}
-		deleted = true
-	} else if client.IgnoreNotFound(err) != nil {
-		return false, err
-	}
-	return deleted, nil
-}
-
-// deleteExact deletes exactly the object that was read (UID precondition), with its dependents in the
-// background so that a Job's pods go with it.
-func deleteExact(ctx context.Context, c *remote.Cluster, obj client.Object) error {
+// deleteExact deletes exactly the object that was read (UID precondition). Gone or replaced meanwhile
+// is success.
+func deleteExact(ctx context.Context, w remote.Worker, cluster string, obj client.Object, foreground bool) error {
 	uid := obj.GetUID()
-	err := c.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground),
-		client.Preconditions{UID: &uid})
+	policy := metav1.DeletePropagationBackground
+	if foreground {
+		policy = metav1.DeletePropagationForeground
+	}
+	err := w.Writer().Delete(ctx, obj, client.PropagationPolicy(policy), client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), c.Name, err)
+		return fmt.Errorf("deleting %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), cluster, err)
 	}
-	return nil
-}
-
-// givenUp returns the winner and its copy of the current epoch if its agent gave the workload up because
-// its pods could not all be placed; a nil copy otherwise.
-func (r *Reconciler) givenUp(ctx context.Context, wl *gantry.Workload) (*remote.Cluster, *gantry.Workload) {
-	c, ok := r.Clusters.Get(wl.Status.ClusterName)
-	if !ok {
-		return nil, nil
-	}
-	var cp gantry.Workload
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(wl), &cp); err != nil {
-		return nil, nil
-	}
-	if cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) || epochOf(cp.Labels) != wl.Status.DispatchEpoch {
-		return nil, nil
-	}
-	cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
-	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != gantry.ReasonPlacementTimeout {
-		return nil, nil
-	}
-	return c, &cp
-}
-
-// evict takes the workload back from a winner that gave it up: it deletes the Job there and waits until
-// the Job and its pods are gone, clears the hub Job's mirrored status, then records the eviction and
-// clears the winner in one status update, after which the dispatcher dispatches it in a new epoch. The
-// Job never runs in two places: the winner is cleared only once its Job there is gone.
-func (r *Reconciler) evict(ctx context.Context, wl *gantry.Workload, c *remote.Cluster, cp *gantry.Workload) error {
-	jobName := jobNameOf(wl)
-	var remoteJob batchv1.Job
-	err := c.Reader.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, &remoteJob)
-	switch {
-	case err == nil && remoteJob.Labels[gantry.WorkloadUIDLabel] == string(wl.UID):
-		if remoteJob.DeletionTimestamp == nil {
-			// Foreground: the Job stays until its pods are gone, so "gone" means nothing runs there.
-			uid := remoteJob.UID
-			if err := c.Client.Delete(ctx, &remoteJob, client.PropagationPolicy(metav1.DeletePropagationForeground),
-				client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting job %s on %s to dispatch it again: %w", jobName, c.Name, err)
-			}
-		}
-		return &requeueAfter{time.Second} // its deletion event usually comes first
-	case err != nil && !apierrors.IsNotFound(err):
-		return err
-	}
-
-	var hubJob batchv1.Job
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, &hubJob); err == nil {
-		if !equality.Semantic.DeepEqual(hubJob.Status, batchv1.JobStatus{}) {
-			hubJob.Status = batchv1.JobStatus{}
-			if err := r.Client.Status().Update(ctx, &hubJob); err != nil {
-				return fmt.Errorf("clearing the status of job %s mirrored from %s: %w", jobName, c.Name, err)
-			}
-		}
-		r.mirrored.Delete(hubJob.UID)
-	} else if !apierrors.IsNotFound(err) {
-		return err
-	}
-
-	cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
-	st := &wl.Status
-	st.Evictions = append(st.Evictions, gantry.Eviction{Cluster: st.ClusterName, Epoch: st.DispatchEpoch,
-		Reason: cond.Reason, Message: cond.Message, Time: metav1.NewTime(r.Clock.Now())})
-	if n := len(st.Evictions); n > gantry.MaxEvictions {
-		st.Evictions = st.Evictions[n-gantry.MaxEvictions:]
-	}
-	msg := fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", st.ClusterName, cond.Reason, cond.Message)
-	from := st.ClusterName
-	st.ClusterName, st.Admission, st.NominatedClusters = "", nil, nil
-	for _, t := range []string{gantry.WorkloadAdmitted, gantry.WorkloadDispatched} {
-		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse,
-			Reason: gantry.ReasonEvicted, Message: msg, ObservedGeneration: wl.Generation})
-	}
-	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
-		Reason: gantry.ReasonEvicted, Message: msg, ObservedGeneration: wl.Generation})
-	if err := r.Client.Status().Update(ctx, wl); err != nil {
-		return fmt.Errorf("recording the eviction of workload %s from %s: %w", client.ObjectKeyFromObject(wl), from, err)
-	}
-	r.jobEvent(ctx, wl, corev1.EventTypeWarning, EventEvicted, "Pods not placed on %s (%s); dispatching again", from, cond.Message)
-	return nil
-}
-
-// syncWinner creates the Job on the winner and mirrors its status to the hub Job.
-func (r *Reconciler) syncWinner(ctx context.Context, wl *gantry.Workload) error {
-	c, ok := r.Clusters.Get(wl.Status.ClusterName)
-	if !ok {
-		return nil // reconnecting requeues the cluster's objects
-	}
-	var hubJob batchv1.Job
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobNameOf(wl)}, &hubJob); err != nil {
-		return client.IgnoreNotFound(err) // the Workload goes with its Job
-	}
-	var remoteJob batchv1.Job
-	err := c.Client.Get(ctx, client.ObjectKeyFromObject(&hubJob), &remoteJob)
-	if apierrors.IsNotFound(err) {
-		if wait, ok := r.expected.pending(remoteJobKey(c.Name, wl)); ok {
-			return &requeueAfter{wait} // created; this cache has not shown it yet
-		}
-		if hubJob.Status.StartTime != nil {
-			// The Job ran there and is gone without a final status. Running it again could run it twice.
-			return r.finish(ctx, wl, &hubJob, gantry.ReasonRemoteJobLost,
-				fmt.Sprintf("the Job disappeared from %s before it finished; it is not run again", c.Name))
-		}
-		return r.createRemoteJob(ctx, c, wl, &hubJob)
-	}
-	if err != nil {
-		return err
-	}
-	r.expected.observe(remoteJobKey(c.Name, wl))
-	if remoteJob.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) {
-		return nil // an older Workload's Job; orphan collection removes it, then the Job is created
-	}
-	t, done := jobFinished(&remoteJob)
-	last, mirroredBefore := r.mirrored.Load(hubJob.UID)
-	switch {
-	case equality.Semantic.DeepEqual(hubJob.Status, remoteJob.Status):
-	case mirroredBefore && hubJob.ResourceVersion == last.(mirror).replaced:
-		// The cache still shows the hub Job as it was before the last mirror: writing now would only
-		// conflict, and finishing now could finish before the final status is mirrored. Hub Jobs are
-		// not watched here, so look again shortly.
-		return &requeueAfter{cacheCatchUp}
-	default:
-		if mirroredBefore && !done {
-			if wait := MirrorInterval - r.Clock.Since(last.(mirror).at); wait > 0 {
-				return &requeueAfter{wait}
-			}
-		}
-		replaced := hubJob.ResourceVersion
-		hubJob.Status = *remoteJob.Status.DeepCopy()
-		if err := r.Client.Status().Update(ctx, &hubJob); err != nil {
-			return fmt.Errorf("mirroring status of job %s from %s: %w", client.ObjectKeyFromObject(&hubJob), c.Name, err)
-		}
-		r.mirrored.Store(hubJob.UID, mirror{at: r.Clock.Now(), replaced: replaced})
-	}
-	if done {
-		reason := gantry.ReasonJobSucceeded
-		if t == batchv1.JobFailed {
-			reason = gantry.ReasonJobFailed
-		}
-		return r.finish(ctx, wl, &hubJob, reason, fmt.Sprintf("the Job %s on %s", strings.ToLower(string(t)), c.Name))
-	}
-	return nil
-}
-
-func (r *Reconciler) createRemoteJob(ctx context.Context, c *remote.Cluster, wl *gantry.Workload, hubJob *batchv1.Job) error {
-	job := NewRemoteJob(hubJob, wl)
-	err := c.Client.Create(ctx, job)
-	if apierrors.IsNotFound(err) { // namespace missing: the copy normally created it
-		err = createInNamespace(ctx, c, job)
-	}
-	if apierrors.IsAlreadyExists(err) {
-		var existing batchv1.Job
-		if getErr := c.Reader.Get(ctx, client.ObjectKeyFromObject(job), &existing); getErr != nil {
-			return getErr
-		}
-		if existing.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) {
-			r.expected.expect(remoteJobKey(c.Name, wl))
-			return nil
-		}
-		// Never adopt or delete a Job Gantry did not create.
-		return r.finish(ctx, wl, hubJob, gantry.ReasonRemoteJobConflict,
-			fmt.Sprintf("a Job named %s that Gantry did not create already exists on %s", job.Name, c.Name))
-	}
-	if err != nil {
-		return fmt.Errorf("creating job %s on %s: %w", client.ObjectKeyFromObject(job), c.Name, err)
-	}
-	r.expected.expect(remoteJobKey(c.Name, wl))
-	return nil
-}
-
-// finish records that the Workload ended, which releases its quota.
-func (r *Reconciler) finish(ctx context.Context, wl *gantry.Workload, hubJob *batchv1.Job, reason, message string) error {
-	status := metav1.ConditionTrue
-	changed := apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
-		Type: gantry.WorkloadFinished, Status: status, Reason: reason, Message: message, ObservedGeneration: wl.Generation,
-	})
-	apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
-		Type: gantry.WorkloadPending, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: wl.Generation,
-	})
-	if !changed {
-		return nil
-	}
-	if err := r.Client.Status().Update(ctx, wl); err != nil {
-		return fmt.Errorf("recording that workload %s finished: %w", client.ObjectKeyFromObject(wl), err)
-	}
-	// A Job that succeeded or failed shows it in its mirrored status; only what the status cannot say gets
-	// an Event.
-	if reason != gantry.ReasonJobSucceeded && reason != gantry.ReasonJobFailed {
-		r.Recorder.Eventf(hubJob, nil, corev1.EventTypeWarning, EventFinished, "Run", "%s", message)
-	}
-	return nil
-}
-
-// finalize withdraws everything from the workers, then lets the Workload go. A cluster that is not
-// connected does not hold the Workload back: orphan collection cleans it when it reconnects.
-func (r *Reconciler) finalize(ctx context.Context, wl *gantry.Workload) error {
-	if job := metav1.GetControllerOf(wl); job != nil {
-		r.mirrored.Delete(job.UID)
-	}
-	if !controllerutil.ContainsFinalizer(wl, gantry.WorkloadFinalizer) {
-		return nil
-	}
-	if _, ok := r.expected.pending(finalizedKey(wl)); ok {
-		return nil // already let go; the cache still shows the finalizer
-	}
-	if err := r.withdraw(ctx, wl, ""); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(wl.DeepCopy())
-	controllerutil.RemoveFinalizer(wl, gantry.WorkloadFinalizer)
-	if err := r.Client.Patch(ctx, wl, patch); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.expected.expect(finalizedKey(wl))
 	return nil
 }
 
@@ -502,36 +379,28 @@ func (r *Reconciler) collectOrphans(ctx context.Context, key types.NamespacedNam
 		return err
 	}
 	var errs []error
-	for _, name := range r.Clusters.Connected() {
-		c, ok := r.Clusters.Get(name)
+	for _, name := range r.Workers.Connected() {
+		w, ok := r.Workers.Worker(name)
 		if !ok {
 			continue
 		}
-		gone, err := deleteOwned(ctx, c, key.Namespace, key.Name, jobs.JobName(key.Name), "")
-		if err != nil {
-			errs = append(errs, err)
-		} else if gone {
-			ctrllog.FromContext(ctx).Info("Collected orphaned objects", "cluster", name, "workload", key)
-		}
+		errs = append(errs, deleteOrphans(ctx, w, name, key))
 	}
 	return errors.Join(errs...)
 }
 
-// jobEvent records an Event on the Workload's hub Job.
-func (r *Reconciler) jobEvent(ctx context.Context, wl *gantry.Workload, eventType, reason, format string, args ...any) {
+// deleteOrphans deletes Gantry's copy and Job under the Workload key on one worker.
+func deleteOrphans(ctx context.Context, w remote.Worker, cluster string, key types.NamespacedName) error {
+	var errs []error
+	var cp gantry.Workload
+	if err := w.Cached().Get(ctx, key, &cp); err == nil {
+		errs = append(errs, deleteExact(ctx, w, cluster, &cp, false))
+	}
 	var job batchv1.Job
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobNameOf(wl)}, &job); err != nil {
-		return
+	if err := w.Cached().Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: jobs.JobName(key.Name)}, &job); err == nil {
+		errs = append(errs, deleteExact(ctx, w, cluster, &job, false))
 	}
-	r.Recorder.Eventf(&job, nil, eventType, reason, "Dispatch", format, args...)
-}
-
-// jobNameOf returns the name of the Job that owns the Workload.
-func jobNameOf(wl *gantry.Workload) string {
-	if ref := metav1.GetControllerOf(wl); ref != nil && ref.Kind == "Job" {
-		return ref.Name
-	}
-	return ""
+	return errors.Join(errs...)
 }
 
 // KeyForWorkerObject returns the hub Workload key of a Gantry object on a worker.

@@ -67,3 +67,18 @@ func (e *expectations) pending(key string) (wait time.Duration, ok bool) {
 	}
 	return wait, true
 }
+
+// deadline is when the write named key stops being trusted to show up; the zero time when it is not
+// expected.
+func (e *expectations) deadline(key string) time.Time {
+	if wait, ok := e.pending(key); ok {
+		return e.clock.Now().Add(wait)
+	}
+	return time.Time{}
+}
+
+// isPending tells whether the write named key is expected to show up.
+func (e *expectations) isPending(key string) bool {
+	_, ok := e.pending(key)
+	return ok
+}

@@ -154,20 +154,32 @@ func TestDeletingTheHubJobCleansWorkers(t *testing.T) {
 	submit(t, job)
 	winner := runsOn(t, job)
 	deleteJob(t, job)
-	eventually(t, "workers cleaned", func() error {
+	var remote batchv1.Job
+	eventually(t, "workers cleaned, the Job deleted pods first", func() error {
 		for _, n := range names {
 			var cp gantry.Workload
 			if err := workers[n].client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &cp); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("copy still on %s", n)
 			}
 		}
-		var j batchv1.Job
-		err := workers[winner].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j)
-		if apierrors.IsNotFound(err) || (err == nil && j.DeletionTimestamp != nil) {
-			return nil
+		if err := workers[winner].client.Get(context.Background(), client.ObjectKeyFromObject(job), &remote); err != nil {
+			return fmt.Errorf("job on %s: %v", winner, err)
 		}
-		return fmt.Errorf("job still on %s: %v", winner, err)
+		if remote.DeletionTimestamp == nil || !slices.Contains(remote.Finalizers, metav1.FinalizerDeleteDependents) {
+			return fmt.Errorf("job on %s not deleted in the foreground: finalizers %v", winner, remote.Finalizers)
+		}
+		return nil
 	})
+	// While the Job's pods may still run, the Workload stays, so that nothing dispatches it again.
+	consistently(t, "the hub Workload stays while its Job is on the worker", 2*time.Second, func() error {
+		var wl gantry.Workload
+		return hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)
+	})
+	// No garbage collector runs here: play it, the pods are gone.
+	remote.Finalizers = nil
+	if err := workers[winner].client.Update(context.Background(), &remote); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "hub workload gone", func() error {
 		var wl gantry.Workload
 		err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)

@@ -1,7 +1,4 @@
-// Package workload carries out, for each hub Workload, what the dispatcher recorded in its status: it
-// creates and withdraws the copies on workers, creates the Job on the winner, mirrors the Job's status
-// back to the hub and cleans up workers when the Workload goes away.
-package workload
+package workersync
 
 import (
 	"strconv"
@@ -120,4 +117,12 @@ func jobFinished(job *batchv1.Job) (batchv1.JobConditionType, bool) {
 		}
 	}
 	return "", false
+}
+
+// JobNameOf returns the name of the hub Job that owns the Workload; empty when none does.
+func JobNameOf(wl *gantry.Workload) string {
+	if ref := metav1.GetControllerOf(wl); ref != nil && ref.Kind == "Job" {
+		return ref.Name
+	}
+	return ""
 }

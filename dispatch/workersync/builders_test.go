@@ -1,0 +1,187 @@
+package workersync
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+const uid = "wl-uid"
+
+// wlBuilder builds the hub Workload job-train in ns, owned by Job train.
+type wlBuilder struct{ wl *gantry.Workload }
+
+func workload() *wlBuilder {
+	return &wlBuilder{&gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: uid, Generation: 1,
+			Finalizers: []string{gantry.WorkloadFinalizer},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid",
+				Controller: ptr.To(true)}}},
+		Spec: gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1}}},
+	}}
+}
+
+func (b *wlBuilder) nominated(epoch int64, clusters ...string) *wlBuilder {
+	b.wl.Status.DispatchEpoch, b.wl.Status.NominatedClusters = epoch, clusters
+	return b
+}
+
+func (b *wlBuilder) winner(c string) *wlBuilder {
+	b.wl.Status.ClusterName = c
+	return b.condition(gantry.WorkloadAdmitted, metav1.ConditionTrue, gantry.ReasonAdmittedByCluster)
+}
+
+func (b *wlBuilder) condition(typ string, status metav1.ConditionStatus, reason string) *wlBuilder {
+	apimeta.SetStatusCondition(&b.wl.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+		Message: "set by the test", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))})
+	return b
+}
+
+func (b *wlBuilder) jobCreated() *wlBuilder {
+	return b.condition(gantry.WorkloadJobCreated, metav1.ConditionTrue, gantry.ReasonJobCreated)
+}
+
+func (b *wlBuilder) finished() *wlBuilder {
+	return b.condition(gantry.WorkloadFinished, metav1.ConditionTrue, gantry.ReasonJobSucceeded)
+}
+
+func (b *wlBuilder) deleting() *wlBuilder {
+	b.wl.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
+	return b
+}
+
+func (b *wlBuilder) obj() *gantry.Workload { return b.wl }
+
+// copyOf is the Workload's copy on a worker in the given epoch, of the Workload UID u.
+func copyOf(u string, epoch int64) *gantry.Workload {
+	return &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns",
+		UID: types.UID(fmt.Sprintf("copy-%s-%d", u, epoch)), Labels: labels(u, epoch)}}
+}
+
+func admitted(cp *gantry.Workload, status metav1.ConditionStatus, reason string) *gantry.Workload {
+	cp.Status.Conditions = []metav1.Condition{{Type: gantry.WorkloadAdmitted, Status: status, Reason: reason, Message: "agent says"}}
+	return cp
+}
+
+// remoteJob is Gantry's Job on a worker for the Workload UID u.
+func remoteJob(u string, epoch int64) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns",
+		UID: types.UID(fmt.Sprintf("job-%s-%d", u, epoch)), Labels: labels(u, epoch)}}
+}
+
+func completed(j *batchv1.Job) *batchv1.Job {
+	j.Status = batchv1.JobStatus{Succeeded: 1, StartTime: ptr.To(metav1.NewTime(now.Add(-time.Minute))),
+		CompletionTime: ptr.To(metav1.NewTime(now)),
+		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
+	return j
+}
+
+func running(j *batchv1.Job) *batchv1.Job {
+	j.Status = batchv1.JobStatus{Active: 1, StartTime: ptr.To(metav1.NewTime(now.Add(-time.Minute)))}
+	return j
+}
+
+func deletingJob(j *batchv1.Job) *batchv1.Job {
+	j.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	return j
+}
+
+func labels(u string, epoch int64) map[string]string {
+	return map[string]string{gantry.WorkloadUIDLabel: u, gantry.DispatchEpochLabel: strconv.FormatInt(epoch, 10)}
+}
+
+func hubJob() *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "job-uid", ResourceVersion: "10"},
+		Spec: batchv1.JobSpec{ManagedBy: ptr.To(gantry.JobManagedBy), Suspend: ptr.To(true)}}
+}
+
+// up and down are a connected and a disconnected cluster.
+func up(name string) Cluster { return Cluster{Name: name, Connected: true} }
+
+func down(name string) Cluster {
+	return Cluster{Name: name, DisconnectedSince: now.Add(-10 * time.Minute)}
+}
+
+func (c Cluster) with(cp *gantry.Workload, job *batchv1.Job) Cluster {
+	c.Copy, c.Job = cp, job
+	return c
+}
+
+func view(wl *gantry.Workload, job *batchv1.Job, clusters ...Cluster) View {
+	v := View{Now: now, Workload: wl, HubJob: job, Clusters: map[string]Cluster{}}
+	for _, c := range clusters {
+		v.Clusters[c.Name] = c
+	}
+	return v
+}
+
+// outcome is a Plan as a test reads it.
+type outcome struct {
+	Worker          []string
+	ConfirmGone     string
+	HubJob          string   // "", "cleared", "mirrored" or "Failed/<reason>"
+	Changed         []string // conditions whose status or reason the plan changes: "Type=Status/Reason"
+	Winner          string   // the winner the plan leaves, when it changes it ("-" for cleared)
+	Evictions       int      // evictions the plan adds
+	RemoveFinalizer bool
+	Events          []string // "Type Reason"
+	Requeue         time.Duration
+}
+
+func summarize(v View, p Plan) outcome {
+	o := outcome{ConfirmGone: p.ConfirmGone, RemoveFinalizer: p.RemoveFinalizer, Requeue: p.RequeueAfter}
+	for _, a := range p.Worker {
+		o.Worker = append(o.Worker, a.String())
+	}
+	switch st := p.HubJobStatus; {
+	case st == nil:
+	case len(st.Conditions) == 0 && st.StartTime == nil:
+		o.HubJob = "cleared"
+	case apimetaJobFailed(st):
+		o.HubJob = "Failed/" + st.Conditions[len(st.Conditions)-1].Reason
+	default:
+		o.HubJob = "mirrored"
+	}
+	if p.Status != nil {
+		old := v.Workload.Status
+		for _, c := range p.Status.Conditions {
+			prev := apimeta.FindStatusCondition(old.Conditions, c.Type)
+			if prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
+				o.Changed = append(o.Changed, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+			}
+		}
+		sort.Strings(o.Changed)
+		if p.Status.ClusterName != old.ClusterName {
+			o.Winner = p.Status.ClusterName
+			if o.Winner == "" {
+				o.Winner = "-"
+			}
+		}
+		o.Evictions = len(p.Status.Evictions) - len(old.Evictions)
+	}
+	for _, e := range p.Events {
+		o.Events = append(o.Events, e.Type+" "+e.Reason)
+	}
+	return o
+}
+
+func apimetaJobFailed(st *batchv1.JobStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,364 @@
+package workersync
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// Reasons of Events on hub Jobs.
+const (
+	EventWithdrawn   = "Withdrawn"
+	EventFinished    = "Finished"
+	EventEvicted     = "Evicted"
+	EventUnreachable = "ClusterUnreachable"
+)
+
+// Decide returns what to do for the Workload of v.
+func Decide(v View) Plan {
+	d := &decider{v: v, wl: v.Workload, status: v.Workload.Status.DeepCopy()}
+	d.removeLeftovers()
+	switch {
+	case d.wl.DeletionTimestamp != nil:
+		d.finalize()
+	case d.wl.Status.ClusterName == "":
+		d.syncCopies()
+	case apimeta.IsStatusConditionTrue(d.wl.Status.Conditions, gantry.WorkloadFinished):
+		d.withdrawFromLosers()
+	default:
+		d.withdrawFromLosers()
+		d.runOnWinner()
+	}
+	if !equality.Semantic.DeepEqual(&d.wl.Status, d.status) {
+		d.plan.Status = d.status
+	}
+	return d.plan
+}
+
+type decider struct {
+	v      View
+	wl     *gantry.Workload
+	status *gantry.WorkloadStatus // the Workload's status as the plan leaves it
+	plan   Plan
+}
+
+// connected lists the connected clusters in name order, so that plans are deterministic.
+func (d *decider) connected() []Cluster {
+	var out []Cluster
+	for _, c := range d.v.Clusters {
+		if c.Connected {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (d *decider) mine(o metav1.Object) bool {
+	return o.GetLabels()[gantry.WorkloadUIDLabel] == string(d.wl.UID)
+}
+
+// myCopy and myJob are the cluster's objects of this Workload; nil when it has none.
+func (d *decider) myCopy(c Cluster) *gantry.Workload {
+	if c.Copy != nil && d.mine(c.Copy) {
+		return c.Copy
+	}
+	return nil
+}
+
+func (d *decider) myJob(c Cluster) *batchv1.Job {
+	if c.Job != nil && d.mine(c.Job) {
+		return c.Job
+	}
+	return nil
+}
+
+// worker plans a write to a worker; deleting what is already going is left out.
+func (d *decider) worker(op Op, cluster string, obj client.Object) {
+	if (op == Delete || op == DeleteForeground) && obj.GetDeletionTimestamp() != nil {
+		return
+	}
+	d.plan.Worker = append(d.plan.Worker, WorkerAction{Op: op, Cluster: cluster, Object: obj})
+}
+
+// removeLeftovers deletes, on every connected cluster, the objects under this Workload's name that
+// Gantry created for an earlier Workload of the same name: that Workload is gone, since names are
+// unique, and what it left would hold the name (and room) against this one for good.
+func (d *decider) removeLeftovers() {
+	for _, c := range d.connected() {
+		if c.Copy != nil && !d.mine(c.Copy) {
+			d.worker(Delete, c.Name, c.Copy)
+		}
+		if c.Job != nil && !d.mine(c.Job) {
+			d.worker(Delete, c.Name, c.Job)
+		}
+	}
+}
+
+// withdraw deletes the Workload's copy and Job from one connected cluster.
+func (d *decider) withdraw(c Cluster) {
+	if cp := d.myCopy(c); cp != nil {
+		d.worker(Delete, c.Name, cp)
+	}
+	if job := d.myJob(c); job != nil {
+		d.worker(DeleteForeground, c.Name, job)
+	}
+}
+
+// syncCopies makes the connected clusters hold exactly the copies of the current nomination. A copy of
+// an earlier epoch is fenced: removed first; its deletion brings the Workload back here to create the
+// current one.
+func (d *decider) syncCopies() {
+	st := &d.wl.Status
+	var fenced []string
+	for _, c := range d.connected() {
+		nominated := st.DispatchEpoch > 0 && slices.Contains(st.NominatedClusters, c.Name)
+		if job := d.myJob(c); job != nil {
+			// No winner, so nothing of it may run (an eviction waits for its Job to go).
+			d.worker(DeleteForeground, c.Name, job)
+		}
+		cp := d.myCopy(c)
+		switch {
+		case c.Copy != nil && cp == nil:
+			// A leftover holds the name; its deletion brings the Workload back here.
+		case cp == nil && nominated && c.CopyExpected.After(d.v.Now):
+			d.plan.requeue(c.CopyExpected.Sub(d.v.Now)) // should the copy never show up, look again
+		case cp == nil && nominated:
+			d.worker(CreateCopy, c.Name, NewCopy(d.wl))
+		case cp == nil:
+		case !nominated || epochOf(cp.Labels) != st.DispatchEpoch:
+			d.worker(Delete, c.Name, cp)
+			if cp.DeletionTimestamp == nil {
+				fenced = append(fenced, c.Name)
+			}
+		}
+	}
+	if len(fenced) > 0 {
+		d.event(corev1.EventTypeNormal, EventWithdrawn, "Withdrew copies from %s", strings.Join(fenced, ", "))
+	}
+}
+
+// withdrawFromLosers removes the Workload from every connected cluster but its winner.
+func (d *decider) withdrawFromLosers() {
+	for _, c := range d.connected() {
+		if c.Name != d.wl.Status.ClusterName {
+			d.withdraw(c)
+		}
+	}
+}
+
+// runOnWinner creates the Job on the winner, records that it did, mirrors its status and finishes the
+// Workload with it; or evicts the Workload when the winner's agent gave it up.
+func (d *decider) runOnWinner() {
+	w, ok := d.v.Clusters[d.wl.Status.ClusterName]
+	if !d.reachable(w, ok) {
+		return
+	}
+	if cp := d.myCopy(w); cp != nil && epochOf(cp.Labels) == d.wl.Status.DispatchEpoch && givenUp(cp) {
+		d.evict(w, cp)
+		return
+	}
+	job := d.myJob(w)
+	created := apimeta.IsStatusConditionTrue(d.wl.Status.Conditions, gantry.WorkloadJobCreated)
+	switch {
+	case job != nil && !created, job == nil && !created && w.JobExpected.After(d.v.Now):
+		d.recordJobCreated(w.Name)
+	case job == nil && w.JobExpected.After(d.v.Now):
+		d.plan.requeue(w.JobExpected.Sub(d.v.Now)) // created; the cache does not show it yet
+		return
+	case job == nil && created:
+		d.plan.ConfirmGone = w.Name
+		d.finish(gantry.ReasonRemoteJobLost, fmt.Sprintf("the Job was removed from %s before it finished; it is not run again", w.Name))
+		return
+	case job == nil && w.ForeignJob:
+		d.finish(gantry.ReasonRemoteJobConflict, fmt.Sprintf("a Job named %s that Gantry did not create already exists on %s", JobNameOf(d.wl), w.Name))
+		return
+	case job == nil && w.Job != nil:
+		return // a leftover holds the name; its deletion brings the Workload back here
+	case job == nil && d.v.HubJob != nil:
+		d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl))
+		return
+	}
+	if job != nil && d.v.HubJob != nil {
+		d.mirror(w, job)
+	}
+}
+
+// reachable says whether the winner can be worked on, and keeps the ClusterReachable condition true:
+// while the winner cannot be reached, its Job may run there, so the Workload keeps its quota and is not
+// dispatched elsewhere; the condition and an Event say so.
+func (d *decider) reachable(w Cluster, known bool) bool {
+	if known && w.Connected {
+		if c := apimeta.FindStatusCondition(d.status.Conditions, gantry.WorkloadClusterReachable); c != nil {
+			d.setCondition(gantry.WorkloadClusterReachable, metav1.ConditionTrue, gantry.ReasonClusterReachable, "reaching "+w.Name)
+		}
+		return true
+	}
+	msg := fmt.Sprintf("%s is unreachable", d.wl.Status.ClusterName)
+	if !w.DisconnectedSince.IsZero() {
+		msg += " since " + w.DisconnectedSince.UTC().Format(timeFormat)
+	}
+	msg += "; its Job may still run there, so it keeps its quota and is not dispatched elsewhere"
+	prev := apimeta.FindStatusCondition(d.status.Conditions, gantry.WorkloadClusterReachable)
+	if prev == nil || prev.Status != metav1.ConditionFalse {
+		d.event(corev1.EventTypeWarning, EventUnreachable, "%s", msg)
+	}
+	d.setCondition(gantry.WorkloadClusterReachable, metav1.ConditionFalse, gantry.ReasonClusterUnreachable, msg)
+	return false
+}
+
+const timeFormat = "2006-01-02T15:04:05Z"
+
+// givenUp says whether the winner's agent gave the copy up because its pods could not all be placed.
+func givenUp(cp *gantry.Workload) bool {
+	c := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == gantry.ReasonPlacementTimeout
+}
+
+func (d *decider) recordJobCreated(cluster string) {
+	d.setCondition(gantry.WorkloadJobCreated, metav1.ConditionTrue, gantry.ReasonJobCreated,
+		fmt.Sprintf("the Job was created on %s in epoch %d", cluster, d.wl.Status.DispatchEpoch))
+}
+
+// mirror copies the worker Job's status to the hub Job, and finishes the Workload once the Job ended
+// and its final status is mirrored.
+func (d *decider) mirror(w Cluster, job *batchv1.Job) {
+	hubJob, last := d.v.HubJob, d.v.LastMirror
+	t, done := jobFinished(job)
+	switch {
+	case equality.Semantic.DeepEqual(hubJob.Status, job.Status):
+	case last != nil && hubJob.ResourceVersion == last.Replaced:
+		// The cache still shows the hub Job as it was before the last mirror: writing now would only
+		// conflict, and finishing now could finish before the final status is mirrored.
+		d.plan.requeue(CacheCatchUp)
+		return
+	case last != nil && !done && d.v.Now.Sub(last.At) < MirrorInterval:
+		d.plan.requeue(MirrorInterval - d.v.Now.Sub(last.At))
+		return
+	default:
+		d.plan.HubJobStatus = job.Status.DeepCopy()
+	}
+	if done {
+		reason := gantry.ReasonJobSucceeded
+		if t == batchv1.JobFailed {
+			reason = gantry.ReasonJobFailed
+		}
+		d.finish(reason, fmt.Sprintf("the Job %s on %s", strings.ToLower(string(t)), w.Name))
+	}
+}
+
+// evict takes the Workload back from a winner that gave it up. It deletes the Job there, pods first,
+// and once the Job is gone clears the hub Job's mirrored status, then records the eviction and clears
+// the winner in one status write, after a live read confirmed the Job gone; the dispatcher then
+// dispatches it in a new epoch.
+func (d *decider) evict(w Cluster, cp *gantry.Workload) {
+	if job := d.myJob(w); job != nil {
+		d.worker(DeleteForeground, w.Name, job)
+		d.plan.requeue(DeletionPoll)
+		return
+	}
+	if d.v.HubJob != nil && !equality.Semantic.DeepEqual(d.v.HubJob.Status, batchv1.JobStatus{}) {
+		d.plan.HubJobStatus = &batchv1.JobStatus{}
+	}
+	cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
+	st := d.status
+	st.Evictions = append(st.Evictions, gantry.Eviction{Cluster: st.ClusterName, Epoch: st.DispatchEpoch,
+		Reason: cond.Reason, Message: cond.Message, Time: metav1.NewTime(d.v.Now)})
+	if n := len(st.Evictions); n > gantry.MaxEvictions {
+		st.Evictions = st.Evictions[n-gantry.MaxEvictions:]
+	}
+	msg := fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", st.ClusterName, cond.Reason, cond.Message)
+	st.ClusterName, st.Admission, st.NominatedClusters = "", nil, nil
+	for _, t := range []string{gantry.WorkloadAdmitted, gantry.WorkloadDispatched, gantry.WorkloadJobCreated} {
+		d.setCondition(t, metav1.ConditionFalse, gantry.ReasonEvicted, msg)
+	}
+	d.setCondition(gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonEvicted, msg)
+	d.plan.ConfirmGone = w.Name
+	d.event(corev1.EventTypeWarning, EventEvicted, "Pods not placed on %s (%s); dispatching again", w.Name, cond.Message)
+}
+
+// finish records that the Workload ended, which releases its quota. When Gantry ends the job itself
+// (the Job did not finish on its own), the hub Job is marked Failed with the same reason, so that
+// kubectl tells the truth without reading Workloads.
+func (d *decider) finish(reason, message string) {
+	if apimeta.IsStatusConditionTrue(d.status.Conditions, gantry.WorkloadFinished) {
+		return
+	}
+	d.setCondition(gantry.WorkloadFinished, metav1.ConditionTrue, reason, message)
+	d.setCondition(gantry.WorkloadPending, metav1.ConditionFalse, reason, message)
+	if reason == gantry.ReasonJobSucceeded || reason == gantry.ReasonJobFailed {
+		return // the mirrored status says it
+	}
+	if d.v.HubJob != nil {
+		d.plan.HubJobStatus = FailedStatus(d.v.HubJob, reason, message, metav1.NewTime(d.v.Now))
+	}
+	d.event(corev1.EventTypeWarning, EventFinished, "%s", message)
+}
+
+// finalize withdraws everything from the connected workers, then lets the Workload go. While its Job
+// may run on the winner (not finished), it waits until a live read shows that Job gone, pods first:
+// letting go earlier would let the job be dispatched again while it still runs. A winner that cannot be
+// reached holds the Workload, and its quota, until it is back.
+func (d *decider) finalize() {
+	if !controllerutil.ContainsFinalizer(d.wl, gantry.WorkloadFinalizer) || d.v.FinalizerRemoved {
+		return
+	}
+	for _, c := range d.connected() {
+		d.withdraw(c)
+	}
+	winner := d.wl.Status.ClusterName
+	if winner == "" || apimeta.IsStatusConditionTrue(d.wl.Status.Conditions, gantry.WorkloadFinished) {
+		d.plan.RemoveFinalizer = true
+		return
+	}
+	w, ok := d.v.Clusters[winner]
+	switch {
+	case !ok || !w.Connected:
+		d.reachable(w, ok)
+		d.setCondition(gantry.WorkloadDeleting, metav1.ConditionTrue, gantry.ReasonWaitingForWorker,
+			fmt.Sprintf("waiting for %s to be reachable to remove the Job there; the Workload and its quota stay until then", winner))
+	case d.myJob(w) != nil:
+		d.plan.requeue(DeletionPoll)
+	default:
+		d.plan.ConfirmGone = winner
+		d.plan.RemoveFinalizer = true
+	}
+}
+
+func (d *decider) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&d.status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+		Message: msg, ObservedGeneration: d.wl.Generation, LastTransitionTime: metav1.NewTime(d.v.Now)})
+}
+
+func (d *decider) event(eventType, reason, format string, args ...any) {
+	d.plan.Events = append(d.plan.Events, Event{Type: eventType, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// FailedStatus is the hub Job's status once Gantry ended it for reason: Failed, with the conditions the
+// API server requires of a finished Job. A Job that already finished keeps its status.
+func FailedStatus(hubJob *batchv1.Job, reason, message string, now metav1.Time) *batchv1.JobStatus {
+	if _, done := jobFinished(hubJob); done {
+		return nil
+	}
+	st := hubJob.Status.DeepCopy()
+	if st.StartTime == nil {
+		st.StartTime = &now
+	}
+	st.Active, st.Ready, st.Terminating, st.UncountedTerminatedPods = 0, nil, nil, nil
+	for _, t := range []batchv1.JobConditionType{batchv1.JobFailureTarget, batchv1.JobFailed} {
+		st.Conditions = append(st.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue,
+			Reason: reason, Message: message, LastProbeTime: now, LastTransitionTime: now})
+	}
+	return st
+}

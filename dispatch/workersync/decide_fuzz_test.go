@@ -1,0 +1,177 @@
+package workersync
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// FuzzDecideNeverRunsTwice checks, over random views of one Workload, the rules that keep a job from
+// running twice or being lost: a Job is created only on the winner and only while none is recorded as
+// created; the winner is cleared, and the Workload let go while its Job may run, only behind a live
+// check of the winner; nothing is written to a cluster that is not connected; deletes name exactly
+// objects in the view; the view is never modified.
+func FuzzDecideNeverRunsTwice(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
+	f.Add([]byte{255, 128, 7, 3, 1, 0, 200, 99, 42, 17, 5, 250, 33, 64})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v := randomView(&byteSource{data: data})
+		before := v.Workload.DeepCopy()
+		p := Decide(v)
+		if diff := before.Status.DispatchEpoch - v.Workload.Status.DispatchEpoch; diff != 0 || v.Workload.ResourceVersion != before.ResourceVersion {
+			t.Fatalf("Decide modified the Workload")
+		}
+		checkPlan(t, v, p)
+		if again := Decide(v); len(again.Worker) != len(p.Worker) || again.RemoveFinalizer != p.RemoveFinalizer {
+			t.Fatalf("Decide is not deterministic")
+		}
+	})
+}
+
+func checkPlan(t *testing.T, v View, p Plan) {
+	t.Helper()
+	wl := v.Workload
+	st := wl.Status
+	recorded := apimeta.IsStatusConditionTrue(st.Conditions, gantry.WorkloadJobCreated)
+	finished := apimeta.IsStatusConditionTrue(st.Conditions, gantry.WorkloadFinished)
+	for _, a := range p.Worker {
+		c := v.Clusters[a.Cluster]
+		if !c.Connected {
+			t.Fatalf("%s: %s is not connected", a, a.Cluster)
+		}
+		switch a.Op {
+		case CreateJob:
+			if a.Cluster != st.ClusterName || recorded || finished || wl.DeletionTimestamp != nil || c.Job != nil {
+				t.Fatalf("%s: winner %q, recorded %v, finished %v, deleting %v, job in view %v",
+					a, st.ClusterName, recorded, finished, wl.DeletionTimestamp != nil, c.Job != nil)
+			}
+		case CreateCopy:
+			if st.ClusterName != "" || !slices.Contains(st.NominatedClusters, a.Cluster) || epochOf(a.Object.GetLabels()) != st.DispatchEpoch || c.Copy != nil {
+				t.Fatalf("%s: not the current nomination (epoch %d, %v) or the name is taken", a, st.DispatchEpoch, st.NominatedClusters)
+			}
+		default:
+			if (c.Copy == nil || c.Copy.UID != a.Object.GetUID()) && (c.Job == nil || c.Job.UID != a.Object.GetUID()) {
+				t.Fatalf("%s: deletes an object not in the view", a)
+			}
+			if c.Job != nil && a.Object.GetUID() == c.Job.UID && a.Cluster == st.ClusterName && !finished &&
+				wl.DeletionTimestamp == nil && !givenUpIn(c, st.DispatchEpoch) && c.Job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) {
+				t.Fatalf("%s: deletes the winner's running Job", a)
+			}
+		}
+	}
+	if p.Status != nil && st.ClusterName != "" && p.Status.ClusterName != st.ClusterName {
+		last := p.Status.Evictions[len(p.Status.Evictions)-1]
+		if p.Status.ClusterName != "" || p.ConfirmGone != st.ClusterName || last.Cluster != st.ClusterName || last.Epoch != st.DispatchEpoch {
+			t.Fatalf("winner %q changed to %q without a confirmed eviction (confirm %q)", st.ClusterName, p.Status.ClusterName, p.ConfirmGone)
+		}
+	}
+	if p.RemoveFinalizer && st.ClusterName != "" && !finished {
+		w := v.Clusters[st.ClusterName]
+		if p.ConfirmGone != st.ClusterName || !w.Connected || (w.Job != nil && w.Job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID)) {
+			t.Fatalf("lets go of a Workload whose Job may run on %s", st.ClusterName)
+		}
+	}
+	if p.Status != nil && apimeta.IsStatusConditionTrue(p.Status.Conditions, gantry.WorkloadFinished) && !finished {
+		reason := apimeta.FindStatusCondition(p.Status.Conditions, gantry.WorkloadFinished).Reason
+		if reason == gantry.ReasonRemoteJobLost && p.ConfirmGone != st.ClusterName {
+			t.Fatalf("finished as lost without a live check")
+		}
+	}
+}
+
+func givenUpIn(c Cluster, epoch int64) bool {
+	return c.Copy != nil && epochOf(c.Copy.Labels) == epoch && givenUp(c.Copy)
+}
+
+type byteSource struct {
+	data []byte
+	i    int
+}
+
+func (b *byteSource) next(n int) int {
+	if b.i >= len(b.data) {
+		return 0
+	}
+	x := int(b.data[b.i])
+	b.i++
+	return x % n
+}
+
+func randomView(b *byteSource) View {
+	names := []string{"w1", "w2", "w3"}
+	w := workload()
+	epoch := int64(b.next(3))
+	var nominated []string
+	for _, n := range names {
+		if b.next(2) == 1 {
+			nominated = append(nominated, n)
+		}
+	}
+	w.nominated(epoch, nominated...)
+	if len(nominated) > 0 && epoch > 0 && b.next(2) == 1 {
+		w.winner(nominated[b.next(len(nominated))])
+		if b.next(2) == 1 {
+			w.jobCreated()
+		}
+		if b.next(4) == 0 {
+			w.finished()
+		}
+	}
+	if b.next(4) == 0 {
+		w.deleting()
+	}
+	job := hubJob()
+	if b.next(5) == 0 {
+		job = nil
+	}
+	v := view(w.obj(), job)
+	for _, n := range names {
+		v.Clusters[n] = randomCluster(b, n)
+	}
+	if b.next(3) == 0 {
+		v.LastMirror = &Mirror{At: now.Add(-time.Duration(b.next(3)) * 400 * time.Millisecond), Replaced: []string{"9", "10"}[b.next(2)]}
+	}
+	return v
+}
+
+func randomCluster(b *byteSource, name string) Cluster {
+	if b.next(4) == 0 {
+		return down(name)
+	}
+	c := up(name)
+	owners := []string{uid, "old-uid"}
+	switch b.next(3) {
+	case 1:
+		c.Copy = copyOf(owners[b.next(2)], int64(b.next(3)))
+		switch b.next(3) {
+		case 1:
+			admitted(c.Copy, metav1.ConditionTrue, gantry.ReasonFits)
+		case 2:
+			admitted(c.Copy, metav1.ConditionFalse, gantry.ReasonPlacementTimeout)
+		}
+	}
+	if b.next(2) == 1 {
+		c.Job = remoteJob(owners[b.next(2)], int64(b.next(3)))
+		switch b.next(4) {
+		case 1:
+			running(c.Job)
+		case 2:
+			completed(c.Job)
+		case 3:
+			deletingJob(c.Job)
+		}
+	}
+	if b.next(3) == 0 {
+		c.CopyExpected = now.Add(time.Second)
+	}
+	if b.next(3) == 0 {
+		c.JobExpected = now.Add(time.Second)
+	}
+	c.ForeignJob = b.next(5) == 0
+	return c
+}

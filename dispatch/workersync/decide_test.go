@@ -1,0 +1,221 @@
+package workersync
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+func TestDecide(t *testing.T) {
+	const other = "old-uid"
+	cases := map[string]struct {
+		view View
+		want outcome
+	}{
+		// Pending: copies follow the nomination.
+		"nominated: a copy on each nominated cluster": {
+			view: view(workload().nominated(2, "w1", "w2").obj(), hubJob(), up("w1"), up("w2"), up("w3")),
+			want: outcome{Worker: []string{
+				"CreateCopy w1 Copy ns/job-train uid=wl-uid epoch=2",
+				"CreateCopy w2 Copy ns/job-train uid=wl-uid epoch=2",
+			}},
+		},
+		"nominated: a copy of an earlier epoch is fenced before the new one": {
+			view: view(workload().nominated(2, "w1").obj(), hubJob(), up("w1").with(copyOf(uid, 1), nil)),
+			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=1"},
+				Events: []string{"Normal Withdrawn"}},
+		},
+		"nominated: a created copy the cache does not show yet is not created again": {
+			view: func() View {
+				c := up("w1")
+				c.CopyExpected = now.Add(3 * time.Second)
+				return view(workload().nominated(2, "w1").obj(), hubJob(), c)
+			}(),
+			want: outcome{Requeue: 3 * time.Second},
+		},
+		"nominated: a copy on a cluster no longer nominated is withdrawn": {
+			view: view(workload().nominated(2, "w1").obj(), hubJob(), up("w1").with(copyOf(uid, 2), nil), up("w3").with(copyOf(uid, 2), nil)),
+			want: outcome{Worker: []string{"Delete w3 Copy ns/job-train uid=wl-uid epoch=2"}, Events: []string{"Normal Withdrawn"}},
+		},
+		"nominated: a disconnected nominated cluster gets nothing": {
+			view: view(workload().nominated(2, "w1").obj(), hubJob(), down("w1")),
+			want: outcome{},
+		},
+		"pending: a Job without a winner is removed, pods first": {
+			view: view(workload().nominated(2, "w1").obj(), hubJob(), up("w1").with(copyOf(uid, 2), remoteJob(uid, 1))),
+			want: outcome{Worker: []string{"DeleteForeground w1 Job ns/train uid=wl-uid epoch=1"}},
+		},
+		"leftovers of an earlier Workload of the same name are removed before the copy is created": {
+			view: view(workload().nominated(1, "w1").obj(), hubJob(), up("w1").with(copyOf(other, 4), running(remoteJob(other, 4)))),
+			want: outcome{Worker: []string{
+				"Delete w1 Copy ns/job-train uid=old-uid epoch=4",
+				"Delete w1 Job ns/train uid=old-uid epoch=4",
+			}},
+		},
+
+		// Winner: the Job is created once, recorded, mirrored, finished.
+		"winner: the Job is created and the losers withdrawn": {
+			view: view(workload().nominated(2, "w1", "w2").winner("w1").obj(), hubJob(),
+				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil), up("w2").with(copyOf(uid, 2), nil)),
+			want: outcome{Worker: []string{
+				"Delete w2 Copy ns/job-train uid=wl-uid epoch=2",
+				"CreateJob w1 Job ns/train uid=wl-uid epoch=2",
+			}},
+		},
+		"winner: a loser that cannot be reached does not hold back the Job": {
+			view: view(workload().nominated(2, "w1", "w2").winner("w1").obj(), hubJob(), up("w1"), down("w2")),
+			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
+		},
+		"winner: a created Job is recorded before the cache shows it": {
+			view: func() View {
+				c := up("w1")
+				c.JobExpected = now.Add(10 * time.Second)
+				return view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), c)
+			}(),
+			want: outcome{Changed: []string{"JobCreated=True/Created"}},
+		},
+		"winner: a recorded Job the cache does not show yet is waited for": {
+			view: func() View {
+				c := up("w1")
+				c.JobExpected = now.Add(10 * time.Second)
+				return view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), c)
+			}(),
+			want: outcome{Requeue: 10 * time.Second},
+		},
+		"winner: a Job created by an earlier hub is recorded and mirrored": {
+			view: view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), up("w1").with(nil, running(remoteJob(uid, 2)))),
+			want: outcome{Changed: []string{"JobCreated=True/Created"}, HubJob: "mirrored"},
+		},
+		"winner: a recorded Job that is gone is not created again": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1")),
+			want: outcome{ConfirmGone: "w1", HubJob: "Failed/" + gantry.ReasonRemoteJobLost,
+				Changed: []string{"Finished=True/RemoteJobLost", "Pending=False/RemoteJobLost"}, Events: []string{"Warning Finished"}},
+		},
+		"winner: a Job of that name that Gantry did not create is never run over": {
+			view: func() View {
+				c := up("w1")
+				c.ForeignJob = true
+				return view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), c)
+			}(),
+			want: outcome{HubJob: "Failed/" + gantry.ReasonRemoteJobConflict,
+				Changed: []string{"Finished=True/RemoteJobConflict", "Pending=False/RemoteJobConflict"}, Events: []string{"Warning Finished"}},
+		},
+		"winner: a completed Job is mirrored and the Workload finished": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1").with(nil, completed(remoteJob(uid, 2)))),
+			want: outcome{HubJob: "mirrored", Changed: []string{"Finished=True/Succeeded", "Pending=False/Succeeded"}},
+		},
+		"winner: a running Job is mirrored at most once per interval": {
+			view: func() View {
+				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1").with(nil, running(remoteJob(uid, 2))))
+				v.LastMirror = &Mirror{At: now.Add(-300 * time.Millisecond), Replaced: "9"}
+				return v
+			}(),
+			want: outcome{Requeue: 700 * time.Millisecond},
+		},
+		"winner: no mirror over a cache that does not show the last one": {
+			view: func() View {
+				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1").with(nil, completed(remoteJob(uid, 2))))
+				v.LastMirror = &Mirror{At: now.Add(-time.Minute), Replaced: "10"}
+				return v
+			}(),
+			want: outcome{Requeue: CacheCatchUp},
+		},
+		"winner: unreachable, it keeps its quota and says so": {
+			view: view(workload().nominated(2, "w1", "w2").winner("w1").jobCreated().obj(), hubJob(), down("w1"), up("w2").with(copyOf(uid, 2), nil)),
+			want: outcome{Worker: []string{"Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
+				Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"}},
+		},
+		"winner: reachable again": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().condition(gantry.WorkloadClusterReachable, metav1.ConditionFalse, gantry.ReasonClusterUnreachable).obj(),
+				hubJob(), up("w1").with(nil, remoteJob(uid, 2))),
+			want: outcome{Changed: []string{"ClusterReachable=True/Reachable"}},
+		},
+		"winner gave it up: its Job is deleted, pods first": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
+				up("w1").with(admitted(copyOf(uid, 2), "False", gantry.ReasonPlacementTimeout), remoteJob(uid, 2))),
+			want: outcome{Worker: []string{"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2"}, Requeue: DeletionPoll},
+		},
+		"winner gave it up: a Job being deleted is waited for": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
+				up("w1").with(admitted(copyOf(uid, 2), "False", gantry.ReasonPlacementTimeout), deletingJob(remoteJob(uid, 2)))),
+			want: outcome{Requeue: DeletionPoll},
+		},
+		"winner gave it up: once its Job is gone, the eviction is recorded": {
+			view: func() View {
+				job := hubJob()
+				job.Status = running(remoteJob(uid, 2)).Status
+				return view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), job,
+					up("w1").with(admitted(copyOf(uid, 2), "False", gantry.ReasonPlacementTimeout), nil))
+			}(),
+			want: outcome{ConfirmGone: "w1", HubJob: "cleared", Winner: "-", Evictions: 1,
+				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Events:  []string{"Warning Evicted"}},
+		},
+		"finished: the losers are withdrawn, the winner keeps its objects": {
+			view: view(workload().nominated(2, "w1", "w2").winner("w1").jobCreated().finished().obj(), hubJob(),
+				up("w1").with(copyOf(uid, 2), completed(remoteJob(uid, 2))), up("w2").with(copyOf(uid, 2), nil)),
+			want: outcome{Worker: []string{"Delete w2 Copy ns/job-train uid=wl-uid epoch=2"}},
+		},
+
+		// Deletion: let go only once nothing of it can run.
+		"deleting without a winner: withdrawn and let go": {
+			view: view(workload().nominated(2, "w1", "w2").deleting().obj(), nil, up("w1").with(copyOf(uid, 2), nil), down("w2")),
+			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2"}, RemoveFinalizer: true},
+		},
+		"deleting with a running Job: the Job goes first, pods first": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil,
+				up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2)))),
+			want: outcome{Worker: []string{
+				"Delete w1 Copy ns/job-train uid=wl-uid epoch=2",
+				"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2",
+			}, Requeue: DeletionPoll},
+		},
+		"deleting once the winner's Job is gone: let go after a live check": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, up("w1")),
+			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
+		},
+		"deleting with the winner unreachable: held, with its quota": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, down("w1")),
+			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable", "Deleting=True/WaitingForWorker"},
+				Events: []string{"Warning ClusterUnreachable"}},
+		},
+		"deleting a finished Workload: nothing runs, let go": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().finished().deleting().obj(), nil, down("w1")),
+			want: outcome{RemoveFinalizer: true},
+		},
+		"deleting, finalizer already removed: nothing more": {
+			view: func() View {
+				v := view(workload().nominated(2, "w1").deleting().obj(), nil, up("w1"))
+				v.FinalizerRemoved = true
+				return v
+			}(),
+			want: outcome{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := tc.view.Workload.DeepCopy()
+			got := summarize(tc.view, Decide(tc.view))
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.view.Workload); diff != "" {
+				t.Errorf("Decide modified the Workload:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecideWaitsForLeftoversBeforeCreating(t *testing.T) {
+	v := view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), up("w1").with(nil, remoteJob("old-uid", 7)))
+	got := summarize(v, Decide(v))
+	want := outcome{Worker: []string{"Delete w1 Job ns/train uid=old-uid epoch=7"}}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,147 @@
+// Package workersync decides, for one hub Workload, what the hub does on the worker clusters: which
+// copies to create and withdraw, when to create the Job on the winner and record that it did, what to
+// mirror back to the hub Job, when the Workload has finished or been evicted, and when it may go.
+//
+// It does no I/O. hub/workload gathers a View of one Workload from its caches and its memory of its own
+// writes, calls Decide, and carries out the Plan. The rules that keep a job from running twice live
+// here, where they are table-tested and fuzzed:
+//   - A Job is created only on the recorded winner, and only while no Job of the Workload is known to
+//     have been created there before (the JobCreated condition, written right after the create). A Job
+//     that is missing after that was deleted by someone else: the Workload finishes as RemoteJobLost.
+//   - The winner is cleared (eviction) and a Workload being deleted lets go only once a live read shows
+//     its Job on the winner gone; a winner that cannot be reached holds both back, and its quota stays
+//     held.
+//   - Objects of another Workload UID under the same name are left by an earlier Workload that is gone
+//     (names are unique): they are removed wherever they are seen.
+//   - Writes to one worker never wait on another: a loser that cannot be reached or refuses a
+//     withdrawal does not hold back the Job on the winner.
+package workersync
+
+import (
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// View is what the hub knows of one Workload at one moment.
+type View struct {
+	Now time.Time
+	// Workload is the hub Workload; never nil.
+	Workload *gantry.Workload
+	// HubJob is the Job the Workload stands for; nil when it is gone.
+	HubJob *batchv1.Job
+	// Clusters holds every cluster the Workload may have objects on (the connected ones and those it
+	// names), by name.
+	Clusters map[string]Cluster
+	// LastMirror is the last status mirror to HubJob; nil when there was none (or it was forgotten).
+	LastMirror *Mirror
+	// FinalizerRemoved: the executor removed the finalizer; the cache does not show it yet.
+	FinalizerRemoved bool
+}
+
+// Cluster is what the hub knows of one worker cluster for the Workload.
+type Cluster struct {
+	Name string
+	// Connected: the hub holds a live connection. Copy, Job and ForeignJob are only known when it does.
+	Connected bool
+	// DisconnectedSince is when the hub last lost the cluster; zero when unknown or connected.
+	DisconnectedSince time.Time
+	// Copy is the object with the Workload's namespace and name on the cluster, of any Workload UID.
+	Copy *gantry.Workload
+	// Job is Gantry's Job with the hub Job's namespace and name on the cluster, of any Workload UID.
+	Job *batchv1.Job
+	// ForeignJob: a live read found a Job of that name that Gantry did not create.
+	ForeignJob bool
+	// CopyExpected and JobExpected: the executor created the current epoch's copy (the Job) and its
+	// cache does not show it yet; the zero time when it did not.
+	CopyExpected time.Time
+	JobExpected  time.Time
+}
+
+// Mirror is the executor's last write of a hub Job's status.
+type Mirror struct {
+	At time.Time
+	// Replaced is the hub Job's resourceVersion the write replaced: while the cache shows that version,
+	// it is behind the write.
+	Replaced string
+}
+
+// Op is a write to a worker.
+type Op string
+
+// Writes to workers.
+const (
+	CreateCopy Op = "CreateCopy"
+	CreateJob  Op = "CreateJob"
+	// Delete deletes with background propagation: dependents (a Job's pods) go after the object.
+	Delete Op = "Delete"
+	// DeleteForeground deletes a Job's pods before the Job, so that "the Job is gone" means nothing of it
+	// runs.
+	DeleteForeground Op = "DeleteForeground"
+)
+
+// WorkerAction is one write to one worker. Deletes name exactly the object read (UID precondition).
+type WorkerAction struct {
+	Op      Op
+	Cluster string
+	Object  client.Object
+}
+
+func (a WorkerAction) String() string {
+	kind := "Job"
+	if _, ok := a.Object.(*gantry.Workload); ok {
+		kind = "Copy"
+	}
+	l := a.Object.GetLabels()
+	return fmt.Sprintf("%s %s %s %s/%s uid=%s epoch=%s", a.Op, a.Cluster, kind, a.Object.GetNamespace(), a.Object.GetName(),
+		l[gantry.WorkloadUIDLabel], l[gantry.DispatchEpochLabel])
+}
+
+// Event is recorded on the hub Job once the writes it describes succeeded.
+type Event struct {
+	Type    string
+	Reason  string
+	Message string
+}
+
+// Plan is what to do for one Workload. The executor writes to workers first, each write on its own;
+// then, in order and each only if the one before succeeded: the live check of ConfirmGone, the hub
+// Job's status, the Workload's status, the finalizer; then the Events.
+type Plan struct {
+	Worker []WorkerAction
+	// ConfirmGone names the cluster where a live read must show no Job of the Workload before Status or
+	// RemoveFinalizer is written: a cache can trail a Job that still runs.
+	ConfirmGone string
+	// HubJobStatus, when set, becomes the hub Job's status.
+	HubJobStatus *batchv1.JobStatus
+	// Status, when set, becomes the Workload's status (written against the resourceVersion read).
+	Status *gantry.WorkloadStatus
+	// RemoveFinalizer lets the Workload go.
+	RemoveFinalizer bool
+	Events          []Event
+	// RequeueAfter asks for another look that no watch event would bring; 0 for none.
+	RequeueAfter time.Duration
+}
+
+// requeue asks for another look after d at the latest.
+func (p *Plan) requeue(d time.Duration) {
+	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
+		p.RequeueAfter = d
+	}
+}
+
+// Timing of looks that no watch event brings.
+const (
+	// CacheCatchUp is how long to wait for the cache to show a write of the hub's own.
+	CacheCatchUp = 100 * time.Millisecond
+	// DeletionPoll is how often a Job being deleted on a worker is looked at; its deletion event
+	// usually comes first.
+	DeletionPoll = time.Second
+	// MirrorInterval is the least time between two status mirrors of a running Job: a Job whose pods
+	// start together would otherwise cost the hub a write per pod. A finished Job is mirrored at once.
+	MirrorInterval = time.Second
+)

@@ -1,0 +1,75 @@
+// Package remotetest has in-memory workers for unit tests of the hub's controllers.
+package remotetest
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/remote"
+)
+
+// Worker is an in-memory worker cluster: one store (a controller-runtime fake client, which tests may
+// build with interceptors to inject errors) seen through a cache that, like the real one, holds only
+// copies and Gantry's Jobs.
+type Worker struct {
+	Store client.Client
+}
+
+var _ remote.Worker = &Worker{}
+
+// Cached implements remote.Worker.
+func (w *Worker) Cached() client.Reader { return gantryOnly{w.Store} }
+
+// Live implements remote.Worker.
+func (w *Worker) Live() client.Reader { return w.Store }
+
+// Writer implements remote.Worker.
+func (w *Worker) Writer() client.Writer { return w.Store }
+
+// gantryOnly hides Jobs that do not carry Gantry's label, as the hub's worker caches do.
+type gantryOnly struct{ client.Reader }
+
+func (g gantryOnly) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := g.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if _, isJob := obj.(*batchv1.Job); isJob {
+		if _, ok := obj.GetLabels()[gantry.WorkloadUIDLabel]; !ok {
+			return apierrors.NewNotFound(batchv1.Resource("jobs"), key.Name)
+		}
+	}
+	return nil
+}
+
+// Workers is a set of workers by name; the ones in Down count as not connected.
+type Workers struct {
+	ByName map[string]*Worker
+	Down   []string
+}
+
+// Worker implements the hub's view of connected workers.
+func (ws *Workers) Worker(name string) (remote.Worker, bool) {
+	w, ok := ws.ByName[name]
+	if !ok || slices.Contains(ws.Down, name) {
+		return nil, false
+	}
+	return w, true
+}
+
+// Connected lists the connected workers' names in order.
+func (ws *Workers) Connected() []string {
+	var out []string
+	for n := range ws.ByName {
+		if !slices.Contains(ws.Down, n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,257 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/hub/remote"
+)
+
+// cutOff makes the hub lose a worker: its registration Secret points at an address nothing listens on.
+// The returned function restores it.
+func cutOff(t *testing.T, rh *runningHub, name string) func() {
+	t.Helper()
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: hubNamespace, Name: name + "-kubeconfig"}
+	var secret corev1.Secret
+	if err := hubEnv.client.Get(ctx, key, &secret); err != nil {
+		t.Fatal(err)
+	}
+	good := secret.Data[remote.KubeconfigKey]
+	bad := *hubEnv.cfg
+	bad.Host = "https://127.0.0.1:1"
+	kc, err := kubeconfigFor(&bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setKubeconfig := func(kc []byte) {
+		eventually(t, "updating the kubeconfig of "+name, func() error {
+			var s corev1.Secret
+			if err := hubEnv.client.Get(ctx, key, &s); err != nil {
+				return err
+			}
+			s.Data[remote.KubeconfigKey] = kc
+			return hubEnv.client.Update(ctx, &s)
+		})
+	}
+	setKubeconfig(kc)
+	eventually(t, name+" disconnected", func() error {
+		if rh.hub.Connections.IsConnected(name) {
+			return fmt.Errorf("still connected")
+		}
+		return nil
+	})
+	restored := false
+	restore := func() {
+		if restored {
+			return
+		}
+		restored = true
+		setKubeconfig(good)
+		eventually(t, name+" connected again", func() error {
+			if !rh.hub.Connections.IsConnected(name) {
+				return fmt.Errorf("not connected")
+			}
+			return nil
+		})
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// playGarbageCollector removes the foreground-deletion finalizer from a Job on a worker being deleted:
+// no garbage collector runs here, so the test says its pods are gone.
+func playGarbageCollector(t *testing.T, cluster string, job *batchv1.Job) {
+	t.Helper()
+	c := workers[cluster].client
+	eventually(t, "the job on "+cluster+" deleted pods first, then gone", func() error {
+		var j batchv1.Job
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(job), &j)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if j.DeletionTimestamp == nil || !slices.Contains(j.Finalizers, metav1.FinalizerDeleteDependents) {
+			return fmt.Errorf("not deleted in the foreground: %v", j.Finalizers)
+		}
+		j.Finalizers = nil
+		if err := c.Update(context.Background(), &j); err != nil {
+			return err
+		}
+		return fmt.Errorf("finalizer removed; waiting for it to go")
+	})
+}
+
+func workloadCondition(t *testing.T, ns, name, typ string) *metav1.Condition {
+	t.Helper()
+	var wl gantry.Workload
+	if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &wl); err != nil {
+		t.Fatal(err)
+	}
+	return apimeta.FindStatusCondition(wl.Status.Conditions, typ)
+}
+
+// TestAWorkerJobDeletedBySomeoneElseIsNotCreatedAgain: the worker Job is deleted by hand before the hub
+// mirrored any start (no Job controller runs here, so it never does). The hub must not create it again:
+// the Workload finishes as RemoteJobLost and the hub Job says Failed.
+func TestAWorkerJobDeletedBySomeoneElseIsNotCreatedAgain(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "lost", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "lost")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "lost", 1, 1)
+	submit(t, job)
+	winner := runsOn(t, job)
+	eventually(t, "the creation recorded", func() error {
+		if c := workloadCondition(t, ns, jobs.WorkloadName(job.Name), gantry.WorkloadJobCreated); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("JobCreated %+v", c)
+		}
+		return nil
+	})
+	var remoteJob batchv1.Job
+	if err := workers[winner].client.Get(context.Background(), client.ObjectKeyFromObject(job), &remoteJob); err != nil {
+		t.Fatal(err)
+	}
+	// As kubectl delete does: background propagation, so it goes at once here, without a garbage collector.
+	if err := workers[winner].client.Delete(context.Background(), &remoteJob, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Workload finished as lost and the hub Job failed", func() error {
+		c := workloadCondition(t, ns, jobs.WorkloadName(job.Name), gantry.WorkloadFinished)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != gantry.ReasonRemoteJobLost {
+			return fmt.Errorf("Finished %+v", c)
+		}
+		var j batchv1.Job
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		for _, jc := range j.Status.Conditions {
+			if jc.Type == batchv1.JobFailed && jc.Status == corev1.ConditionTrue && jc.Reason == gantry.ReasonRemoteJobLost {
+				return nil
+			}
+		}
+		return fmt.Errorf("hub job status %+v", j.Status)
+	})
+	consistently(t, "the Job is not created again", 2*time.Second, func() error {
+		if where, err := remoteJobs(job); err != nil || len(where) > 0 {
+			return fmt.Errorf("job on %v (%v)", where, err)
+		}
+		return nil
+	})
+}
+
+// TestDeletingWhileTheWinnerIsUnreachable: a Workload whose Job may still run on a worker the hub cannot
+// reach stays, says why, and keeps its quota, so a second job cannot take that room; once the worker is
+// back, the Job there is removed (pods first) and only then the Workload goes.
+func TestDeletingWhileTheWinnerIsUnreachable(t *testing.T) {
+	rh := startHub(t)
+	newGlobalQueue(t, "unreach", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "unreach")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "first", 1, 8)
+	submit(t, job)
+	if w := runsOn(t, job); w != "worker-1" {
+		t.Fatalf("runs on %s", w)
+	}
+	restore := cutOff(t, rh, "worker-1")
+	deleteJob(t, job)
+	wlName := jobs.WorkloadName(job.Name)
+	eventually(t, "the Workload held, saying why", func() error {
+		c := workloadCondition(t, ns, wlName, gantry.WorkloadDeleting)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != gantry.ReasonWaitingForWorker {
+			return fmt.Errorf("Deleting %+v", c)
+		}
+		return nil
+	})
+	restore()
+	second := gpuJob(ns, "second", 1, 8)
+	submit(t, second)
+	consistently(t, "the second job waits for quota while the first may run", 2*time.Second, func() error {
+		if where, err := remoteJobs(second); err != nil || len(where) > 0 {
+			return fmt.Errorf("second job on %v (%v)", where, err)
+		}
+		return nil
+	})
+	playGarbageCollector(t, "worker-1", job)
+	eventually(t, "the first Workload gone", func() error {
+		var wl gantry.Workload
+		err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: wlName}, &wl)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	if w := runsOn(t, second); w != "worker-1" {
+		t.Fatalf("second runs on %s", w)
+	}
+}
+
+// TestResubmittedUnderTheSameNameWhileUnreachable: a finished job is deleted while its worker is
+// unreachable (nothing runs, so its Workload goes), and a new job of the same name is submitted. When the
+// worker is back, the old Job there is removed and the new job runs there: the name is not held for good.
+func TestResubmittedUnderTheSameNameWhileUnreachable(t *testing.T) {
+	rh := startHub(t)
+	newGlobalQueue(t, "resubmit", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "resubmit")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "again", 1, 1)
+	submit(t, job)
+	if w := runsOn(t, job); w != "worker-1" {
+		t.Fatalf("runs on %s", w)
+	}
+	completeRemote(t, "worker-1", job)
+	hubJobComplete(t, job)
+	var old batchv1.Job
+	if err := workers["worker-1"].client.Get(context.Background(), client.ObjectKeyFromObject(job), &old); err != nil {
+		t.Fatal(err)
+	}
+	restore := cutOff(t, rh, "worker-1")
+	deleteJob(t, job)
+	eventually(t, "the finished Workload gone", func() error {
+		var wl gantry.Workload
+		err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	eventually(t, "the old hub Job gone", func() error {
+		var j batchv1.Job
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("hub job still there: %v", err)
+		}
+		return nil
+	})
+	again := gpuJob(ns, "again", 1, 1)
+	submit(t, again)
+	restore()
+	eventually(t, "the new job runs on worker-1, the old Job removed", func() error {
+		var j batchv1.Job
+		if err := workers["worker-1"].client.Get(context.Background(), client.ObjectKeyFromObject(again), &j); err != nil {
+			return err
+		}
+		if j.UID == old.UID {
+			if j.DeletionTimestamp != nil && len(j.Finalizers) > 0 {
+				j.Finalizers = nil // no garbage collector here
+				_ = workers["worker-1"].client.Update(context.Background(), &j)
+			}
+			return fmt.Errorf("the old Job is still there")
+		}
+		return nil
+	})
+}
