@@ -84,7 +84,7 @@ func remoteJob(u string, epoch int64) *batchv1.Job {
 func completed(j *batchv1.Job) *batchv1.Job {
 	j.Status = batchv1.JobStatus{Succeeded: 1, StartTime: ptr.To(metav1.NewTime(now.Add(-time.Minute))),
 		CompletionTime: ptr.To(metav1.NewTime(now)),
-		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
+		Conditions:     []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
 	return j
 }
 

@@ -1,0 +1,165 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/workersync"
+	"github.com/gantry-dev/gantry/hub/remote/remotetest"
+)
+
+var testScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = gantry.AddToScheme(s)
+	return s
+}()
+
+func hubObjects(winner string, conditions ...string) (*gantry.Workload, *batchv1.Job) {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "job-uid"},
+		Spec: batchv1.JobSpec{ManagedBy: ptr.To(gantry.JobManagedBy), Suspend: ptr.To(true),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "i"}}}}}}
+	wl := &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: "wl-uid", Finalizers: []string{gantry.WorkloadFinalizer},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid", Controller: ptr.To(true)}}},
+		Spec:   gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1}}},
+		Status: gantry.WorkloadStatus{DispatchEpoch: 1, NominatedClusters: []string{"w1", "w2"}, ClusterName: winner},
+	}
+	for _, c := range conditions {
+		apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: "Test", Message: "test"})
+	}
+	return wl, job
+}
+
+func newReconciler(t *testing.T, hubObjs []client.Object, workers *remotetest.Workers) *Reconciler {
+	t.Helper()
+	hub := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(hubObjs...).
+		WithStatusSubresource(&gantry.Workload{}, &batchv1.Job{}).Build()
+	return &Reconciler{Client: hub, APIReader: hub, Workers: workers, Recorder: events.NewFakeRecorder(16),
+		Clock: clocktesting.NewFakeClock(time.Now())}
+}
+
+func worker(objs ...client.Object) *remotetest.Worker {
+	return &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).Build()}
+}
+
+func reconcile(t *testing.T, r *Reconciler) error {
+	t.Helper()
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "job-train"}})
+	return err
+}
+
+func hubWorkload(t *testing.T, r *Reconciler) *gantry.Workload {
+	t.Helper()
+	var wl gantry.Workload
+	if err := r.Client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "job-train"}, &wl); err != nil {
+		t.Fatal(err)
+	}
+	return &wl
+}
+
+// A created Job is recorded in the same Reconcile, before anything else can happen to it.
+func TestReconcileRecordsTheJobItCreated(t *testing.T) {
+	wl, job := hubObjects("w1")
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": worker()}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	if err := reconcile(t, r); err != nil {
+		t.Fatal(err)
+	}
+	var remote batchv1.Job
+	if err := ws.ByName["w1"].Store.Get(context.Background(), client.ObjectKeyFromObject(job), &remote); err != nil {
+		t.Fatalf("no Job on the winner: %v", err)
+	}
+	if !apimeta.IsStatusConditionTrue(hubWorkload(t, r).Status.Conditions, gantry.WorkloadJobCreated) {
+		t.Errorf("the creation is not recorded")
+	}
+}
+
+// A loser whose withdrawal fails does not hold back the Job on the winner; the error is returned for a
+// retry.
+func TestAFailingWithdrawalDoesNotHoldBackTheWinner(t *testing.T) {
+	wl, job := hubObjects("w1")
+	loserCopy := workersync.NewCopy(wl)
+	refuse := interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+		return errors.New("worker refuses")
+	}}
+	w2 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithObjects(loserCopy).WithInterceptorFuncs(refuse).Build()}
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": worker(), "w2": w2}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	if err := reconcile(t, r); err == nil {
+		t.Errorf("the failed withdrawal is not reported")
+	}
+	var remote batchv1.Job
+	if err := ws.ByName["w1"].Store.Get(context.Background(), client.ObjectKeyFromObject(job), &remote); err != nil {
+		t.Fatalf("no Job on the winner: %v", err)
+	}
+}
+
+// A Job of that name that Gantry did not create is never adopted: the Workload ends as RemoteJobConflict
+// and the hub Job says Failed.
+func TestAForeignJobIsNeverRunOver(t *testing.T) {
+	wl, job := hubObjects("w1")
+	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "foreign"}}
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": worker(foreign)}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	if err := reconcile(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if c := apimeta.FindStatusCondition(hubWorkload(t, r).Status.Conditions, gantry.WorkloadFinished); c == nil || c.Reason != gantry.ReasonRemoteJobConflict {
+		t.Errorf("Finished %+v, want RemoteJobConflict", c)
+	}
+	var got batchv1.Job
+	if err := ws.ByName["w1"].Store.Get(context.Background(), client.ObjectKeyFromObject(job), &got); err != nil || got.UID != "foreign" || len(got.Labels) > 0 {
+		t.Errorf("the foreign Job was touched: %+v, %v", got.ObjectMeta, err)
+	}
+	var hub batchv1.Job
+	_ = r.Client.Get(context.Background(), client.ObjectKeyFromObject(job), &hub)
+	if !failed(&hub) {
+		t.Errorf("hub Job status %+v, want Failed", hub.Status)
+	}
+}
+
+// The winner's Job still there on a live read holds the Workload back even when a plan says it is gone.
+func TestConfirmGoneReadsTheWorker(t *testing.T) {
+	wl, job := hubObjects("w1", gantry.WorkloadJobCreated)
+	wl.DeletionTimestamp = ptr.To(metav1.Now())
+	remote := workersync.NewRemoteJob(job, wl)
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": worker(remote)}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	r.init()
+	plan := workersync.Plan{ConfirmGone: "w1", RemoveFinalizer: true}
+	if _, err := r.execute(context.Background(), hubWorkload(t, r), job, plan); err == nil {
+		t.Fatalf("let go while the Job is on the worker")
+	}
+	if len(hubWorkload(t, r).Finalizers) == 0 {
+		t.Errorf("finalizer removed while the Job is on the worker")
+	}
+}
+
+func failed(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
