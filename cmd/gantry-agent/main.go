@@ -64,9 +64,8 @@ func parseFlags(args []string) (*options, error) {
 		"Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz endpoints bind to.")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false,
-		"Elect a leader among the agent's replicas with a Lease in --namespace, so that only one admits. "+
-			"Off by default for local runs; turn it on when running more than one replica.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true,
+		"Elect a leader among the agent's replicas with a Lease in --namespace, so that only one admits at a time.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200,
 		"Queries per second to the cluster's API server. Admission writes must not wait on the client's rate limit.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400,

@@ -46,7 +46,7 @@ func main() {
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
-	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one hub replica dispatches at a time.")
+	fs.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader with a Lease in --namespace, so that only one hub replica dispatches and writes to workers at a time.")
 	fs.Float64Var(&qps, "kube-api-qps", 500, "Queries per second to the hub's API server.")
 	fs.IntVar(&burst, "kube-api-burst", 1000, "Burst of queries to the hub's API server.")
 	fs.Float64Var(&remoteQPS, "worker-api-qps", 500, "Queries per second to each worker's API server.")
@@ -91,6 +91,8 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "gantry-hub",
 		LeaderElectionNamespace: namespace,
+		// A hub stopped on purpose hands the lease on at once instead of after its expiry.
+		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
 			// Only the hub's own namespace holds Secrets it may read.
 			ByObject:         map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: map[string]cache.Config{namespace: {}}}},
