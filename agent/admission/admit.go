@@ -47,8 +47,9 @@ func (s *Snapshot) Admit(gangs []Gang) []Decision {
 // gang that could fit once capacity frees starves: one with reason HeldForStarvingGang, or with reason
 // InsufficientResources that Fit would place were every node empty (so not one whose pod sets fit the
 // empty nodes only one by one, nor one that only GPU product combinations past
-// MaxGPUProductCombinations could fit). One with reason NoEligibleNode, NeverFits or InvalidGang never
-// holds anything. A starving gang that fits is admitted like any other and holds nothing.
+// MaxGPUProductCombinations could fit, nor one that waits for nodes that are away to come back). One
+// with reason NoEligibleNode, NeverFits or InvalidGang never holds anything. A starving gang that fits
+// is admitted like any other and holds nothing.
 //
 // So the nodes a starving gang needs drain as their pods finish, and nothing new takes them, until the
 // gang fits; meanwhile smaller gangs still backfill nodes it cannot use.

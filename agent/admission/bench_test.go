@@ -90,6 +90,47 @@ func BenchmarkFit64PodGang5000NodesUnfit(b *testing.B) {
 	}
 }
 
+// BenchmarkFit5000NodesNodesBack is a gang about to be rejected while nodes are away: 500 of the 2,500
+// H100 nodes are cordoned, and the gang's 4-GPU H100 pods fit 4,000 at most on the others, even empty.
+// "waits": 4,500 pods, which fit once the cordoned nodes are back; "first of a pass": the same, building
+// the cluster with every node back, as the first rejection of a pass does; "rejected": 5,500 pods,
+// which do not fit with every node back either.
+func BenchmarkFit5000NodesNodesBack(b *testing.B) {
+	nodes, usage := benchCluster(5000)
+	for i := range nodes {
+		if i%10 == 4 {
+			nodes[i].Unschedulable = true
+			nodes[i].Taints = []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+		}
+	}
+	s := snapshot(nodes, usage)
+	sized := func(count int32) Gang {
+		g := benchGang()
+		g.PodSets[1].Count = count
+		return g
+	}
+	for _, bc := range []struct {
+		name  string
+		gang  Gang
+		fresh bool
+		want  UnfitReason
+	}{{"waits", sized(4500), false, InsufficientResources}, {"first of a pass", sized(4500), true, InsufficientResources},
+		{"rejected", sized(5500), false, NeverFits}} {
+		b.Run(bc.name, func(b *testing.B) {
+			if _, u := s.Fit(bc.gang); u == nil || u.Reason != bc.want {
+				b.Fatalf("want %s, got %v", bc.want, u)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if bc.fresh {
+					s.back = nil
+				}
+				s.Fit(bc.gang)
+			}
+		})
+	}
+}
+
 // BenchmarkFit64PodGang5000NodesProducts is a 64-pod gang whose workers prefer H100, else A100: on the
 // H100 nodes, and on the A100 nodes once every H100 node is full.
 func BenchmarkFit64PodGang5000NodesProducts(b *testing.B) {

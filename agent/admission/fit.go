@@ -75,7 +75,9 @@ type step struct {
 // When nothing fits, the reason is judged over every product and domain the gang allows, past the cap
 // too: NoEligibleNode when no domain has eligible nodes for every pod set under some product, NeverFits
 // when none could hold each pod set even with its nodes empty, else InsufficientResources, explained
-// where the gang came closest (most pods placed).
+// where the gang came closest (most pods placed). A NoEligibleNode or NeverFits is then kept only if
+// the whole gang would not fit either with every node back (see the package doc); if it would, the
+// reason is InsufficientResources, and the message names the nodes that are away.
 func (s *Snapshot) Fit(g Gang) (Placement, *Unfit) {
 	p, u, _ := s.fit(&g)
 	return p, u
@@ -99,7 +101,13 @@ func (s *Snapshot) fit(g *Gang) (p Placement, u *Unfit, waits bool) {
 		return p, nil, false
 	}
 	u = clampMessage(sr.explain())
-	return nil, u, u.Reason == InsufficientResources && sr.best.set && sr.best.class == fitsEmpty
+	waits = u.Reason == InsufficientResources && sr.best.set && sr.best.class == fitsEmpty
+	if u.Reason == NeverFits || u.Reason == NoEligibleNode {
+		// Not waits, even if it now waits for nodes to come back: holding the nodes that are here
+		// cannot make it fit.
+		u = s.unlessNodesBack(g, u)
+	}
+	return nil, u, waits
 }
 
 // fitAvoiding fits g like Fit, but leaves alone the nodes n with avoid[n] >= 0 (nil: none): they take

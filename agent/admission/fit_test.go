@@ -287,11 +287,12 @@ func TestFitNodeReadiness(t *testing.T) {
 		gang:  gang("g", gpuPods("w", 1, 8)),
 		want:  Placement{at("w", "c", 1)},
 	}, {
-		name:  "no Ready schedulable node",
+		name:  "no Ready schedulable node: it waits for them to be back",
 		nodes: []Node{notReady, cordoned},
 		gang:  gang("g", gpuPods("w", 1, 8)),
-		wantUnfit: &Unfit{Reason: NoEligibleNode, PodSet: "w",
-			Message: `pod set "w" has no eligible node among 2: 1 not Ready, 1 unschedulable (cordoned)`},
+		wantUnfit: &Unfit{Reason: InsufficientResources, PodSet: "w",
+			Message: `the gang would fit once these nodes are back: a (not Ready); as the cluster is now: ` +
+				`pod set "w" has no eligible node among 2: 1 not Ready, 1 unschedulable (cordoned)`},
 	}, {
 		name: "empty cluster",
 		gang: gang("g", gpuPods("w", 1, 8)),

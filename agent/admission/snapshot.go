@@ -41,6 +41,11 @@ type Snapshot struct {
 	groups       map[groupKey]*domainGroups
 	domains      map[string]*domainIndex // topology label -> its domains
 
+	// back is the cluster as it would be once every node is back (see nodesBack), built when a gang is
+	// about to be rejected while some node is away; away counts those nodes.
+	back *Snapshot
+	away int
+
 	// avoid, while not nil, marks the nodes a fit must leave alone: those with avoid[node] >= 0 (held for
 	// a starving gang, see holds).
 	avoid []int32
@@ -56,6 +61,7 @@ type Snapshot struct {
 type nodeInfo struct {
 	Node
 	usable     bool           // Ready and not Unschedulable
+	away       bool           // not usable, or with a hard taint Kubernetes lifts by itself (conditionTaints)
 	hardTaints []corev1.Taint // NoSchedule and NoExecute taints
 	core       *corev1.Node   // name and labels only, built when a required affinity needs it
 }
@@ -106,10 +112,15 @@ func NewSnapshot(nodes []Node) *Snapshot {
 		ni := &s.nodes[i]
 		ni.Node = n
 		ni.usable = n.Ready && !n.Unschedulable
+		ni.away = !ni.usable
 		for _, t := range n.Taints {
 			if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
 				ni.hardTaints = append(ni.hardTaints, t)
+				ni.away = ni.away || isConditionTaint(t.Key)
 			}
+		}
+		if ni.away {
+			s.away++
 		}
 		s.byName[n.Name] = int32(i)
 		base := i * w

@@ -12,6 +12,18 @@
 // products and domains in a fixed order and records the choice in each Assignment; when nothing fits, the
 // Unfit explanation names what blocks and where it came closest.
 //
+// Fit places pods only on nodes that are Ready and schedulable, but its rejections (NeverFits,
+// NoEligibleNode) are final: the hub gives up on the cluster for the gang. So a gang is rejected only if
+// it would not fit either once every node is back: the nodes that are away (not Ready, cordoned, or
+// carrying a taint Kubernetes sets and lifts by itself, such as node.kubernetes.io/not-ready or
+// node.kubernetes.io/unschedulable) counted as Ready, schedulable and free of those taints, and every
+// node empty. Empty, because NeverFits already means "not even on empty nodes": running pods end, while
+// labels, other taints and allocatable stay. The whole gang must fit so, all or nothing, under the same
+// rules as any fit. If it would, it waits with InsufficientResources, and the message names the away
+// nodes it would use, so that a person can bring them back. Nodes that left the cluster are not counted:
+// the snapshot does not know them. The check runs only for gangs about to be rejected while some node is
+// away.
+//
 // Admit decides gangs in order: priority (higher first), then creation time (older first), then key.
 // Each gang is fitted against what the gangs before it left, so admission is best effort: a small gang
 // may pass a large one that does not fit yet, and a large gang could wait forever while small jobs keep
@@ -22,7 +34,8 @@
 // drain as their pods finish, and once enough is free it is admitted before any gang behind it. Small
 // gangs still pass it on nodes it cannot use (CPU-only nodes, other GPU products, pools with taints it
 // does not tolerate), and gangs before it (higher priority, or older) are never held back. Gangs that can
-// never fit (NeverFits, NoEligibleNode, InvalidGang) never starve anyone.
+// never fit (NeverFits, NoEligibleNode, InvalidGang) never starve anyone, nor do gangs that wait only for
+// nodes to come back: holding the nodes that are here would not make them fit.
 //
 // A Snapshot is not safe for concurrent use; Fit reuses scratch buffers held by the Snapshot.
 package admission
@@ -157,13 +170,17 @@ type UnfitReason string
 
 const (
 	// NoEligibleNode: no node is Ready, schedulable, matches the pod set's nodeSelector and required
-	// affinity and has only taints the pod set tolerates.
+	// affinity and has only taints the pod set tolerates; and the gang would not fit either with every
+	// node back (see the package doc).
 	NoEligibleNode UnfitReason = "NoEligibleNode"
-	// InsufficientResources: the gang would fit if the eligible nodes were empty, but not now.
+	// InsufficientResources: the gang would fit if the eligible nodes were empty, but not now; or it
+	// fits no Ready schedulable nodes, even empty, but would fit once nodes that are away are back (the
+	// message names them).
 	InsufficientResources UnfitReason = "InsufficientResources"
 	// NeverFits: even with every eligible node empty the pod set cannot be placed: one pod needs more
 	// than any eligible node's allocatable, or the eligible nodes together cannot hold Count pods. With
 	// GPU products or a topology key, this holds for every product the pod set accepts and every domain.
+	// And the gang would not fit either with every node back (see the package doc).
 	NeverFits UnfitReason = "NeverFits"
 	// InvalidGang: the gang itself is malformed (negative count or request, duplicate pod set names,
 	// empty or repeated GPU products).

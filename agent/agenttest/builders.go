@@ -79,6 +79,20 @@ func (w *NodeWrapper) Unschedulable() *NodeWrapper {
 	return w
 }
 
+// Cordoned cordons the node as kubectl cordon and Kubernetes' node lifecycle controller leave it:
+// unschedulable, with the node.kubernetes.io/unschedulable:NoSchedule taint.
+func (w *NodeWrapper) Cordoned() *NodeWrapper {
+	return w.Unschedulable().Taint(corev1.TaintNodeUnschedulable, "", corev1.TaintEffectNoSchedule)
+}
+
+// Unreachable leaves the node as Kubernetes does one whose kubelet stopped reporting: Ready Unknown,
+// with the node.kubernetes.io/unreachable NoSchedule and NoExecute taints.
+func (w *NodeWrapper) Unreachable() *NodeWrapper {
+	w.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}
+	return w.Taint(corev1.TaintNodeUnreachable, "", corev1.TaintEffectNoSchedule).
+		Taint(corev1.TaintNodeUnreachable, "", corev1.TaintEffectNoExecute)
+}
+
 // Taint adds a taint.
 func (w *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeWrapper {
 	w.Spec.Taints = append(w.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
