@@ -108,8 +108,10 @@ func (u Update) Result() string {
 // copy's Job has finished), so that a pod is never counted both as usage and as reservation. Then it
 // admits, in admission order, the copies that are not admitted yet and fit; the others get the reason
 // they do not. A copy whose namespace and name are taken by a Job that Gantry did not create for it is
-// rejected with JobNameConflict. Copies being deleted are ignored. An admitted copy stays admitted, and a
-// copy rejected for good (NeverFits, JobNameConflict) stays rejected until its spec changes.
+// rejected with JobNameConflict, unless Gantry created that Job for an earlier Workload of the same
+// name: the copy then waits with PreviousJobPresent, reserving nothing, until the hub has removed it.
+// Copies being deleted are ignored. An admitted copy stays admitted, and a copy rejected for good
+// (NeverFits, NoEligibleNode, JobNameConflict) stays rejected until its spec changes.
 func Decide(in Input) Plan {
 	nodes := make([]admission.Node, 0, len(in.Nodes))
 	for _, n := range in.Nodes {
@@ -131,66 +133,88 @@ func Decide(in Input) Plan {
 		Placements: map[types.UID]admission.Placement{},
 		Assumed:    map[types.UID]Assumption{},
 	}
+	cs := plan.sortCopies(in)
+	plan.holdAdmitted(in, cs, podsByCopy, nodes)
+	plan.admitPending(in, cs)
+	return plan
+}
 
+// copyStates are the copies a pass decides on, by what their Admitted condition says.
+type copyStates struct {
+	current  map[string]*metav1.Condition // by gang key: the Admitted condition, or the one assumed
+	byKey    map[string]*gantryv1alpha1.Workload
+	admitted []*gantryv1alpha1.Workload
+	pending  []*gantryv1alpha1.Workload
+}
+
+// sortCopies splits the copies not being deleted into admitted and pending ones, in key order, going by
+// the writes of earlier passes where the cache does not show them yet.
+func (p *Plan) sortCopies(in Input) copyStates {
 	copies := slices.Clone(in.Copies)
 	slices.SortFunc(copies, func(a, b *gantryv1alpha1.Workload) int { return strings.Compare(GangKey(a), GangKey(b)) })
-	current := make(map[string]*metav1.Condition, len(copies))
-	byKey := make(map[string]*gantryv1alpha1.Workload, len(copies))
-	var admitted, pending []*gantryv1alpha1.Workload
+	cs := copyStates{
+		current: make(map[string]*metav1.Condition, len(copies)),
+		byKey:   make(map[string]*gantryv1alpha1.Workload, len(copies)),
+	}
 	for _, c := range copies {
 		if !IsCopy(c) || c.DeletionTimestamp != nil {
 			continue
 		}
 		key := GangKey(c)
-		byKey[key] = c
+		cs.byKey[key] = c
 		cond := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadAdmitted)
 		if a, ok := in.Assumed[c.UID]; ok && c.ResourceVersion == a.StaleVersion {
-			plan.Assumed[c.UID] = a
+			p.Assumed[c.UID] = a
 			cond = &a.Condition
 		}
-		current[key] = cond
+		cs.current[key] = cond
 		if cond != nil && cond.Status == metav1.ConditionTrue {
-			admitted = append(admitted, c)
+			cs.admitted = append(cs.admitted, c)
 		} else {
-			pending = append(pending, c)
+			cs.pending = append(cs.pending, c)
 		}
 	}
+	return cs
+}
 
-	// Hold what admitted copies still need.
+// holdAdmitted reserves what admitted copies still need, and gives up those whose reservation expired
+// or whose pods were not placed in time.
+func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*corev1.Pod, nodes []admission.Node) {
 	var refit []admission.Gang
-	for _, c := range admitted {
+	for _, c := range cs.admitted {
 		job := in.Jobs[JobKey(c)]
 		owned := job != nil && OwnsJob(c, job)
 		if owned && JobFinished(job) {
 			continue
 		}
-		if cur := current[GangKey(c)]; !owned && in.ReservationTTL > 0 && in.Now.Sub(cur.LastTransitionTime.Time) > in.ReservationTTL {
+		cur := cs.current[GangKey(c)]
+		if !owned && in.ReservationTTL > 0 && in.Now.Sub(cur.LastTransitionTime.Time) > in.ReservationTTL {
 			// The hub never confirmed: it is gone, cut off, or chose another cluster and could not
 			// withdraw. The room goes back to the other copies.
-			plan.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonReservationExpired,
+			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonReservationExpired,
 				fmt.Sprintf("admitted %s ago, but no Job for it was created in this cluster within the reservation TTL (%s); its room is released until the hub dispatches it again",
 					in.Now.Sub(cur.LastTransitionTime.Time).Round(time.Second), in.ReservationTTL), in.Now), nil)
 			continue
 		}
 		if !owned && in.ReservationTTL > 0 {
-			plan.wakeAt(in.Now, current[GangKey(c)].LastTransitionTime.Add(in.ReservationTTL+time.Second))
+			p.wakeAt(in.Now, cur.LastTransitionTime.Add(in.ReservationTTL+time.Second))
 		}
 		copyPods := podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]]
 		progress := ProgressOf(c, copyPods)
 		if owned && in.PlacementTimeout > 0 && !progress.Done() {
-			plan.wakeAt(in.Now, job.CreationTimestamp.Add(in.PlacementTimeout+time.Second))
+			p.wakeAt(in.Now, job.CreationTimestamp.Add(in.PlacementTimeout+time.Second))
 		}
 		if owned && in.PlacementTimeout > 0 && !progress.Done() && in.Now.Sub(job.CreationTimestamp.Time) > in.PlacementTimeout {
 			// The scheduler did not find the room this agent counted (something outside the agent's
 			// view took it). Give the gang up, so that the hub removes the Job and dispatches it again.
-			plan.set(c, current[GangKey(c)], condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout,
+			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout,
 				placementTimeoutMessage(c, progress, copyPods, in.Now.Sub(job.CreationTimestamp.Time)), in.Now), nil)
 			continue
 		}
-		if p, ok := in.Placements[c.UID]; ok {
-			plan.Placements[c.UID] = p
+		if pl, ok := in.Placements[c.UID]; ok {
+			p.Placements[c.UID] = pl
 			if !progress.Done() {
-				snap.Reserve(GangKey(c), TrimPlacement(p, progress))
+				p.Snapshot.Reserve(GangKey(c), TrimPlacement(pl, progress))
 			}
 			continue
 		}
@@ -199,13 +223,15 @@ func Decide(in Input) Plan {
 		}
 	}
 	if len(refit) > 0 {
-		plan.placeAgain(refit, byKey, nodes)
+		p.placeAgain(refit, cs.byKey, nodes)
 	}
+}
 
-	// Admit what fits of the rest.
-	gangs := make([]admission.Gang, 0, len(pending))
-	for _, c := range pending {
-		cur := current[GangKey(c)]
+// admitPending admits, in admission order, the pending copies that fit, and tells the others why not.
+func (p *Plan) admitPending(in Input, cs copyStates) {
+	gangs := make([]admission.Gang, 0, len(cs.pending))
+	for _, c := range cs.pending {
+		cur := cs.current[GangKey(c)]
 		if cur != nil && gantryv1alpha1.RejectsCluster(cur.Reason) && cur.ObservedGeneration == c.Generation {
 			// The hub took it as the cluster's final answer; only a new spec is decided again.
 			continue
@@ -221,26 +247,25 @@ func Decide(in Input) Plan {
 			continue
 		}
 		if job != nil && !OwnsJob(c, job) {
-			plan.set(c, current[GangKey(c)], jobConflict(c, job, in.Now), nil)
+			p.set(c, cur, jobInTheWay(c, job, in.Now), nil)
 			continue
 		}
 		gangs = append(gangs, GangFromCopy(c))
 	}
-	for _, d := range snap.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
-		c := byKey[d.Key]
+	for _, d := range p.Snapshot.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
+		c := cs.byKey[d.Key]
 		if d.Admitted {
-			plan.Placements[c.UID] = d.Placement
-			plan.set(c, current[d.Key], condition(c, metav1.ConditionTrue, gantryv1alpha1.ReasonFits,
+			p.Placements[c.UID] = d.Placement
+			p.set(c, cs.current[d.Key], condition(c, metav1.ConditionTrue, gantryv1alpha1.ReasonFits,
 				describePlacement(d.Placement), in.Now), d.Placement)
 			continue
 		}
-		plan.set(c, current[d.Key], condition(c, metav1.ConditionFalse, unfitReason(d.Unfit.Reason),
+		p.set(c, cs.current[d.Key], condition(c, metav1.ConditionFalse, unfitReason(d.Unfit.Reason),
 			d.Unfit.Message, in.Now), nil)
 		if d.Unfit.Reason == admission.InsufficientResources && in.StarvationTimeout > 0 {
-			plan.wakeAt(in.Now, c.CreationTimestamp.Add(in.StarvationTimeout+time.Second))
+			p.wakeAt(in.Now, c.CreationTimestamp.Add(in.StarvationTimeout+time.Second))
 		}
 	}
-	return plan
 }
 
 // placeAgain reserves the gangs of copies admitted earlier whose placement is not known: where they fit
@@ -292,12 +317,24 @@ func condition(c *gantryv1alpha1.Workload, status metav1.ConditionStatus, reason
 	}
 }
 
-// jobConflict rejects copy c because job, which Gantry did not create for it, holds its name.
-func jobConflict(c *gantryv1alpha1.Workload, job *batchv1.Job, now time.Time) metav1.Condition {
+// jobInTheWay is the answer to copy c while job, which Gantry did not create for it, holds its name.
+//
+// A Job labelled with another Workload UID was created by Gantry for an earlier Workload of the same
+// name (its Job was deleted and submitted again while this cluster was cut off from the hub); the hub
+// deletes it, so c waits with PreviousJobPresent, and the pass that the Job's deletion queues decides
+// it again. Any other Job is someone else's, which Gantry never removes: c is rejected with
+// JobNameConflict.
+func jobInTheWay(c *gantryv1alpha1.Workload, job *batchv1.Job, now time.Time) metav1.Condition {
 	uid := c.Labels[gantryv1alpha1.WorkloadUIDLabel]
+	got, ok := job.Labels[gantryv1alpha1.WorkloadUIDLabel]
+	if ok && got != "" {
+		return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPreviousJobPresent,
+			fmt.Sprintf("Job %s/%s, created by Gantry for an earlier workload of the same name (its label %s is %q, not %q), is still in this cluster; the hub removes it, and this copy is decided again once it is gone",
+				job.Namespace, job.Name, gantryv1alpha1.WorkloadUIDLabel, got, uid), now)
+	}
 	detail := fmt.Sprintf("it lacks the label %s=%s", gantryv1alpha1.WorkloadUIDLabel, uid)
-	if got, ok := job.Labels[gantryv1alpha1.WorkloadUIDLabel]; ok {
-		detail = fmt.Sprintf("its label %s is %q, not %q", gantryv1alpha1.WorkloadUIDLabel, got, uid)
+	if ok {
+		detail = fmt.Sprintf("its label %s is empty, not %q", gantryv1alpha1.WorkloadUIDLabel, uid)
 	}
 	return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict,
 		fmt.Sprintf("Job %s/%s already exists in this cluster and was not created by Gantry for this workload (%s); it is left untouched",

@@ -22,8 +22,10 @@ var (
 	now = t0.Add(time.Hour)
 )
 
-func gpuNode(name string) *corev1.Node {
-	return agenttest.MakeNode(name).Allocatable("cpu", "64", "memory", "512Gi").GPUs(8, "NVIDIA-A100").Obj()
+func gpuNode(name string) *corev1.Node { return gpuNodeWrapper(name).Obj() }
+
+func gpuNodeWrapper(name string) *agenttest.NodeWrapper {
+	return agenttest.MakeNode(name).Allocatable("cpu", "64", "memory", "512Gi").GPUs(8, "NVIDIA-A100")
 }
 
 // copyOf is a copy created minutes after t0 with one pod set "main" of count pods of gpus GPUs each.
@@ -165,14 +167,71 @@ func TestDecide(t *testing.T) {
 				Remembered: []string{"ns/b"},
 			},
 		},
-		"a Job of another workload with the copy's name rejects it": {
+		"a Job Gantry created for an earlier workload of the same name holds the copy back, and it reserves nothing": {
+			in: Input{
+				Nodes:  twoNodes,
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj(), copyOf("b", 1, 2, "8").Obj()},
+				Jobs:   jobs(agenttest.MakeJob("a", "ns").Workload("hub-a-before").Obj()),
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "False/PreviousJobPresent", "ns/b": "True/Fits"},
+				Reserved:   map[string]int32{"ns/b": 2},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
+				Remembered: []string{"ns/b"},
+			},
+		},
+		"a copy held back by an earlier Job is decided again once that Job is gone": {
+			in: Input{
+				Nodes: twoNodes,
+				Copies: []*gantryv1alpha1.Workload{
+					copyOf("a", 0, 1, "8").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonPreviousJobPresent, "m").Obj(),
+				},
+			},
+			want: outcome{
+				Updates:    map[string]string{"ns/a": "True/Fits"},
+				Reserved:   map[string]int32{"ns/a": 1},
+				FreeGPU:    map[string]int64{"n1": 0, "n2": 8},
+				Remembered: []string{"ns/a"},
+			},
+		},
+		"a Job with an empty workload-uid label is not Gantry's: it rejects the copy": {
 			in: Input{
 				Nodes:  twoNodes,
 				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj()},
-				Jobs:   jobs(agenttest.MakeJob("a", "ns").Workload("someone-else").Obj()),
+				Jobs:   jobs(agenttest.MakeJob("a", "ns").Workload("").Obj()),
 			},
 			want: outcome{
 				Updates: map[string]string{"ns/a": "False/JobNameConflict"},
+				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
+			},
+		},
+		"a copy that needs a cordoned node waits for it": {
+			in: Input{
+				Nodes:  []*corev1.Node{gpuNode("n1"), gpuNodeWrapper("n2").Cordoned().Obj()},
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
+			},
+			want: outcome{
+				Updates: map[string]string{"ns/a": "False/InsufficientResources"},
+				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
+			},
+		},
+		"a copy that needs nodes that are not Ready waits for them": {
+			in: Input{
+				Nodes:  []*corev1.Node{gpuNodeWrapper("n1").Unreachable().Obj(), gpuNodeWrapper("n2").Unreachable().Obj()},
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
+			},
+			want: outcome{
+				Updates: map[string]string{"ns/a": "False/InsufficientResources"},
+				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
+			},
+		},
+		"a copy too big even with every node back is rejected": {
+			in: Input{
+				Nodes:  []*corev1.Node{gpuNode("n1"), gpuNodeWrapper("n2").Cordoned().Obj()},
+				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 3, "8").Obj()},
+			},
+			want: outcome{
+				Updates: map[string]string{"ns/a": "False/NeverFits"},
 				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
 			},
 		},
@@ -548,10 +607,12 @@ func TestDecideConditions(t *testing.T) {
 		Copies: []*gantryv1alpha1.Workload{
 			copyOf("fits", 0, 2, "8").Generation(3).Obj(),
 			copyOf("conflict", 1, 1, "1").Obj(),
-			copyOf("conflict-other", 2, 1, "1").Obj(),
+			copyOf("conflict-empty", 2, 1, "1").Obj(),
+			copyOf("earlier", 3, 1, "1").Obj(),
 		},
-		Jobs: jobs(agenttest.MakeJob("conflict", "ns").Obj(), agenttest.MakeJob("conflict-other", "ns").Workload("x").Obj()),
-		Now:  now,
+		Jobs: jobs(agenttest.MakeJob("conflict", "ns").Obj(), agenttest.MakeJob("conflict-empty", "ns").Workload("").Obj(),
+			agenttest.MakeJob("earlier", "ns").Workload("x").Obj()),
+		Now: now,
 	}
 	plan := Decide(in)
 	var got []metav1.Condition
@@ -568,8 +629,15 @@ func TestDecideConditions(t *testing.T) {
 		},
 		{
 			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonJobNameConflict,
-			Message: "Job ns/conflict-other already exists in this cluster and was not created by Gantry for this workload " +
-				`(its label gantry.dev/workload-uid is "x", not "hub-conflict-other"); it is left untouched`,
+			Message: "Job ns/conflict-empty already exists in this cluster and was not created by Gantry for this workload " +
+				`(its label gantry.dev/workload-uid is empty, not "hub-conflict-empty"); it is left untouched`,
+			LastTransitionTime: at,
+		},
+		{
+			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonPreviousJobPresent,
+			Message: "Job ns/earlier, created by Gantry for an earlier workload of the same name " +
+				`(its label gantry.dev/workload-uid is "x", not "hub-earlier"), is still in this cluster; ` +
+				"the hub removes it, and this copy is decided again once it is gone",
 			LastTransitionTime: at,
 		},
 		{
@@ -644,5 +712,68 @@ func TestDescribePlacement(t *testing.T) {
 	}
 	if got := condition(&gantryv1alpha1.Workload{}, metav1.ConditionFalse, "R", strings.Repeat("x", maxConditionMessage+10), now); len(got.Message) != maxConditionMessage {
 		t.Errorf("message of %d bytes, want it cut to %d", len(got.Message), maxConditionMessage)
+	}
+}
+
+// TestDecidePreviousJob plays a Workload submitted again while this cluster was cut off from the hub:
+// the Job Gantry created for the earlier Workload of the same name is still here. The copy waits,
+// without counting as a rejection of the cluster, and is admitted once that Job is gone.
+func TestDecidePreviousJob(t *testing.T) {
+	nodes := []*corev1.Node{gpuNode("n1")}
+	earlier := jobs(agenttest.MakeJob("a", "ns").Workload("hub-a-before").Obj())
+	first := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj()}, Jobs: earlier, Now: now})
+	if len(first.Updates) != 1 {
+		t.Fatalf("first pass: updates %+v, want one", first.Updates)
+	}
+	c := first.Updates[0].Condition
+	if c.Status != metav1.ConditionFalse || c.Reason != gantryv1alpha1.ReasonPreviousJobPresent {
+		t.Fatalf("first pass: %s/%s, want False/%s", c.Status, c.Reason, gantryv1alpha1.ReasonPreviousJobPresent)
+	}
+	if !strings.Contains(c.Message, "Job ns/a") || !strings.Contains(c.Message, `"hub-a-before"`) {
+		t.Errorf("message %q does not name the Job and its workload-uid label", c.Message)
+	}
+	if gantryv1alpha1.RejectsCluster(c.Reason) {
+		t.Errorf("%s counts as a rejection of the cluster: the hub would never nominate it again", c.Reason)
+	}
+	if _, ok := first.Snapshot.Reservation("ns/a"); ok {
+		t.Error("a copy held back by an earlier Job reserved room")
+	}
+
+	shown := copyOf("a", 0, 1, "8").Condition(c.Status, c.Reason, c.Message).Obj()
+	if second := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{shown}, Jobs: earlier, Now: now}); len(second.Updates) != 0 {
+		t.Errorf("while the earlier Job is there: updates %+v, want none", second.Updates)
+	}
+
+	third := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{shown}, Now: now})
+	got := outcomeOf(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{shown}}, third)
+	want := outcome{Updates: map[string]string{"ns/a": "True/Fits"}, Reserved: map[string]int32{"ns/a": 1},
+		FreeGPU: map[string]int64{"n1": 0}, Remembered: []string{"ns/a"}}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("once the earlier Job is gone (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecideWaitsForNodesBack plays a cordoned node that a copy needs: the copy waits, with a message
+// naming the node, and is admitted once the node is uncordoned.
+func TestDecideWaitsForNodesBack(t *testing.T) {
+	copyA := func() *agenttest.CopyWrapper { return copyOf("a", 0, 2, "8") }
+	first := Decide(Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNodeWrapper("n2").Cordoned().Obj()},
+		Copies: []*gantryv1alpha1.Workload{copyA().Obj()}, Now: now})
+	if len(first.Updates) != 1 {
+		t.Fatalf("first pass: updates %+v, want one", first.Updates)
+	}
+	c := first.Updates[0].Condition
+	if c.Reason != gantryv1alpha1.ReasonInsufficientResources || !strings.Contains(c.Message, "n2 (cordoned)") {
+		t.Fatalf("first pass: %s %q, want %s naming n2 as cordoned", c.Reason, c.Message, gantryv1alpha1.ReasonInsufficientResources)
+	}
+
+	back := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
+	shown := copyA().Condition(c.Status, c.Reason, c.Message).Obj()
+	second := Decide(Input{Nodes: back, Copies: []*gantryv1alpha1.Workload{shown}, Now: now})
+	got := outcomeOf(Input{Nodes: back, Copies: []*gantryv1alpha1.Workload{shown}}, second)
+	want := outcome{Updates: map[string]string{"ns/a": "True/Fits"}, Reserved: map[string]int32{"ns/a": 2},
+		FreeGPU: map[string]int64{"n1": 0, "n2": 0}, Remembered: []string{"ns/a"}}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("once n2 is uncordoned (-want +got):\n%s", diff)
 	}
 }

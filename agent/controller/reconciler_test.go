@@ -213,6 +213,12 @@ func TestPredicates(t *testing.T) {
 	heartbeat.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
 	cordoned := node.DeepCopy()
 	cordoned.Spec.Unschedulable = true
+	notReady := gpuNodeWrapper("n1").NotReady().Taint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoSchedule).Obj()
+	readyTainted := notReady.DeepCopy()
+	readyTainted.Status.Conditions = node.Status.Conditions
+	oldJob := agenttest.MakeJob("a", "ns").Workload("hub-a-before").Obj()
+	oldJobRunning := oldJob.DeepCopy()
+	oldJobRunning.Status.Active = 1
 
 	pending := agenttest.MakePod("p", "ns").Request("cpu", "1").Obj()
 	pendingLabelled := pending.DeepCopy()
@@ -227,20 +233,27 @@ func TestPredicates(t *testing.T) {
 	cases := map[string]struct {
 		got, want bool
 	}{
-		"node heartbeat":            {nodeChanged.Update(updateEvent(node, heartbeat)), false},
-		"node cordoned":             {nodeChanged.Update(updateEvent(node, cordoned)), true},
-		"pending pod created":       {podChanged.Create(createEvent(pending)), false},
-		"pending pod annotated":     {podChanged.Update(updateEvent(pending, pendingLabelled)), false},
-		"pod bound":                 {podChanged.Update(updateEvent(pending, bound)), true},
-		"bound pod starts running":  {podChanged.Update(updateEvent(bound, running)), false},
-		"pod terminates":            {podChanged.Update(updateEvent(running, done)), true},
-		"bound pod deleted":         {podChanged.Delete(deleteEvent(running)), true},
-		"unbound pod deleted":       {podChanged.Delete(deleteEvent(pending)), false},
-		"workload without label":    {copyChanged.Create(createEvent(&gantryv1alpha1.Workload{})), false},
-		"copy created":              {copyChanged.Create(createEvent(copyOf("a", 0, 1, "1").Obj())), true},
-		"report deleted":            {reportChanged("w").Delete(deleteEvent(&gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "w"}})), true},
-		"report updated":            {reportChanged("w").Update(updateEvent(&gantryv1alpha1.CapacityReport{}, &gantryv1alpha1.CapacityReport{})), false},
-		"other cluster report gone": {reportChanged("w").Delete(deleteEvent(&gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "x"}})), false},
+		"node heartbeat":             {nodeChanged.Update(updateEvent(node, heartbeat)), false},
+		"node cordoned":              {nodeChanged.Update(updateEvent(node, cordoned)), true},
+		"node uncordoned":            {nodeChanged.Update(updateEvent(cordoned, node)), true},
+		"node becomes Ready":         {nodeChanged.Update(updateEvent(notReady, readyTainted)), true},
+		"node's not-ready taint off": {nodeChanged.Update(updateEvent(readyTainted, node)), true},
+		"node added":                 {nodeChanged.Create(createEvent(node)), true},
+		"Job deleted":                {jobChanged.Delete(deleteEvent(oldJob)), true},
+		"Job created":                {jobChanged.Create(createEvent(oldJob)), true},
+		"Job status changed":         {jobChanged.Update(updateEvent(oldJob, oldJobRunning)), false},
+		"pending pod created":        {podChanged.Create(createEvent(pending)), false},
+		"pending pod annotated":      {podChanged.Update(updateEvent(pending, pendingLabelled)), false},
+		"pod bound":                  {podChanged.Update(updateEvent(pending, bound)), true},
+		"bound pod starts running":   {podChanged.Update(updateEvent(bound, running)), false},
+		"pod terminates":             {podChanged.Update(updateEvent(running, done)), true},
+		"bound pod deleted":          {podChanged.Delete(deleteEvent(running)), true},
+		"unbound pod deleted":        {podChanged.Delete(deleteEvent(pending)), false},
+		"workload without label":     {copyChanged.Create(createEvent(&gantryv1alpha1.Workload{})), false},
+		"copy created":               {copyChanged.Create(createEvent(copyOf("a", 0, 1, "1").Obj())), true},
+		"report deleted":             {reportChanged("w").Delete(deleteEvent(&gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "w"}})), true},
+		"report updated":             {reportChanged("w").Update(updateEvent(&gantryv1alpha1.CapacityReport{}, &gantryv1alpha1.CapacityReport{})), false},
+		"other cluster report gone":  {reportChanged("w").Delete(deleteEvent(&gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "x"}})), false},
 	}
 	for name, tc := range cases {
 		if tc.got != tc.want {
