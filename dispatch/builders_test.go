@@ -111,6 +111,12 @@ func (b *workloadBuilder) nominated(epoch int64, clusters ...string) *workloadBu
 	return b
 }
 
+// nominatedUnder records the GlobalQueue the nomination was made under.
+func (b *workloadBuilder) nominatedUnder(queue string) *workloadBuilder {
+	b.w.NominatedQueue = queue
+	return b
+}
+
 func (b *workloadBuilder) admittedOn(cluster string) *workloadBuilder {
 	b.w.Phase, b.w.Winner = Admitted, cluster
 	if b.w.Epoch == 0 {

@@ -12,24 +12,27 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
-// Winner records that Cluster runs the workload Key.
+// Winner records that Cluster runs the workload Key, using quota of GlobalQueue.
 type Winner struct {
-	Key     string
-	Cluster string
+	Key         string
+	Cluster     string
+	GlobalQueue string
 }
 
-// Rejection is a cluster that said it can never run a workload.
+// Rejection is a cluster that said it cannot run a workload as the cluster is.
 type Rejection struct {
 	Cluster string
 	Reason  string
 	Message string
 }
 
-// Nomination sends copies of the workload Key to Clusters in a new Epoch.
+// Nomination sends copies of the workload Key to Clusters in a new Epoch, reserving quota of
+// GlobalQueue; the executor records GlobalQueue with it, so that the admission keeps using that quota.
 type Nomination struct {
-	Key      string
-	Epoch    int64
-	Clusters []string
+	Key         string
+	Epoch       int64
+	GlobalQueue string
+	Clusters    []string
 }
 
 // Verdict explains why a workload stays pending.
@@ -54,7 +57,8 @@ type Result struct {
 // Plan runs one dispatch pass. In order: it confirms winners among admitted copies (each within the
 // quota left on its cluster), records rejections, and nominates clusters for workloads that have no
 // usable nomination, highest priority first, reserving the queue's quota on every nominated cluster so
-// that confirmed usage can never exceed the quota.
+// that confirmed usage can never exceed the quota. A nomination recorded under another GlobalQueue than
+// the workload's Queue names now is not usable: it is replaced under the current one.
 func Plan(s *Snapshot) Result {
 	res := Result{Rejections: map[string][]Rejection{}}
 	l := newLedger(s)
@@ -74,10 +78,12 @@ func Plan(s *Snapshot) Result {
 			continue // no queue: the snapshot builder reports why
 		}
 		vec := q.vector(w.Requests)
+		// A nomination made under another GlobalQueue reserved nothing here and may not win here.
+		valid := w.Epoch > 0 && !w.nominationVoid()
 
-		if w.Epoch > 0 {
+		if valid {
 			if c, ok := q.chooseWinner(w, vec); ok {
-				res.Winners = append(res.Winners, Winner{Key: w.Key, Cluster: c})
+				res.Winners = append(res.Winners, Winner{Key: w.Key, Cluster: c, GlobalQueue: w.GlobalQueue})
 				continue
 			}
 		}
@@ -91,7 +97,7 @@ func Plan(s *Snapshot) Result {
 				rejected[cp.Cluster] = true
 			}
 		}
-		if w.Epoch > 0 && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
+		if valid && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
 			q.hasValidNomination(w, rejected) {
 			if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
 				res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
@@ -227,7 +233,7 @@ func newLedger(s *Snapshot) *ledger {
 				addTo(ql.clusters[i].admitted, ql.vector(w.Requests))
 			}
 		case Pending:
-			if w.Epoch > 0 {
+			if w.Epoch > 0 && !w.nominationVoid() {
 				vec := ql.vector(w.Requests)
 				for _, c := range w.Nominated {
 					if i, ok := ql.byName[c]; ok {
@@ -265,8 +271,8 @@ func subFrom(dst, v []int64) {
 
 // release drops the reservations of a workload's current nomination.
 func (ql *queueLedger) release(w *Workload) {
-	if w.Epoch == 0 {
-		return
+	if w.Epoch == 0 || w.nominationVoid() {
+		return // nothing reserved in this queue
 	}
 	vec := ql.vector(w.Requests)
 	for _, c := range w.Nominated {
@@ -330,14 +336,7 @@ func (ql *queueLedger) hasValidNomination(w *Workload, rejected map[string]bool)
 
 // nominate walks a queue's workloads that need clusters, in queue order.
 func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
-	maxCandidates := ql.q.MaxCandidates
-	if maxCandidates < 1 {
-		maxCandidates = 1
-	}
-	type scored struct {
-		idx   int
-		score float64
-	}
+	maxCandidates := max(ql.q.MaxCandidates, 1)
 	best := make([]scored, 0, maxCandidates)
 	// Quota only shrinks during a pass, so a request shape that found no cluster fails again: remember
 	// a few such shapes (bursts of identical jobs are common) and skip their scan.
@@ -364,84 +363,113 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 				continue
 			}
 		}
-		best = best[:0]
-		// With an order of GPU products, only the clusters with room for the most preferred product
-		// available anywhere get copies, so that whichever admits first, the job gets that product.
-		preferred := -1
-		if len(w.GPU.Products) > 1 {
-			preferred = len(w.GPU.Products)
-			for i := range ql.clusters {
-				c := &ql.clusters[i]
-				if c.known && !w.Rejected[c.name] && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) &&
-					c.cluster.MayFitNow(w.GPU) {
-					preferred = min(preferred, c.cluster.ProductRank(w.GPU))
-				}
-			}
-		}
-		canEverHold, usableHolders, withQuota := 0, 0, 0
-		for i := range ql.clusters {
-			c := &ql.clusters[i]
-			if !c.known || (len(w.Rejected) > 0 && w.Rejected[c.name]) || !fitsEmpty(c.quota, vec) {
-				continue
-			}
-			canEverHold++
-			if !c.cluster.Usable() {
-				continue
-			}
-			usableHolders++
-			if !within3(c.quota, c.admitted, c.reserved, vec) {
-				continue
-			}
-			withQuota++
-			if !c.cluster.MayFitNow(w.GPU) {
-				continue // a copy there would only wait; its agent reports when GPUs free up
-			}
-			if preferred >= 0 && c.cluster.ProductRank(w.GPU) > preferred {
-				continue // room only for a less preferred product than another cluster has
-			}
-			sc := headroomScore(c, vec)
-			// Keep the best maxCandidates by score, earlier clusters first on ties.
-			pos := len(best)
-			for pos > 0 && best[pos-1].score < sc {
-				pos--
-			}
-			if pos < maxCandidates {
-				if len(best) < maxCandidates {
-					best = append(best, scored{})
-				}
-				copy(best[pos+1:], best[pos:len(best)-1])
-				best[pos] = scored{idx: i, score: sc}
-			}
-		}
+		var sc scan
+		best, sc = ql.candidates(w, vec, maxCandidates, best[:0])
 		if len(best) == 0 {
-			v := Verdict{Key: w.Key, Withdraw: len(w.Nominated) > 0}
-			switch {
-			case canEverHold == 0:
-				v.Reason, v.Message = gantry.ReasonNoClusterCanHold, ql.cannotHoldMessage(w, vec)
-			case usableHolders == 0:
-				v.Reason, v.Message = gantry.ReasonNoClusterAvailable, ql.unavailableMessage(w, vec)
-			case withQuota > 0:
-				v.Reason, v.Message = gantry.ReasonWaitingForCapacity, ql.noCapacityMessage(w, vec)
-			default:
-				v.Reason = gantry.ReasonWaitingForQuota
-				v.Message = fmt.Sprintf("waiting for quota of GlobalQueue %s on %d cluster(s)", ql.q.Name, usableHolders)
-			}
+			v := ql.noCandidateVerdict(w, vec, sc)
 			res.Verdicts = append(res.Verdicts, v)
 			if memo && len(failures) < 16 {
 				failures = append(failures, failure{vec: vec, verdict: v})
 			}
-			if ql.q.StrictFIFO && canEverHold > 0 {
+			if ql.q.StrictFIFO && sc.canEverHold > 0 {
 				blockedBy = w.Key
 			}
 			continue
 		}
-		n := Nomination{Key: w.Key, Epoch: w.Epoch + 1, Clusters: make([]string, len(best))}
+		n := Nomination{Key: w.Key, Epoch: w.Epoch + 1, GlobalQueue: w.GlobalQueue, Clusters: make([]string, len(best))}
 		for k, b := range best {
 			addTo(ql.clusters[b.idx].reserved, vec)
 			n.Clusters[k] = ql.clusters[b.idx].name
 		}
 		res.Nominations = append(res.Nominations, n)
 	}
+}
+
+// scored is a candidate cluster, by index in the queue's clusters, and its headroom score.
+type scored struct {
+	idx   int
+	score float64
+}
+
+// scan counts, for a workload that found no candidate, the clusters that passed each test in turn.
+type scan struct {
+	canEverHold, usableHolders, withQuota int
+}
+
+// candidates appends to best the up to maxCandidates clusters with the most headroom that may take the
+// workload now, earlier clusters first on ties.
+func (ql *queueLedger) candidates(w *Workload, vec []int64, maxCandidates int, best []scored) ([]scored, scan) {
+	preferred := ql.preferredRank(w, vec)
+	var sc scan
+	for i := range ql.clusters {
+		c := &ql.clusters[i]
+		if !c.known || (len(w.Rejected) > 0 && w.Rejected[c.name]) || !fitsEmpty(c.quota, vec) {
+			continue
+		}
+		sc.canEverHold++
+		if !c.cluster.Usable() {
+			continue
+		}
+		sc.usableHolders++
+		if !within3(c.quota, c.admitted, c.reserved, vec) {
+			continue
+		}
+		sc.withQuota++
+		if !c.cluster.MayFitNow(w.GPU) {
+			continue // a copy there would only wait; its agent reports when GPUs free up
+		}
+		if preferred >= 0 && c.cluster.ProductRank(w.GPU) > preferred {
+			continue // room only for a less preferred product than another cluster has
+		}
+		score := headroomScore(c, vec)
+		pos := len(best)
+		for pos > 0 && best[pos-1].score < score {
+			pos--
+		}
+		if pos < maxCandidates {
+			if len(best) < maxCandidates {
+				best = append(best, scored{})
+			}
+			copy(best[pos+1:], best[pos:len(best)-1])
+			best[pos] = scored{idx: i, score: score}
+		}
+	}
+	return best, sc
+}
+
+// preferredRank is, for a workload with an order of GPU products, the best rank of a product some usable
+// cluster with quota has room for: only clusters with that product get copies, so that whichever admits
+// first, the job gets it. -1 when the workload names no order.
+func (ql *queueLedger) preferredRank(w *Workload, vec []int64) int {
+	if len(w.GPU.Products) <= 1 {
+		return -1
+	}
+	preferred := len(w.GPU.Products)
+	for i := range ql.clusters {
+		c := &ql.clusters[i]
+		if c.known && !w.Rejected[c.name] && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) &&
+			c.cluster.MayFitNow(w.GPU) {
+			preferred = min(preferred, c.cluster.ProductRank(w.GPU))
+		}
+	}
+	return preferred
+}
+
+// noCandidateVerdict says why no cluster took the workload, from the first test that none passed.
+func (ql *queueLedger) noCandidateVerdict(w *Workload, vec []int64, sc scan) Verdict {
+	v := Verdict{Key: w.Key, Withdraw: len(w.Nominated) > 0}
+	switch {
+	case sc.canEverHold == 0:
+		v.Reason, v.Message = gantry.ReasonNoClusterCanHold, ql.cannotHoldMessage(w, vec)
+	case sc.usableHolders == 0:
+		v.Reason, v.Message = gantry.ReasonNoClusterAvailable, ql.unavailableMessage(w, vec)
+	case sc.withQuota > 0:
+		v.Reason, v.Message = gantry.ReasonWaitingForCapacity, ql.noCapacityMessage(w, vec)
+	default:
+		v.Reason = gantry.ReasonWaitingForQuota
+		v.Message = fmt.Sprintf("waiting for quota of GlobalQueue %s on %d cluster(s)", ql.q.Name, sc.usableHolders)
+	}
+	return v
 }
 
 // noCapacityMessage says what a workload that has quota but no room waits for. It names no free amounts:

@@ -11,16 +11,21 @@ import (
 
 // model is the persisted hub state plus the copies on workers, driven by random events. Each dispatch
 // pass rebuilds its snapshot from the model, as the hub does after a restart, so restarts need no event
-// of their own.
+// of their own. Two GlobalQueues share the clusters; a workload's Queue may be pointed at the other one
+// at any time.
 type model struct {
 	clusters  []string
 	connected map[string]bool
-	quota     map[string]int64
+	quota     map[string]map[string]int64 // queue -> cluster -> GPUs
 	workloads []*Workload
+	queueOf   map[string]string                // key -> the GlobalQueue its Queue names now
+	recorded  map[string]string                // key -> the GlobalQueue recorded with its nomination
 	copies    map[string]map[string]*modelCopy // key -> cluster -> copy
 	clock     int
 	winners   map[string]string
 }
+
+var modelQueues = []string{"q", "r"}
 
 type modelCopy struct {
 	epoch    int64
@@ -33,7 +38,9 @@ func newModel(data []byte) (*model, []byte) {
 	m := &model{
 		clusters:  []string{"a", "b", "c"},
 		connected: map[string]bool{"a": true, "b": true, "c": true},
-		quota:     map[string]int64{},
+		quota:     map[string]map[string]int64{"q": {}, "r": {}},
+		queueOf:   map[string]string{},
+		recorded:  map[string]string{},
 		copies:    map[string]map[string]*modelCopy{},
 		winners:   map[string]string{},
 	}
@@ -45,8 +52,9 @@ func newModel(data []byte) (*model, []byte) {
 		data = data[1:]
 		return b
 	}
-	for _, c := range m.clusters {
-		m.quota[c] = int64(next()%17) * 1000
+	for i, c := range m.clusters {
+		m.quota["q"][c] = int64(next()%17) * 1000
+		m.quota["r"][m.clusters[(i+1)%len(m.clusters)]] = m.quota["q"][c]
 	}
 	n := 1 + next()%8
 	for i := 0; i < n; i++ {
@@ -56,20 +64,32 @@ func newModel(data []byte) (*model, []byte) {
 			Requests: Resources{"nvidia.com/gpu": int64(1+next()%8) * 1000},
 		})
 		m.copies[key] = map[string]*modelCopy{}
+		m.queueOf[key] = "q"
 	}
 	return m, data
 }
 
 func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
-	q := &GlobalQueue{Name: "q", StrictFIFO: strict, MaxCandidates: maxCandidates, Clusters: m.clusters, Quota: map[string]Resources{}}
-	s := &Snapshot{Clusters: map[string]Cluster{}, Queues: map[string]*GlobalQueue{"q": q}}
+	s := &Snapshot{Clusters: map[string]Cluster{}, Queues: map[string]*GlobalQueue{}}
+	for _, name := range modelQueues {
+		q := &GlobalQueue{Name: name, StrictFIFO: strict, MaxCandidates: maxCandidates, Clusters: m.clusters, Quota: map[string]Resources{}}
+		for _, c := range m.clusters {
+			q.Quota[c] = Resources{"nvidia.com/gpu": m.quota[name][c]}
+		}
+		s.Queues[name] = q
+	}
 	for _, c := range m.clusters {
 		s.Clusters[c] = Cluster{Name: c, Connected: m.connected[c], AgentReady: true}
-		q.Quota[c] = Resources{"nvidia.com/gpu": m.quota[c]}
 	}
 	for _, w := range m.workloads {
 		cw := *w
 		cw.Copies = nil
+		// As the snapshot builder does: a pending workload is dispatched under the queue its Queue names
+		// now; an admitted one counts where it was nominated.
+		cw.GlobalQueue, cw.NominatedQueue = m.queueOf[w.Key], m.recorded[w.Key]
+		if w.Phase != Pending {
+			cw.GlobalQueue = m.recorded[w.Key]
+		}
 		for _, c := range m.clusters {
 			// The snapshot builder only passes copies of the current epoch on connected clusters.
 			if cp := m.copies[w.Key][c]; cp != nil && cp.epoch == w.Epoch && m.connected[c] {
@@ -100,6 +120,9 @@ func (m *model) apply(t *testing.T, r Result) {
 		if cp == nil || !cp.admitted || cp.epoch != w.Epoch || !slices.Contains(w.Nominated, win.Cluster) {
 			t.Fatalf("winner %s of %s has no admitted copy of epoch %d (nominated %v)", win.Cluster, w.Key, w.Epoch, w.Nominated)
 		}
+		if q := m.recorded[w.Key]; win.GlobalQueue != q || q != m.queueOf[w.Key] {
+			t.Fatalf("winner of %s under %s, nominated under %s, its Queue names %s", w.Key, win.GlobalQueue, q, m.queueOf[w.Key])
+		}
 		w.Winner, w.Phase = win.Cluster, Admitted
 		m.winners[w.Key] = win.Cluster
 		for c := range m.copies[w.Key] {
@@ -124,10 +147,11 @@ func (m *model) apply(t *testing.T, r Result) {
 	}
 	for _, n := range r.Nominations {
 		w := m.byKey(n.Key)
-		if w.Winner != "" || n.Epoch != w.Epoch+1 {
-			t.Fatalf("bad nomination %+v of %+v", n, w)
+		if w.Winner != "" || n.Epoch != w.Epoch+1 || n.GlobalQueue != m.queueOf[w.Key] {
+			t.Fatalf("bad nomination %+v of %+v (its Queue names %s)", n, w, m.queueOf[w.Key])
 		}
 		w.Epoch, w.Nominated = n.Epoch, n.Clusters
+		m.recorded[w.Key] = n.GlobalQueue
 		for _, c := range n.Clusters {
 			if m.connected[c] {
 				m.copies[w.Key][c] = &modelCopy{epoch: n.Epoch}
@@ -136,30 +160,39 @@ func (m *model) apply(t *testing.T, r Result) {
 	}
 }
 
+// checkQuota checks every (GlobalQueue, cluster): admitted workloads count where they were nominated,
+// reservations only while the workload's Queue still names that GlobalQueue (otherwise they can never
+// win there).
 func (m *model) checkQuota(t *testing.T) {
-	for _, c := range m.clusters {
-		var admitted, reserved int64
-		for _, w := range m.workloads {
-			gpus := w.Requests["nvidia.com/gpu"]
-			switch {
-			case w.Phase == Admitted && w.Winner == c:
-				admitted += gpus
-			case w.Phase == Pending && w.Epoch > 0 && slices.Contains(w.Nominated, c):
-				reserved += gpus
+	for _, q := range modelQueues {
+		for _, c := range m.clusters {
+			var admitted, reserved int64
+			for _, w := range m.workloads {
+				gpus := w.Requests["nvidia.com/gpu"]
+				if m.recorded[w.Key] != q {
+					continue
+				}
+				switch {
+				case w.Phase == Admitted && w.Winner == c:
+					admitted += gpus
+				case w.Phase == Pending && w.Epoch > 0 && slices.Contains(w.Nominated, c) && m.queueOf[w.Key] == q:
+					reserved += gpus
+				}
 			}
-		}
-		if admitted > m.quota[c] {
-			t.Fatalf("confirmed usage %d on %s exceeds quota %d", admitted, c, m.quota[c])
-		}
-		if admitted+reserved > m.quota[c] {
-			t.Fatalf("usage %d plus reservations %d on %s exceed quota %d", admitted, reserved, c, m.quota[c])
+			if admitted > m.quota[q][c] {
+				t.Fatalf("confirmed usage %d of %s on %s exceeds quota %d", admitted, q, c, m.quota[q][c])
+			}
+			if admitted+reserved > m.quota[q][c] {
+				t.Fatalf("usage %d plus reservations %d of %s on %s exceed quota %d", admitted, reserved, q, c, m.quota[q][c])
+			}
 		}
 	}
 }
 
 // FuzzPlanAtMostOneWinnerWithinQuota drives dispatch passes, agent admissions and rejections, lost and
-// regained clusters and finishing jobs in random order, and checks after every step that no workload
-// ever gets a second winner and that quota is never exceeded.
+// regained clusters, finishing jobs, Queues pointed at the other GlobalQueue and lapsing rejections in
+// random order, and checks after every step that no workload ever gets a second winner and that quota
+// is never exceeded.
 func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 	f.Add([]byte{8, 8, 8, 4, 1, 2, 3, 4, 5, 6, 0, 1, 0, 1, 1, 1, 0, 3, 0, 4, 0})
 	f.Add([]byte{16, 0, 4, 7, 7, 7, 7, 7, 7, 7, 7, 7, 0, 1, 2, 0, 1, 5, 0, 3, 1, 0, 2, 7, 0})
@@ -169,7 +202,7 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 		strict := len(data) > 0 && data[0]%2 == 1
 		maxCandidates := 1 + len(data)%3
 		for i := 0; i+1 < len(ops); i += 2 {
-			op, arg := ops[i]%6, int(ops[i+1])
+			op, arg := ops[i]%8, int(ops[i+1])
 			w := m.workloads[arg%len(m.workloads)]
 			c := m.clusters[(arg/8)%len(m.clusters)]
 			switch op {
@@ -190,6 +223,10 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 				if w.Phase == Admitted {
 					w.Phase = Finished
 				}
+			case 6:
+				m.queueOf[w.Key] = modelQueues[(slices.Index(modelQueues, m.queueOf[w.Key])+1)%len(modelQueues)]
+			case 7:
+				delete(w.Rejected, c) // the rejection lapsed
 			}
 			m.checkQuota(t)
 		}

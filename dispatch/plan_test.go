@@ -22,14 +22,14 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/running", "q").gpus(8).admittedOn("a").obj(),
 				makeWorkload("ns/new", "q").gpus(4).obj(),
 			).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, Clusters: []string{"b"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, GlobalQueue: "q", Clusters: []string{"b"}}}},
 		},
 		"several candidates, most headroom first": {
 			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
 				makeWorkload("ns/running", "q").gpus(2).admittedOn("a").obj(),
 				makeWorkload("ns/new", "q").gpus(4).obj(),
 			).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, Clusters: []string{"b", "a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, GlobalQueue: "q", Clusters: []string{"b", "a"}}}},
 		},
 		"nominations reserve quota": {
 			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
@@ -37,7 +37,7 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/second", "q").gpus(6).createdAt(2).obj(),
 			).obj(),
 			want: Result{
-				Nominations: []Nomination{{Key: "ns/first", Epoch: 1, Clusters: []string{"a"}}},
+				Nominations: []Nomination{{Key: "ns/first", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 				Verdicts: []Verdict{{Key: "ns/second", Reason: gantry.ReasonWaitingForQuota,
 					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
 			},
@@ -56,7 +56,7 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/urgent", "q").gpus(8).createdAt(5).priority(10).obj(),
 			).obj(),
 			want: Result{
-				Nominations: []Nomination{{Key: "ns/urgent", Epoch: 1, Clusters: []string{"a"}}},
+				Nominations: []Nomination{{Key: "ns/urgent", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 				Verdicts: []Verdict{{Key: "ns/old", Reason: gantry.ReasonWaitingForQuota,
 					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
 			},
@@ -68,7 +68,7 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/small", "q").gpus(2).createdAt(2).obj(),
 			).obj(),
 			want: Result{
-				Nominations: []Nomination{{Key: "ns/small", Epoch: 1, Clusters: []string{"a"}}},
+				Nominations: []Nomination{{Key: "ns/small", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 				Verdicts: []Verdict{{Key: "ns/big", Reason: gantry.ReasonWaitingForQuota,
 					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
 			},
@@ -90,7 +90,7 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/small", "q").gpus(2).createdAt(2).obj(),
 			).obj(),
 			want: Result{
-				Nominations: []Nomination{{Key: "ns/small", Epoch: 1, Clusters: []string{"a"}}},
+				Nominations: []Nomination{{Key: "ns/small", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 				Verdicts: []Verdict{{Key: "ns/huge", Reason: gantry.ReasonNoClusterCanHold,
 					Message: "no cluster of GlobalQueue q can ever hold this workload: a: needs 16 nvidia.com/gpu, quota is 8"}},
 			},
@@ -99,7 +99,7 @@ func TestPlan(t *testing.T) {
 			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
 				makeWorkload("ns/cpu-heavy", "q").cpu(10000).gpus(1).obj(),
 			).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/cpu-heavy", Epoch: 1, Clusters: []string{"a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/cpu-heavy", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}}},
 		},
 		"disconnected and cordoned clusters are skipped": {
 			snapshot: makeSnapshot().cluster("a", "b").disconnected("a").cordoned("b").queue(twoClusters().obj()).workloads(
@@ -122,8 +122,8 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/next", "q").gpus(8).createdAt(2).obj(),
 			).obj(),
 			want: Result{
-				Winners:     []Winner{{Key: "ns/racing", Cluster: "b"}},
-				Nominations: []Nomination{{Key: "ns/next", Epoch: 1, Clusters: []string{"a"}}},
+				Winners:     []Winner{{Key: "ns/racing", Cluster: "b", GlobalQueue: "q"}},
+				Nominations: []Nomination{{Key: "ns/next", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 			},
 		},
 		"a winner stays within the confirmed quota": {
@@ -132,7 +132,7 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/racing", "q").gpus(4).nominated(1, "a", "b").
 					copyAdmitted("a", 1).copyAdmitted("b", 2).obj(),
 			).obj(),
-			want: Result{Winners: []Winner{{Key: "ns/racing", Cluster: "b"}}},
+			want: Result{Winners: []Winner{{Key: "ns/racing", Cluster: "b", GlobalQueue: "q"}}},
 		},
 		"an admitted copy on a cluster not nominated in this epoch is ignored": {
 			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
@@ -146,7 +146,7 @@ func TestPlan(t *testing.T) {
 			).obj(),
 			want: Result{
 				Rejections:  map[string][]Rejection{"ns/w": {{Cluster: "a", Reason: gantry.ReasonNeverFits, Message: "no"}}},
-				Nominations: []Nomination{{Key: "ns/w", Epoch: 2, Clusters: []string{"b"}}},
+				Nominations: []Nomination{{Key: "ns/w", Epoch: 2, GlobalQueue: "q", Clusters: []string{"b"}}},
 			},
 		},
 		"rejected everywhere": {
@@ -164,35 +164,35 @@ func TestPlan(t *testing.T) {
 			snapshot: makeSnapshot().cluster("a", "b").disconnected("a").queue(twoClusters().obj()).workloads(
 				makeWorkload("ns/w", "q").gpus(4).nominated(5, "a").obj(),
 			).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 6, Clusters: []string{"b"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 6, GlobalQueue: "q", Clusters: []string{"b"}}}},
 		},
 		"finished workloads use no quota": {
 			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
 				makeWorkload("ns/done", "q").gpus(8).admittedOn("a").finished().obj(),
 				makeWorkload("ns/new", "q").gpus(8).obj(),
 			).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, Clusters: []string{"a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/new", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}}},
 		},
 		"capacity: a cluster whose free GPUs are fragmented gets no copy": {
 			snapshot: makeSnapshot().cluster("a", "b").
 				gpuFree("a", "A100", 8, 4). // 8 free, but 4 + 4 on two nodes
 				gpuFree("b", "A100", 8, 8).
 				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8).obj()).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"b"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, GlobalQueue: "q", Clusters: []string{"b"}}}},
 		},
 		"capacity: a fallback product keeps the cluster with it": {
 			snapshot: makeSnapshot().cluster("a", "b").
 				gpuFree("a", "A100", 16, 8).
 				gpuFree("b", "H100", 0, 0).
 				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100", "A100").obj()).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}}},
 		},
 		"capacity: with room for the preferred product somewhere, only clusters with it get copies": {
 			snapshot: makeSnapshot().cluster("a", "b").
 				gpuFree("a", "A100", 32, 8).
 				gpuFree("b", "H100", 8, 8).
 				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100", "A100").obj()).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"b"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, GlobalQueue: "q", Clusters: []string{"b"}}}},
 		},
 		"capacity: the gang's total must be free": {
 			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 8, 8).
@@ -213,25 +213,25 @@ func TestPlan(t *testing.T) {
 			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 0, 0).
 				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 64).obj()).
 				workloads(makeWorkload("ns/w", "q").gpuPods(1, 16).obj()).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}}},
 		},
 		"capacity: a cluster without an accepted product goes to the agent, which rejects it": {
 			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 32, 8).
 				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 64).obj()).
 				workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100").obj()).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}}},
 		},
 		"capacity: a cluster that reports no GPU products is left to its agent": {
 			snapshot: makeSnapshot().cluster("a").
 				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).
 				workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100").obj()).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}}},
 		},
 		"capacity: workloads without GPUs ignore GPU reports": {
 			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 0, 0).
 				queue(makeQueue("q").quota("a", "cpu", 8).obj()).
 				workloads(makeWorkload("ns/w", "q").cpu(2).obj()).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, Clusters: []string{"a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}}},
 		},
 		"a nominated workload repeats why its agents wait": {
 			snapshot: makeSnapshot().cluster("a", "b").queue(twoClusters().obj()).workloads(
@@ -245,7 +245,7 @@ func TestPlan(t *testing.T) {
 			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
 				makeWorkload("ns/w", "q").gpus(8).nominated(3, "a").copyExpired("a").obj(),
 			).obj(),
-			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 4, Clusters: []string{"a"}}}},
+			want: Result{Nominations: []Nomination{{Key: "ns/w", Epoch: 4, GlobalQueue: "q", Clusters: []string{"a"}}}},
 		},
 		"an agent's explanation already on record is not proposed again": {
 			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
@@ -253,6 +253,33 @@ func TestPlan(t *testing.T) {
 					pendingMessage("waiting for a to admit; a: InsufficientResources: later").obj(),
 			).obj(),
 			want: Result{},
+		},
+		"a nomination made under another GlobalQueue does not win, and is replaced under the current one": {
+			snapshot: makeSnapshot().cluster("a").
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).
+				queue(makeQueue("old").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/moved", "q").gpus(8).nominated(2, "a").nominatedUnder("old").copyAdmitted("a", 1).obj(),
+			).obj(),
+			want: Result{Nominations: []Nomination{{Key: "ns/moved", Epoch: 3, GlobalQueue: "q", Clusters: []string{"a"}}}},
+		},
+		"a nomination made under another GlobalQueue reserves nothing in the current one": {
+			snapshot: makeSnapshot().cluster("a").
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/moved", "q").gpus(8).createdAt(1).nominated(2, "a").nominatedUnder("old").obj(),
+				makeWorkload("ns/urgent", "q").gpus(8).createdAt(2).priority(10).obj(),
+			).obj(),
+			want: Result{
+				Nominations: []Nomination{{Key: "ns/urgent", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
+				Verdicts: []Verdict{{Key: "ns/moved", Reason: gantry.ReasonWaitingForQuota,
+					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)", Withdraw: true}},
+			},
+		},
+		"a nomination recorded without its GlobalQueue counts as made under the current one": {
+			snapshot: makeSnapshot().cluster("a").
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/old", "q").gpus(8).nominated(2, "a").copyAdmitted("a", 1).obj(),
+			).obj(),
+			want: Result{Winners: []Winner{{Key: "ns/old", Cluster: "a", GlobalQueue: "q"}}},
 		},
 		"workloads of unknown queues are left to the snapshot builder": {
 			snapshot: makeSnapshot().cluster("a").workloads(makeWorkload("ns/w", "missing").gpus(1).obj()).obj(),

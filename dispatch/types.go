@@ -150,8 +150,11 @@ const (
 
 // Workload is what the dispatcher knows of one hub Workload.
 type Workload struct {
-	Key         string // namespace/name
-	GlobalQueue string // empty when its Queue or GlobalQueue is missing: it cannot be dispatched
+	Key string // namespace/name
+	// GlobalQueue is, for a pending workload, the one its Queue names now: it is dispatched under it. An
+	// admitted one uses the quota of the GlobalQueue its nomination was recorded under, whatever its
+	// Queue names now, for as long as its job may run.
+	GlobalQueue string
 	Priority    int32
 	Created     time.Time
 	Requests    Resources // total over all pods of all pod sets
@@ -163,8 +166,12 @@ type Workload struct {
 
 	Epoch     int64
 	Nominated []string
-	Winner    string
-	Rejected  map[string]bool // clusters that said they can never run it
+	// NominatedQueue is the GlobalQueue the current nomination was recorded under; empty when not known
+	// (recorded before the field existed), which counts as GlobalQueue. A nomination under another
+	// GlobalQueue than GlobalQueue is void: it neither reserves nor wins, and is replaced.
+	NominatedQueue string
+	Winner         string
+	Rejected       map[string]bool // clusters that said they cannot run it, rejections that have not lapsed
 
 	// Copies of the current epoch as observed on the workers.
 	Copies []Copy
@@ -184,6 +191,12 @@ type Copy struct {
 	Expired bool
 	Reason  string
 	Message string
+}
+
+// nominationVoid says whether the workload's nomination was made under another GlobalQueue than the
+// one it is dispatched under now.
+func (w *Workload) nominationVoid() bool {
+	return w.Epoch > 0 && w.NominatedQueue != "" && w.NominatedQueue != w.GlobalQueue
 }
 
 // Snapshot is the hub state the dispatcher decides over.
