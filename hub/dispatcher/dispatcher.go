@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -36,16 +35,22 @@ const (
 // each workload's decision to a pool of writers; the next pass does not wait for them. A workload whose
 // write is in flight is seen by later passes as the write will leave it, and gets no second write until
 // the first one returns. Each decision is persisted with optimistic concurrency, so a stale cache can
-// cost a retry but never a second winner.
+// cost a retry but never a second winner. A write whose outcome is unknown (a timeout, a server error)
+// may have been applied: it stays in force like one in flight until a live read settles it.
 type Dispatcher struct {
-	Client   client.Client
-	Copies   CopyReader
-	Recorder events.EventRecorder
-	Clock    clock.WithTicker
+	Client client.Client
+	// APIReader reads from the API server, not the cache, to settle writes whose outcome is unknown;
+	// nil uses Client.
+	APIReader client.Reader
+	Copies    CopyReader
+	Recorder  events.EventRecorder
+	Clock     clock.WithTicker
 	// Writers bounds the status writes in flight at once.
 	Writers int
 	// Resync runs a pass at least this often, as a safety net; passes are otherwise event driven.
 	Resync time.Duration
+	// RejectionTTL is how long a cluster's rejection of a workload holds; 0 means DefaultRejectionTTL.
+	RejectionTTL time.Duration
 
 	trigger chan struct{}
 	once    sync.Once
@@ -56,6 +61,7 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	assumed  map[string]*gantry.Workload // status written but maybe not yet in the cache
 	inflight map[string]*gantry.Workload // status being written: what the write will leave
+	unknown  map[string]*unknownWrite    // writes that failed without saying whether they were applied
 	backoff  map[string]time.Duration    // keys whose last write failed other than by a conflict
 	// agentNews is when each waiting workload's Pending message last took in its agents' explanations.
 	agentNews map[string]time.Time
@@ -68,6 +74,7 @@ func (d *Dispatcher) init() {
 		d.trigger = make(chan struct{}, 1)
 		d.assumed = map[string]*gantry.Workload{}
 		d.inflight = map[string]*gantry.Workload{}
+		d.unknown = map[string]*unknownWrite{}
 		d.backoff = map[string]time.Duration{}
 		d.agentNews = map[string]time.Time{}
 		if d.Writers < 1 {
@@ -81,8 +88,20 @@ func (d *Dispatcher) init() {
 		if d.Clock == nil {
 			d.Clock = clock.RealClock{}
 		}
+		if d.RejectionTTL == 0 {
+			d.RejectionTTL = DefaultRejectionTTL
+		}
+		if d.APIReader == nil {
+			d.APIReader = d.Client
+		}
 	})
 }
+
+// DefaultRejectionTTL is how long a cluster whose agent said it cannot run a workload (NeverFits,
+// NoEligibleNode, JobNameConflict) is passed over for it. Clusters change: nodes are uncordoned or
+// become Ready, pools scale up from zero, a conflicting Job goes. After this the cluster may be
+// nominated again; the periodic pass notices the lapse.
+const DefaultRejectionTTL = 10 * time.Minute
 
 // Trigger asks for a pass. Triggers that arrive during a pass coalesce into the next one.
 func (d *Dispatcher) Trigger() {
@@ -137,7 +156,7 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	snap, byKey, blockedList := buildSnapshot(st, d.Copies, d.requests)
+	snap, byKey, blockedList := buildSnapshot(st, d.Copies, d.requests, d.Clock.Now(), d.RejectionTTL)
 	live := make(map[types.UID]bool, len(st.workloads))
 	for _, wl := range st.workloads {
 		live[wl.UID] = true
@@ -152,6 +171,7 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	d.mu.Unlock()
 	res := dispatch.Plan(snap)
 	d.execute(ctx, byKey, res, blockedList)
+	d.settleDue(ctx)
 	return d.writeQueueStatus(ctx, st, snap), nil
 }
 
@@ -172,16 +192,42 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	for _, ns := range nss.Items {
 		st.namespaces[ns.Name] = ns.Labels
 	}
+	var settled []*unknownWrite
+	st.workloads, settled = d.overlay(wls.Items)
+	for _, u := range settled {
+		d.written(u.decided, u.c, u.event)
+	}
+	return st, nil
+}
+
+// overlay lays the dispatcher's own writes over the cache's Workloads: those in flight, those of unknown
+// outcome, and those applied that the cache does not show yet. It returns the writes of unknown outcome
+// that the cache shows applied, with the Workload as the cache shows it.
+func (d *Dispatcher) overlay(items []gantry.Workload) ([]*gantry.Workload, []*unknownWrite) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	seen := make(map[string]bool, len(wls.Items))
-	for i := range wls.Items {
-		wl := &wls.Items[i]
+	out := make([]*gantry.Workload, 0, len(items))
+	var settled []*unknownWrite
+	seen := make(map[string]bool, len(items))
+	for i := range items {
+		wl := &items[i]
 		key := wl.Namespace + "/" + wl.Name
 		seen[key] = true
 		if f := d.inflight[key]; f != nil && f.UID == wl.UID {
-			st.workloads = append(st.workloads, f)
+			out = append(out, f)
 			continue
+		}
+		if u := d.unknown[key]; u != nil {
+			if u.decided.UID == wl.UID && wl.ResourceVersion == u.decided.ResourceVersion {
+				out = append(out, u.decided) // it may have been applied
+				continue
+			}
+			// The object changed since the write was based on it, so the write can no longer apply
+			// later: what the cache shows settles it.
+			delete(d.unknown, key)
+			if wl.UID == u.decided.UID && showsDecision(wl, u.c) {
+				settled = append(settled, &unknownWrite{decided: wl, c: u.c, event: u.event})
+			}
 		}
 		if a := d.assumed[key]; a != nil {
 			if a.UID == wl.UID && !newerOrEqual(wl.ResourceVersion, a.ResourceVersion) {
@@ -190,14 +236,19 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 				delete(d.assumed, key)
 			}
 		}
-		st.workloads = append(st.workloads, wl)
+		out = append(out, wl)
 	}
 	for key := range d.assumed {
 		if !seen[key] {
 			delete(d.assumed, key)
 		}
 	}
-	return st, nil
+	for key := range d.unknown {
+		if !seen[key] {
+			delete(d.unknown, key)
+		}
+	}
+	return out, settled
 }
 
 // newerOrEqual compares resource versions, which the API server derives from etcd revisions.
@@ -212,11 +263,12 @@ func newerOrEqual(a, b string) bool {
 
 // change is one workload's part of a pass.
 type change struct {
-	wl         *gantry.Workload
-	winner     string
-	rejections []dispatch.Rejection
-	nomination *dispatch.Nomination
-	verdict    *dispatch.Verdict
+	wl          *gantry.Workload
+	winner      string
+	winnerQueue string // the GlobalQueue whose quota the winner uses
+	rejections  []dispatch.Rejection
+	nomination  *dispatch.Nomination
+	verdict     *dispatch.Verdict
 }
 
 func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workload, res dispatch.Result, blockedList []blocked) {
@@ -230,7 +282,8 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 		return c
 	}
 	for _, w := range res.Winners {
-		get(w.Key).winner = w.Cluster
+		c := get(w.Key)
+		c.winner, c.winnerQueue = w.Cluster, w.GlobalQueue
 	}
 	for key, r := range res.Rejections {
 		get(key).rejections = r
@@ -258,12 +311,13 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 		}
 		d.mu.Lock()
 		_, busy := d.inflight[key]
+		busy = busy || d.unknown[key] != nil
 		if !busy {
 			d.inflight[key] = wl
 		}
 		d.mu.Unlock()
 		if busy {
-			continue // its write's return asks for another pass
+			continue // its write's return, or the read that settles it, asks for another pass
 		}
 		select {
 		case d.writers <- struct{}{}:
@@ -303,114 +357,100 @@ func (d *Dispatcher) agentNewsTooSoon(key string, c *change) bool {
 	return false
 }
 
-// write persists one decision, then records its Event and asks for the pass that follows from it.
-func (d *Dispatcher) write(ctx context.Context, key string, decided *gantry.Workload, c *change, event func(client.Object)) {
-	wl := decided.DeepCopy() // the update fills in the new resourceVersion; passes read decided meanwhile
-	err := d.Client.Status().Update(ctx, wl)
-	d.mu.Lock()
-	delete(d.inflight, key)
-	var retry time.Duration
-	if err == nil {
-		d.assumed[key] = wl
-		delete(d.backoff, key)
-	} else if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		retry = min(max(2*d.backoff[key], 100*time.Millisecond), time.Minute)
-		d.backoff[key] = retry
-	}
-	d.mu.Unlock()
-	switch {
-	case err == nil:
-	case retry > 0:
-		ctrllog.FromContext(ctx).Error(err, "Writing dispatch status", "workload", key, "retryIn", retry)
-		go func() {
-			<-d.Clock.After(retry)
-			d.Trigger()
-		}()
-		return
-	default:
-		// A conflict: the cache is behind; the watch event that catches it up asks for the next pass.
-		d.Trigger()
-		return
-	}
-	d.Trigger()
-	if c.winner != "" {
-		winners.Inc()
-		if created := wl.CreationTimestamp.Time; !created.IsZero() {
-			admissionLatency.Observe(d.Clock.Since(created).Seconds())
-		}
-	}
-	if c.nomination != nil {
-		nominations.Inc()
-	}
-	if job := jobRef(wl); job != nil && event != nil {
-		event(job)
-	}
-}
-
 // decide applies one workload's decisions to a copy of it and says which Event records them.
 func (d *Dispatcher) decide(c *change) (*gantry.Workload, func(job client.Object)) {
 	wl := c.wl.DeepCopy()
 	st := &wl.Status
-	gen := wl.Generation
-	for _, r := range c.rejections {
-		st.RejectedClusters = append(st.RejectedClusters, gantry.RejectedCluster{Name: r.Cluster, Reason: r.Reason, Message: r.Message})
-	}
-	var event func(job client.Object)
+	recordRejections(st, c.rejections, metav1.NewTime(d.Clock.Now()))
 	switch {
 	case c.winner != "":
-		st.ClusterName = c.winner
-		winner := c.winner
-		// The Job on the winner is held to the agent's choices, so they are recorded with the winner.
-		if cp := currentCopy(c.wl, c.winner, d.Copies); cp != nil && cp.Status.Admission != nil {
-			st.Admission = cp.Status.Admission.DeepCopy()
-			if chosen := describeAdmission(st.Admission); chosen != "" {
-				winner += " (" + chosen + ")"
-			}
-		}
-		msg := "admitted by " + winner
-		setCondition(st, gantry.WorkloadAdmitted, metav1.ConditionTrue, gantry.ReasonAdmittedByCluster, msg, gen)
-		setCondition(st, gantry.WorkloadPending, metav1.ConditionFalse, gantry.ReasonAdmittedByCluster, msg, gen)
-		others := without(st.NominatedClusters, c.winner)
-		epoch := st.DispatchEpoch
-		event = func(job client.Object) {
-			if len(others) == 0 {
-				d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d)", winner, epoch)
-				return
-			}
-			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d); withdrawing the copies from %s",
-				winner, epoch, strings.Join(others, ", "))
-		}
+		return wl, d.admit(c, st, wl.Generation)
 	case c.nomination != nil:
-		st.DispatchEpoch = c.nomination.Epoch
-		st.NominatedClusters = c.nomination.Clusters
-		list := strings.Join(c.nomination.Clusters, ", ")
-		setCondition(st, gantry.WorkloadDispatched, metav1.ConditionTrue, gantry.ReasonNominated,
-			fmt.Sprintf("dispatched to %s (epoch %d)", list, c.nomination.Epoch), gen)
-		setCondition(st, gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonWaitingForAdmission,
-			"waiting for "+list+" to admit", gen)
-		epoch := c.nomination.Epoch
-		event = func(job client.Object) {
-			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventDispatched, "Dispatch", "Dispatched to %s (epoch %d)", list, epoch)
-		}
+		return wl, d.nominate(c, st, wl.Generation)
 	case c.verdict != nil:
-		if c.verdict.Withdraw {
-			st.NominatedClusters = nil
-			setCondition(st, gantry.WorkloadDispatched, metav1.ConditionFalse, c.verdict.Reason, c.verdict.Message, gen)
-		}
-		prev := apimeta.FindStatusCondition(st.Conditions, gantry.WorkloadPending)
-		if prev == nil || prev.Reason != c.verdict.Reason {
-			eventType := corev1.EventTypeNormal
-			if c.verdict.Reason != gantry.ReasonWaitingForQuota {
-				eventType = corev1.EventTypeWarning
-			}
-			v := *c.verdict
-			event = func(job client.Object) {
-				d.Recorder.Eventf(job, nil, eventType, EventPending, "Dispatch", "%s: %s", v.Reason, v.Message)
-			}
-		}
-		setCondition(st, gantry.WorkloadPending, metav1.ConditionTrue, c.verdict.Reason, c.verdict.Message, gen)
+		return wl, d.pend(c, st, wl.Generation)
 	}
-	return wl, event
+	return wl, nil
+}
+
+// recordRejections stamps each rejection with the time it was recorded, from which it lapses. A cluster
+// whose earlier rejection lapsed gets its entry replaced: the API keeps one per cluster.
+func recordRejections(st *gantry.WorkloadStatus, rejections []dispatch.Rejection, now metav1.Time) {
+	for _, r := range rejections {
+		rc := gantry.RejectedCluster{Name: r.Cluster, Reason: r.Reason, Message: r.Message, Time: now}
+		if i := slices.IndexFunc(st.RejectedClusters, func(x gantry.RejectedCluster) bool { return x.Name == r.Cluster }); i >= 0 {
+			st.RejectedClusters[i] = rc
+		} else {
+			st.RejectedClusters = append(st.RejectedClusters, rc)
+		}
+	}
+}
+
+// admit records the winner, with the GlobalQueue whose quota it uses for as long as its Job may run.
+func (d *Dispatcher) admit(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
+	st.ClusterName = c.winner
+	if c.winnerQueue != "" {
+		st.GlobalQueue = c.winnerQueue // already so, unless nominated before the field existed
+	}
+	winner := c.winner
+	// The Job on the winner is held to the agent's choices, so they are recorded with the winner.
+	if cp := currentCopy(c.wl, c.winner, d.Copies); cp != nil && cp.Status.Admission != nil {
+		st.Admission = cp.Status.Admission.DeepCopy()
+		if chosen := describeAdmission(st.Admission); chosen != "" {
+			winner += " (" + chosen + ")"
+		}
+	}
+	msg := "admitted by " + winner
+	setCondition(st, gantry.WorkloadAdmitted, metav1.ConditionTrue, gantry.ReasonAdmittedByCluster, msg, gen)
+	setCondition(st, gantry.WorkloadPending, metav1.ConditionFalse, gantry.ReasonAdmittedByCluster, msg, gen)
+	others := without(st.NominatedClusters, c.winner)
+	epoch := st.DispatchEpoch
+	return func(job client.Object) {
+		if len(others) == 0 {
+			d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d)", winner, epoch)
+			return
+		}
+		d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d); withdrawing the copies from %s",
+			winner, epoch, strings.Join(others, ", "))
+	}
+}
+
+// nominate records a new epoch's clusters and the GlobalQueue whose quota they reserve.
+func (d *Dispatcher) nominate(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
+	n := c.nomination
+	st.DispatchEpoch = n.Epoch
+	st.NominatedClusters = n.Clusters
+	st.GlobalQueue = n.GlobalQueue
+	list := strings.Join(n.Clusters, ", ")
+	setCondition(st, gantry.WorkloadDispatched, metav1.ConditionTrue, gantry.ReasonNominated,
+		fmt.Sprintf("dispatched to %s (epoch %d)", list, n.Epoch), gen)
+	setCondition(st, gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonWaitingForAdmission,
+		"waiting for "+list+" to admit", gen)
+	return func(job client.Object) {
+		d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventDispatched, "Dispatch", "Dispatched to %s (epoch %d)", list, n.Epoch)
+	}
+}
+
+// pend records why the workload stays pending; an Event only when the reason changes.
+func (d *Dispatcher) pend(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
+	v := *c.verdict
+	if v.Withdraw {
+		st.NominatedClusters = nil
+		setCondition(st, gantry.WorkloadDispatched, metav1.ConditionFalse, v.Reason, v.Message, gen)
+	}
+	prev := apimeta.FindStatusCondition(st.Conditions, gantry.WorkloadPending)
+	sameReason := prev != nil && prev.Reason == v.Reason
+	setCondition(st, gantry.WorkloadPending, metav1.ConditionTrue, v.Reason, v.Message, gen)
+	if sameReason {
+		return nil
+	}
+	eventType := corev1.EventTypeNormal
+	if v.Reason != gantry.ReasonWaitingForQuota {
+		eventType = corev1.EventTypeWarning
+	}
+	return func(job client.Object) {
+		d.Recorder.Eventf(job, nil, eventType, EventPending, "Dispatch", "%s: %s", v.Reason, v.Message)
+	}
 }
 
 func without(list []string, s string) []string {

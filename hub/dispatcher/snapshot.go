@@ -4,8 +4,10 @@
 package dispatcher
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -42,11 +44,58 @@ type blocked struct {
 }
 
 // buildSnapshot turns hub state into the dispatcher's snapshot. Workloads whose queue cannot be
-// resolved come back as blocked, with a reason a person can act on.
-func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache) (*dispatch.Snapshot, map[string]*gantry.Workload, []blocked) {
-	s := &dispatch.Snapshot{Clusters: map[string]dispatch.Cluster{}, Queues: map[string]*dispatch.GlobalQueue{}}
-	for _, wc := range st.clusters {
-		s.Clusters[wc.Name] = dispatch.Cluster{
+// resolved come back as blocked, with a reason a person can act on. Rejections recorded rejectionTTL or
+// longer before now have lapsed.
+func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache, now time.Time, rejectionTTL time.Duration) (*dispatch.Snapshot, map[string]*gantry.Workload, []blocked) {
+	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{}}
+	r := resolver{selectors: map[string]labels.Selector{}, queueOf: map[string]string{}, queues: s.Queues, namespaces: st.namespaces}
+	for i := range st.globals {
+		gq := &st.globals[i]
+		s.Queues[gq.Name], r.selectors[gq.Name] = globalQueueOf(gq)
+	}
+	for _, q := range st.queues {
+		r.queueOf[q.Namespace+"/"+q.Name] = q.Spec.GlobalQueue
+	}
+
+	byKey := make(map[string]*gantry.Workload, len(st.workloads))
+	var blockedList []blocked
+	for _, wl := range st.workloads {
+		w := workloadOf(wl, requests, now, rejectionTTL)
+		gqName, why := r.resolve(wl)
+		switch {
+		case w.Phase == dispatch.Admitted:
+			// Its Job may run until the workload is finished, or, when it is being deleted, until the
+			// finalizer has seen the Job gone: it uses the quota it was admitted under all that time,
+			// whatever its Queue names now. A GlobalQueue deleted meanwhile has no ledger to count it in.
+			w.GlobalQueue = cmp.Or(wl.Status.GlobalQueue, gqName)
+		case wl.DeletionTimestamp != nil:
+			continue // nothing runs, and nothing more is decided for it
+		case why != nil:
+			byKey[w.Key] = wl
+			if w.Phase == dispatch.Pending {
+				blockedList = append(blockedList, *why)
+			}
+			continue
+		default:
+			w.GlobalQueue = gqName
+			w.NominatedQueue = wl.Status.GlobalQueue
+			if w.Phase == dispatch.Pending && w.Epoch > 0 {
+				w.Copies = observeCopies(wl, copies)
+			}
+		}
+		// A Workload being deleted only holds its quota: it is left out of byKey, so it gets no write.
+		if wl.DeletionTimestamp == nil {
+			byKey[w.Key] = wl
+		}
+		s.Workloads = append(s.Workloads, w)
+	}
+	return s, byKey, blockedList
+}
+
+func snapshotClusters(clusters []gantry.WorkerCluster, copies CopyReader) map[string]dispatch.Cluster {
+	out := make(map[string]dispatch.Cluster, len(clusters))
+	for _, wc := range clusters {
+		out[wc.Name] = dispatch.Cluster{
 			Name:       wc.Name,
 			Connected:  copies.IsConnected(wc.Name),
 			AgentReady: apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady),
@@ -54,106 +103,113 @@ func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache) (*di
 			GPUs:       gpuCapacity(wc.Status.Capacity),
 		}
 	}
-	selectors := map[string]labels.Selector{}
-	for i := range st.globals {
-		gq := &st.globals[i]
-		q := &dispatch.GlobalQueue{
-			Name:          gq.Name,
-			StrictFIFO:    gq.Spec.QueueingStrategy == gantry.StrictFIFO,
-			MaxCandidates: int(gq.Spec.Dispatch.MaxCandidates),
-			Quota:         map[string]dispatch.Resources{},
-		}
-		if q.MaxCandidates == 0 {
-			q.MaxCandidates = gantry.DefaultMaxCandidates
-		}
-		for _, c := range gq.Spec.Clusters {
-			q.Clusters = append(q.Clusters, c.Name)
-			q.Quota[c.Name] = dispatch.FromResourceList(c.Quota)
-		}
-		s.Queues[gq.Name] = q
-		if gq.Spec.NamespaceSelector == nil {
-			selectors[gq.Name] = labels.Nothing()
-		} else if sel, err := metav1.LabelSelectorAsSelector(gq.Spec.NamespaceSelector); err == nil {
-			selectors[gq.Name] = sel
-		} else {
-			selectors[gq.Name] = labels.Nothing()
-		}
-	}
-	queueOf := map[string]string{}
-	for _, q := range st.queues {
-		queueOf[q.Namespace+"/"+q.Name] = q.Spec.GlobalQueue
-	}
+	return out
+}
 
-	byKey := make(map[string]*gantry.Workload, len(st.workloads))
-	var blockedList []blocked
-	for _, wl := range st.workloads {
-		if wl.DeletionTimestamp != nil {
-			continue
-		}
-		key := wl.Namespace + "/" + wl.Name
-		byKey[key] = wl
-		w := &dispatch.Workload{
-			Key:       key,
-			Priority:  wl.Spec.Priority,
-			Created:   wl.CreationTimestamp.Time,
-			Requests:  requests.of(wl),
-			GPU:       requests.gpuOf(wl),
-			Epoch:     wl.Status.DispatchEpoch,
-			Nominated: wl.Status.NominatedClusters,
-			Winner:    wl.Status.ClusterName,
-		}
-		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil {
-			w.PendingMessage = c.Message
-		}
-		switch {
-		case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
-			w.Phase = dispatch.Finished
-		case wl.Status.ClusterName != "":
-			w.Phase = dispatch.Admitted
-		}
-		if len(wl.Status.RejectedClusters) > 0 {
-			w.Rejected = map[string]bool{}
-			for _, r := range wl.Status.RejectedClusters {
-				w.Rejected[r.Name] = true
-			}
-		}
-		for c, n := range evictionsPerCluster(wl) {
-			if n >= MaxEvictionsPerCluster {
-				// It was admitted there and never placed, again and again: stop trying there.
-				if w.Rejected == nil {
-					w.Rejected = map[string]bool{}
-				}
-				w.Rejected[c] = true
-			}
-		}
-		gqName, ok := queueOf[wl.Namespace+"/"+wl.Spec.QueueName]
-		switch {
-		case !ok:
-			if w.Phase == dispatch.Pending {
-				blockedList = append(blockedList, blocked{wl, gantry.ReasonQueueNotFound,
-					fmt.Sprintf("Queue %q not found in namespace %s", wl.Spec.QueueName, wl.Namespace)})
-			}
-			continue
-		case s.Queues[gqName] == nil:
-			if w.Phase == dispatch.Pending {
-				blockedList = append(blockedList, blocked{wl, gantry.ReasonGlobalQueueNotFound,
-					fmt.Sprintf("GlobalQueue %q of Queue %q not found", gqName, wl.Spec.QueueName)})
-			}
-			continue
-		case !selectors[gqName].Matches(st.namespaces[wl.Namespace]):
-			if w.Phase == dispatch.Pending {
-				blockedList = append(blockedList, blocked{wl, gantry.ReasonNamespaceNotSelected,
-					fmt.Sprintf("namespace %s is not selected by the namespaceSelector of GlobalQueue %q", wl.Namespace, gqName)})
-			}
-			continue
-		}
-		w.GlobalQueue = gqName
-		if w.Phase == dispatch.Pending && w.Epoch > 0 {
-			w.Copies = observeCopies(wl, copies)
-		}
-		s.Workloads = append(s.Workloads, w)
+// globalQueueOf is the GlobalQueue's strategy and quota, and the namespaces it selects (none when its
+// selector is missing or invalid).
+func globalQueueOf(gq *gantry.GlobalQueue) (*dispatch.GlobalQueue, labels.Selector) {
+	q := &dispatch.GlobalQueue{
+		Name:          gq.Name,
+		StrictFIFO:    gq.Spec.QueueingStrategy == gantry.StrictFIFO,
+		MaxCandidates: int(gq.Spec.Dispatch.MaxCandidates),
+		Quota:         map[string]dispatch.Resources{},
 	}
-	return s, byKey, blockedList
+	if q.MaxCandidates == 0 {
+		q.MaxCandidates = gantry.DefaultMaxCandidates
+	}
+	for _, c := range gq.Spec.Clusters {
+		q.Clusters = append(q.Clusters, c.Name)
+		q.Quota[c.Name] = dispatch.FromResourceList(c.Quota)
+	}
+	if gq.Spec.NamespaceSelector == nil {
+		return q, labels.Nothing()
+	}
+	sel, err := metav1.LabelSelectorAsSelector(gq.Spec.NamespaceSelector)
+	if err != nil {
+		return q, labels.Nothing()
+	}
+	return q, sel
+}
+
+// resolver finds the GlobalQueue a Workload's Queue names now.
+type resolver struct {
+	queueOf    map[string]string // namespace/name of a Queue -> its GlobalQueue
+	queues     map[string]*dispatch.GlobalQueue
+	selectors  map[string]labels.Selector
+	namespaces map[string]labels.Set
+}
+
+// resolve returns the GlobalQueue the Workload's Queue names, and why the Workload cannot be dispatched
+// under it (nil when it can). The name comes back even when that GlobalQueue is missing or does not
+// select the namespace.
+func (r *resolver) resolve(wl *gantry.Workload) (string, *blocked) {
+	gqName, ok := r.queueOf[wl.Namespace+"/"+wl.Spec.QueueName]
+	switch {
+	case !ok:
+		return "", &blocked{wl, gantry.ReasonQueueNotFound,
+			fmt.Sprintf("Queue %q not found in namespace %s", wl.Spec.QueueName, wl.Namespace)}
+	case r.queues[gqName] == nil:
+		return gqName, &blocked{wl, gantry.ReasonGlobalQueueNotFound,
+			fmt.Sprintf("GlobalQueue %q of Queue %q not found", gqName, wl.Spec.QueueName)}
+	case !r.selectors[gqName].Matches(r.namespaces[wl.Namespace]):
+		return gqName, &blocked{wl, gantry.ReasonNamespaceNotSelected,
+			fmt.Sprintf("namespace %s is not selected by the namespaceSelector of GlobalQueue %q", wl.Namespace, gqName)}
+	}
+	return gqName, nil
+}
+
+// workloadOf is what the dispatcher knows of a Workload apart from its queue and copies.
+func workloadOf(wl *gantry.Workload, requests *requestCache, now time.Time, rejectionTTL time.Duration) *dispatch.Workload {
+	w := &dispatch.Workload{
+		Key:       wl.Namespace + "/" + wl.Name,
+		Priority:  wl.Spec.Priority,
+		Created:   wl.CreationTimestamp.Time,
+		Requests:  requests.of(wl),
+		GPU:       requests.gpuOf(wl),
+		Epoch:     wl.Status.DispatchEpoch,
+		Nominated: wl.Status.NominatedClusters,
+		Winner:    wl.Status.ClusterName,
+		Rejected:  rejectedClusters(wl, now, rejectionTTL),
+	}
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil {
+		w.PendingMessage = c.Message
+	}
+	switch {
+	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
+		w.Phase = dispatch.Finished
+	case wl.Status.ClusterName != "":
+		w.Phase = dispatch.Admitted
+	}
+	return w
+}
+
+// rejectedClusters are the clusters whose agents rejected the Workload less than ttl before now, and those
+// it was evicted from too often; nil when there are none. A rejection recorded without a time counts
+// as recorded when the Workload was created.
+func rejectedClusters(wl *gantry.Workload, now time.Time, ttl time.Duration) map[string]bool {
+	var out map[string]bool
+	add := func(c string) {
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[c] = true
+	}
+	for _, r := range wl.Status.RejectedClusters {
+		at := r.Time.Time
+		if at.IsZero() {
+			at = wl.CreationTimestamp.Time
+		}
+		if now.Sub(at) < ttl {
+			add(r.Name)
+		}
+	}
+	for c, n := range evictionsPerCluster(wl) {
+		if n >= MaxEvictionsPerCluster {
+			add(c) // it was admitted there and never placed, again and again: stop trying there
+		}
+	}
+	return out
 }
 
 // currentCopy is the workload's copy on the cluster if it belongs to the workload's current epoch.

@@ -19,12 +19,16 @@ import (
 type fakeCopies struct {
 	connected map[string]bool
 	copies    map[string]*gantry.Workload // by cluster
+	byName    map[string]*gantry.Workload // by cluster/workload name, before copies
 }
 
 func (f fakeCopies) IsConnected(c string) bool { return f.connected[c] }
-func (f fakeCopies) Copy(c string, _ *gantry.Workload) *gantry.Workload {
+func (f fakeCopies) Copy(c string, wl *gantry.Workload) *gantry.Workload {
 	if !f.connected[c] {
 		return nil
+	}
+	if cp, ok := f.byName[c+"/"+wl.Name]; ok {
+		return cp
 	}
 	return f.copies[c]
 }
@@ -69,7 +73,7 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 			hubWorkload("team-b", "not-selected", "q"),
 		},
 	}
-	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, newRequestCache())
+	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, newRequestCache(), at.Time, DefaultRejectionTTL)
 
 	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true}}, snap.Clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
@@ -140,11 +144,114 @@ func TestBuildSnapshotGivesUpOnAClusterAfterRepeatedEvictions(t *testing.T) {
 	}
 	wl.Status.Evictions = wl.Status.Evictions[:len(wl.Status.Evictions)-1] // w2 one short
 	st.workloads = []*gantry.Workload{wl}
-	snap, _, _ := buildSnapshot(st, fakeCopies{}, nil)
+	snap, _, _ := buildSnapshot(st, fakeCopies{}, nil, at.Time, DefaultRejectionTTL)
 	if len(snap.Workloads) != 1 {
 		t.Fatalf("workloads %+v", snap.Workloads)
 	}
 	if diff := cmp.Diff(map[string]bool{"w1": true}, snap.Workloads[0].Rejected); diff != "" {
 		t.Errorf("clusters counted as unable to run it (-want +got):\n%s", diff)
+	}
+}
+
+// TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted: an admitted workload counts against
+// the GlobalQueue recorded with its nomination, whatever its Queue says now, also while its Workload is
+// being deleted; a pending one is dispatched under the GlobalQueue its Queue names now.
+func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T) {
+	type entry struct {
+		GlobalQueue, NominatedQueue string
+		Phase                       dispatch.Phase
+		Written                     bool // in byKey: the executor may write it
+		Blocked                     string
+	}
+	cases := map[string]struct {
+		wl      *gantry.Workload
+		globals []string // GlobalQueues that exist; gq and other when nil
+		want    map[string]entry
+	}{
+		"admitted, its Queue deleted": {
+			wl:   makeHubWorkload("w", "gone").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			want: map[string]entry{"ns/w": {GlobalQueue: "gq", Phase: dispatch.Admitted, Written: true}},
+		},
+		"admitted, its Queue names another GlobalQueue": {
+			wl:   makeHubWorkload("w", "moved").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			want: map[string]entry{"ns/w": {GlobalQueue: "gq", Phase: dispatch.Admitted, Written: true}},
+		},
+		"admitted, its GlobalQueue deleted: no ledger, until it is recreated": {
+			wl:      makeHubWorkload("w", "q").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			globals: []string{"other"},
+			want:    map[string]entry{"ns/w": {GlobalQueue: "gq", Phase: dispatch.Admitted, Written: true}},
+		},
+		"admitted before the GlobalQueue was recorded": {
+			wl:   makeHubWorkload("w", "moved").nominated("", 1, "w1").admittedOn("w1").obj(),
+			want: map[string]entry{"ns/w": {GlobalQueue: "other", Phase: dispatch.Admitted, Written: true}},
+		},
+		"admitted and being deleted": {
+			wl:   makeHubWorkload("w", "q").nominated("gq", 1, "w1").admittedOn("w1").deleting().obj(),
+			want: map[string]entry{"ns/w": {GlobalQueue: "gq", Phase: dispatch.Admitted}},
+		},
+		"pending and being deleted": {
+			wl:   makeHubWorkload("w", "q").nominated("gq", 1, "w1").deleting().obj(),
+			want: map[string]entry{},
+		},
+		"finished and being deleted": {
+			wl:   makeHubWorkload("w", "q").nominated("gq", 1, "w1").admittedOn("w1").finished().deleting().obj(),
+			want: map[string]entry{},
+		},
+		"pending, nominated under the GlobalQueue its Queue no longer names": {
+			wl:   makeHubWorkload("w", "moved").nominated("gq", 1, "w1").obj(),
+			want: map[string]entry{"ns/w": {GlobalQueue: "other", NominatedQueue: "gq", Written: true}},
+		},
+		"pending, its Queue deleted": {
+			wl:   makeHubWorkload("w", "gone").nominated("gq", 1, "w1").obj(),
+			want: map[string]entry{"ns/w": {Written: true, Blocked: gantry.ReasonQueueNotFound}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.globals == nil {
+				tc.globals = []string{"gq", "other"}
+			}
+			st := &hubState{
+				queues:     []gantry.Queue{*queue("ns", "q", "gq"), *queue("ns", "moved", "other")},
+				clusters:   []gantry.WorkerCluster{{ObjectMeta: metav1.ObjectMeta{Name: "w1"}}},
+				namespaces: map[string]labels.Set{"ns": {"team": "a"}},
+				workloads:  []*gantry.Workload{tc.wl},
+			}
+			for _, name := range tc.globals {
+				st.globals = append(st.globals, gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec: gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, Clusters: []gantry.ClusterQuota{{Name: "w1"}}}})
+			}
+			snap, byKey, blockedList := buildSnapshot(st, fakeCopies{}, nil, at.Time, DefaultRejectionTTL)
+			got := map[string]entry{}
+			for _, w := range snap.Workloads {
+				got[w.Key] = entry{GlobalQueue: w.GlobalQueue, NominatedQueue: w.NominatedQueue, Phase: w.Phase}
+			}
+			for key := range byKey {
+				e := got[key]
+				e.Written = true
+				got[key] = e
+			}
+			for _, b := range blockedList {
+				key := b.wl.Namespace + "/" + b.wl.Name
+				e := got[key]
+				e.Blocked = b.reason
+				got[key] = e
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("snapshot (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildSnapshotRejectionsLapse(t *testing.T) {
+	wl := makeHubWorkload("w", "q").
+		rejectedBy("recent", metav1.NewTime(at.Add(DefaultRejectionTTL))).
+		rejectedBy("lapsed", metav1.NewTime(at.Add(time.Second))).
+		rejectedBy("untimed", metav1.Time{}). // counts from the Workload's creation, at
+		obj()
+	now := at.Add(DefaultRejectionTTL + time.Second)
+	if diff := cmp.Diff(map[string]bool{"recent": true}, rejectedClusters(wl, now, DefaultRejectionTTL)); diff != "" {
+		t.Errorf("rejected clusters (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,420 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// outcome is what the API server does with one status write of a Workload.
+type outcome struct {
+	err     error // returned to the dispatcher
+	applied bool  // whether the write took effect all the same
+}
+
+// harness runs dispatch passes against a fake API server. The dispatcher's Client stands for its cache:
+// it holds the objects the test starts with and never shows the dispatcher's own writes, like a watch
+// that trails behind, so every later pass depends on the dispatcher's own overlays. APIReader reads the
+// server.
+type harness struct {
+	t      *testing.T
+	d      *Dispatcher
+	server client.Client
+	clock  *clocktesting.FakeClock
+	copies fakeCopies
+	events *events.FakeRecorder
+
+	mu       sync.Mutex
+	outcomes map[string][]outcome // by Workload name: of its first writes; later ones are applied
+	writes   map[string]int       // status writes by Workload name
+	reads    int                  // live reads of Workloads
+}
+
+func newHarness(t *testing.T, now time.Time, objs ...client.Object) *harness {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := gantry.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	copyAll := func() []client.Object {
+		out := make([]client.Object, len(objs))
+		for i, o := range objs {
+			out[i] = o.DeepCopyObject().(client.Object)
+		}
+		return out
+	}
+	h := &harness{
+		t:        t,
+		clock:    clocktesting.NewFakeClock(now),
+		copies:   fakeCopies{connected: map[string]bool{"w1": true}, byName: map[string]*gantry.Workload{}},
+		events:   events.NewFakeRecorder(100),
+		outcomes: map[string][]outcome{},
+		writes:   map[string]int{},
+	}
+	withStatus := []client.Object{&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}}
+	server := fake.NewClientBuilder().WithScheme(s).WithObjects(copyAll()...).WithStatusSubresource(withStatus...).Build()
+	h.server = server
+	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(copyAll()...).WithStatusSubresource(withStatus...).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: h.update}).Build()
+	reader := interceptor.NewClient(server, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*gantry.Workload); ok {
+				h.mu.Lock()
+				h.reads++
+				h.mu.Unlock()
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	h.d = &Dispatcher{Client: cache, APIReader: reader, Copies: h.copies, Recorder: h.events, Clock: h.clock}
+	return h
+}
+
+// update sends a Workload's status write to the server, with the outcome the test chose.
+func (h *harness) update(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	wl, ok := obj.(*gantry.Workload)
+	if !ok {
+		return c.SubResource(sub).Update(ctx, obj, opts...)
+	}
+	h.mu.Lock()
+	h.writes[wl.Name]++
+	o := outcome{applied: true}
+	if list := h.outcomes[wl.Name]; len(list) > 0 {
+		o, h.outcomes[wl.Name] = list[0], list[1:]
+	}
+	h.mu.Unlock()
+	if o.applied {
+		if err := h.server.Status().Update(ctx, obj, opts...); err != nil {
+			return err
+		}
+	}
+	return o.err
+}
+
+// pass runs one dispatch pass and waits for the writes and reads it started.
+func (h *harness) pass() {
+	h.t.Helper()
+	if _, err := h.d.pass(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	for range h.d.Writers {
+		h.d.writers <- struct{}{}
+	}
+	for range h.d.Writers {
+		<-h.d.writers
+	}
+}
+
+func (h *harness) status(name string) gantry.WorkloadStatus {
+	h.t.Helper()
+	var wl gantry.Workload
+	if err := h.server.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &wl); err != nil {
+		h.t.Fatal(err)
+	}
+	return wl.Status
+}
+
+func (h *harness) counts() (writes map[string]int, reads int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := make(map[string]int, len(h.writes))
+	for k, v := range h.writes {
+		w[k] = v
+	}
+	return w, h.reads
+}
+
+// hubObjects is a hub with one worker w1 and the GlobalQueues gq and other, 8 GPUs each on w1, that select
+// namespaces labelled team=a; namespace ns has Queue q on gq.
+func hubObjects() []client.Object {
+	gq := func(name string) *gantry.GlobalQueue {
+		return &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gantry.GlobalQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+			Clusters:          []gantry.ClusterQuota{{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8")}}},
+		}}
+	}
+	return []client.Object{
+		gq("gq"), gq("other"),
+		&gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: gantry.WorkerClusterStatus{
+			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: at}}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "a"}}},
+		queue("ns", "q", "gq"),
+	}
+}
+
+func queue(ns, name, globalQueue string) *gantry.Queue {
+	return &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: gantry.QueueSpec{GlobalQueue: globalQueue}}
+}
+
+// wlBuilder makes hub Workloads of 8 GPUs (two pods of 4).
+type wlBuilder struct{ wl *gantry.Workload }
+
+func makeHubWorkload(name, queue string) *wlBuilder {
+	wl := hubWorkload("ns", name, queue)
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: "job-" + wl.UID, Controller: ptr.To(true)}}
+	return &wlBuilder{wl: wl}
+}
+
+func (b *wlBuilder) namespace(ns string) *wlBuilder { b.wl.Namespace = ns; return b }
+func (b *wlBuilder) priority(p int32) *wlBuilder    { b.wl.Spec.Priority = p; return b }
+
+// nominated records a nomination to clusters in the epoch, under the GlobalQueue (empty: recorded before
+// the field existed).
+func (b *wlBuilder) nominated(globalQueue string, epoch int64, clusters ...string) *wlBuilder {
+	st := &b.wl.Status
+	st.GlobalQueue, st.DispatchEpoch, st.NominatedClusters = globalQueue, epoch, clusters
+	return b
+}
+
+func (b *wlBuilder) admittedOn(cluster string) *wlBuilder {
+	b.wl.Status.ClusterName = cluster
+	apimeta.SetStatusCondition(&b.wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadAdmitted,
+		Status: metav1.ConditionTrue, Reason: gantry.ReasonAdmittedByCluster, LastTransitionTime: at})
+	return b
+}
+
+func (b *wlBuilder) finished() *wlBuilder {
+	apimeta.SetStatusCondition(&b.wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadFinished,
+		Status: metav1.ConditionTrue, Reason: gantry.ReasonJobSucceeded, LastTransitionTime: at})
+	return b
+}
+
+// deleting marks the Workload deleted; its finalizer holds it until its objects on workers are gone.
+func (b *wlBuilder) deleting() *wlBuilder {
+	b.wl.DeletionTimestamp = &at
+	b.wl.Finalizers = []string{gantry.WorkloadFinalizer}
+	return b
+}
+
+func (b *wlBuilder) rejectedBy(cluster string, when metav1.Time) *wlBuilder {
+	b.wl.Status.RejectedClusters = append(b.wl.Status.RejectedClusters,
+		gantry.RejectedCluster{Name: cluster, Reason: gantry.ReasonNeverFits, Message: "no", Time: when})
+	return b
+}
+
+func (b *wlBuilder) obj() *gantry.Workload { return b.wl }
+
+func admittedCopy(wl *gantry.Workload, epoch string) *gantry.Workload {
+	return copyOf(wl, epoch, &metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantry.ReasonFits, LastTransitionTime: at})
+}
+
+// TestPassKeepsQuotaOfJobsThatMayStillRun: a Job admitted on w1 keeps its quota there, whatever became of
+// its Workload's Queue, and while its Workload is being deleted, so that the next job waits.
+func TestPassKeepsQuotaOfJobsThatMayStillRun(t *testing.T) {
+	cases := map[string]struct {
+		running *gantry.Workload
+		extra   []client.Object
+	}{
+		"its Workload is being deleted": {
+			running: makeHubWorkload("running", "q").nominated("gq", 1, "w1").admittedOn("w1").deleting().obj(),
+		},
+		"its Queue was deleted": {
+			running: makeHubWorkload("running", "gone").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+		},
+		"its Queue names another GlobalQueue now": {
+			running: makeHubWorkload("running", "moved").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			extra:   []client.Object{queue("ns", "moved", "other")},
+		},
+		"its namespace is no longer selected": {
+			running: makeHubWorkload("running", "q").namespace("left").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			extra:   []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "left"}}, queue("left", "q", "gq")},
+		},
+		"it was admitted before its GlobalQueue was recorded": {
+			running: makeHubWorkload("running", "q").nominated("", 1, "w1").admittedOn("w1").obj(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			next := makeHubWorkload("next", "q").obj()
+			h := newHarness(t, at.Time, append(append(hubObjects(), tc.extra...), tc.running, next)...)
+			h.pass()
+			st := h.status("next")
+			if st.DispatchEpoch != 0 || len(st.NominatedClusters) > 0 {
+				t.Errorf("next job nominated to %v in epoch %d while the running one holds the quota", st.NominatedClusters, st.DispatchEpoch)
+			}
+			if c := apimeta.FindStatusCondition(st.Conditions, gantry.WorkloadPending); c == nil || c.Reason != gantry.ReasonWaitingForQuota {
+				t.Errorf("next job pending as %+v, want %s", c, gantry.ReasonWaitingForQuota)
+			}
+			if writes, _ := h.counts(); writes["running"] > 0 {
+				t.Errorf("running job's Workload written %d times", writes["running"])
+			}
+		})
+	}
+}
+
+// TestPassReplacesANominationMadeUnderAnotherGlobalQueue: a pending workload whose Queue was pointed at
+// another GlobalQueue after it was nominated is not confirmed, though a copy was admitted: it is
+// nominated again under the GlobalQueue its Queue names now.
+func TestPassReplacesANominationMadeUnderAnotherGlobalQueue(t *testing.T) {
+	wl := makeHubWorkload("w", "moved").nominated("gq", 1, "w1").obj()
+	h := newHarness(t, at.Time, append(hubObjects(), queue("ns", "moved", "other"), wl)...)
+	h.copies.byName["w1/w"] = admittedCopy(wl, "1")
+	h.pass()
+	st := h.status("w")
+	got := fmt.Sprintf("winner %q, epoch %d, nominated %v under %q", st.ClusterName, st.DispatchEpoch, st.NominatedClusters, st.GlobalQueue)
+	if want := `winner "", epoch 2, nominated [w1] under "other"`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestPassAsksAgainWhenARejectionLapses: a cluster that rejected a workload is nominated again once the
+// rejection is older than the TTL; when it rejects again, its entry is replaced, not repeated.
+func TestPassAsksAgainWhenARejectionLapses(t *testing.T) {
+	ttl := DefaultRejectionTTL
+	cases := map[string]struct {
+		recorded      metav1.Time
+		wantNominated bool
+	}{
+		"recorded within the TTL":           {recorded: metav1.NewTime(at.Add(ttl - time.Minute))},
+		"recorded a TTL ago":                {recorded: at, wantNominated: true},
+		"recorded before times were stored": {wantNominated: true}, // counts from creation, at
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := makeHubWorkload("w", "q").nominated("gq", 1).rejectedBy("w1", tc.recorded).obj()
+			h := newHarness(t, at.Add(ttl), append(hubObjects(), wl)...)
+			h.pass()
+			st := h.status("w")
+			if nominated := len(st.NominatedClusters) > 0; nominated != tc.wantNominated {
+				t.Fatalf("nominated %v in epoch %d, want nominated: %v", st.NominatedClusters, st.DispatchEpoch, tc.wantNominated)
+			}
+			if !tc.wantNominated {
+				return
+			}
+			// Its agent rejects the new epoch's copy too.
+			h.copies.byName["w1/w"] = copyOf(wl, "2", &metav1.Condition{Type: gantry.WorkloadAdmitted,
+				Status: metav1.ConditionFalse, Reason: gantry.ReasonNoEligibleNode, Message: "pool at zero"})
+			h.clock.Step(time.Minute)
+			h.pass()
+			want := []gantry.RejectedCluster{{Name: "w1", Reason: gantry.ReasonNoEligibleNode, Message: "pool at zero",
+				Time: metav1.NewTime(at.Add(ttl + time.Minute))}}
+			if diff := cmp.Diff(want, h.status("w").RejectedClusters); diff != "" {
+				t.Errorf("rejected clusters (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPassHoldsAWriteOfUnknownOutcome: a winner write that times out may have been applied. Until a
+// live read says, the winner holds its quota and nothing more is written for it; then the live object
+// is the truth if it changed, and the decision is made again if it did not.
+func TestPassHoldsAWriteOfUnknownOutcome(t *testing.T) {
+	timeout := apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
+	t.Run("applied", func(t *testing.T) {
+		first := makeHubWorkload("first", "q").nominated("gq", 1, "w1").obj()
+		urgent := makeHubWorkload("urgent", "q").priority(10).nominated("gq", 1, "w1").obj()
+		h := newHarness(t, at.Time, append(hubObjects(), first, urgent)...)
+		h.outcomes["first"] = []outcome{{err: timeout, applied: true}}
+		h.copies.byName["w1/first"] = admittedCopy(first, "1")
+		h.pass() // first wins w1; the write times out, applied
+
+		// Before the live read, a higher-priority workload admitted on w1 must find the quota taken.
+		h.copies.byName["w1/urgent"] = admittedCopy(urgent, "1")
+		h.pass()
+		if w := h.status("urgent").ClusterName; w != "" {
+			t.Fatalf("urgent won %s while first's winner write had an unknown outcome", w)
+		}
+		h.clock.Step(time.Second) // past the backoff: the live read
+		h.pass()
+		h.pass()
+		writes, reads := h.counts()
+		if diff := cmp.Diff(map[string]int{"first": 1}, writes); diff != "" {
+			t.Errorf("status writes (-want +got):\n%s", diff)
+		}
+		if reads != 1 {
+			t.Errorf("%d live reads, want 1", reads)
+		}
+		if a, b := h.status("first").ClusterName, h.status("urgent").ClusterName; a != "w1" || b != "" {
+			t.Errorf("winners: first %q, urgent %q; want first on w1 only", a, b)
+		}
+		select {
+		case e := <-h.events.Events:
+			if want := "Normal Admitted Admitted by w1 (epoch 1)"; e != want {
+				t.Errorf("event %q, want %q", e, want)
+			}
+		default:
+			t.Errorf("no Admitted event once the write was known to be applied")
+		}
+	})
+	t.Run("not applied", func(t *testing.T) {
+		first := makeHubWorkload("first", "q").nominated("gq", 1, "w1").obj()
+		h := newHarness(t, at.Time, append(hubObjects(), first)...)
+		h.outcomes["first"] = []outcome{{err: timeout}}
+		h.copies.byName["w1/first"] = admittedCopy(first, "1")
+		h.pass()
+		h.pass() // before the live read: nothing is written again
+		if writes, reads := h.counts(); writes["first"] != 1 || reads != 0 {
+			t.Fatalf("before the backoff passed: %d writes, %d live reads; want 1, 0", writes["first"], reads)
+		}
+		h.clock.Step(time.Second)
+		h.pass() // the live read finds the Workload unchanged: the decision is dropped
+		h.pass() // and made again
+		if writes, reads := h.counts(); writes["first"] != 2 || reads != 1 {
+			t.Errorf("%d writes, %d live reads; want 2, 1", writes["first"], reads)
+		}
+		if w := h.status("first").ClusterName; w != "w1" {
+			t.Errorf("winner %q, want w1", w)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		first := makeHubWorkload("first", "q").nominated("gq", 1, "w1").obj()
+		h := newHarness(t, at.Time, append(hubObjects(), first)...)
+		h.outcomes["first"] = []outcome{{err: apierrors.NewInvalid(schema.GroupKind{Group: gantry.GroupVersion.Group, Kind: "Workload"}, "first", field.ErrorList{})}}
+		h.copies.byName["w1/first"] = admittedCopy(first, "1")
+		h.pass()
+		h.pass() // a refusal is known not to be applied: decided again at once, with no live read
+		if writes, reads := h.counts(); writes["first"] != 2 || reads != 0 {
+			t.Errorf("%d writes, %d live reads; want 2, 0", writes["first"], reads)
+		}
+	})
+}
+
+func TestNotApplied(t *testing.T) {
+	gr := schema.GroupResource{Group: gantry.GroupVersion.Group, Resource: "workloads"}
+	cases := map[string]struct {
+		err  error
+		want bool
+	}{
+		"conflict":          {apierrors.NewConflict(gr, "w", errors.New("modified")), true},
+		"not found":         {apierrors.NewNotFound(gr, "w"), true},
+		"invalid":           {apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: "Workload"}, "w", nil), true},
+		"forbidden":         {apierrors.NewForbidden(gr, "w", errors.New("no")), true},
+		"bad request":       {apierrors.NewBadRequest("no"), true},
+		"gateway timeout":   {apierrors.NewTimeoutError("slow", 0), false},
+		"server timeout":    {apierrors.NewServerTimeout(gr, "update", 0), false},
+		"internal error":    {apierrors.NewInternalError(errors.New("etcd")), false},
+		"unavailable":       {apierrors.NewServiceUnavailable("restarting"), false},
+		"connection reset":  {fmt.Errorf("put: %w", errors.New("connection reset by peer")), false},
+		"deadline exceeded": {fmt.Errorf("put: %w", context.DeadlineExceeded), false},
+	}
+	for name, tc := range cases {
+		if got := notApplied(tc.err); got != tc.want {
+			t.Errorf("%s: notApplied = %v, want %v", name, got, tc.want)
+		}
+	}
+}
