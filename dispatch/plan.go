@@ -557,6 +557,8 @@ func (ql *queueLedger) unavailableMessage(w *Workload, vec []int64) string {
 			parts = append(parts, c.name+" is not connected")
 		case !c.cluster.AgentReady:
 			parts = append(parts, c.name+" has no ready agent")
+		case c.cluster.Fenced:
+			parts = append(parts, c.name+" is fenced")
 		case c.cluster.Cordoned:
 			parts = append(parts, c.name+" is cordoned")
 		}

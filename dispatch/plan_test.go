@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -301,5 +302,18 @@ func TestResourcesRoundTrip(t *testing.T) {
 	got := FromResourceList(in.ToResourceList())
 	if diff := cmp.Diff(in, got); diff != "" {
 		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestFencedClusterGetsNothing(t *testing.T) {
+	s := &Snapshot{
+		Clusters:  map[string]Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true, Fenced: true}},
+		Queues:    map[string]*GlobalQueue{"gq": {Name: "gq", MaxCandidates: 2, Clusters: []string{"w1"}, Quota: map[string]Resources{"w1": {}}}},
+		Workloads: []*Workload{{Key: "ns/a", GlobalQueue: "gq", Requests: Resources{"cpu": 1000}}},
+	}
+	res := Plan(s)
+	if len(res.Nominations) != 0 || len(res.Verdicts) != 1 || res.Verdicts[0].Reason != gantry.ReasonNoClusterAvailable ||
+		!strings.Contains(res.Verdicts[0].Message, "w1 is fenced") {
+		t.Errorf("nominations %v, verdicts %+v", res.Nominations, res.Verdicts)
 	}
 }

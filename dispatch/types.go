@@ -60,6 +60,8 @@ type Cluster struct {
 	Connected  bool
 	AgentReady bool
 	Cordoned   bool
+	// Fenced: the operator said nothing of the cluster runs any more.
+	Fenced bool
 	// GPUs per product, from the agent's last capacity report; nil when the cluster reports no GPU
 	// products, and then GPU demands are left to its agent.
 	GPUs []GPUCapacity
@@ -125,7 +127,7 @@ func (c Cluster) ProductRank(d GPUDemand) int {
 }
 
 // Usable says whether new copies may be sent to the cluster.
-func (c Cluster) Usable() bool { return c.Connected && c.AgentReady && !c.Cordoned }
+func (c Cluster) Usable() bool { return c.Connected && c.AgentReady && !c.Cordoned && !c.Fenced }
 
 // GlobalQueue is a queue's strategy and quota per cluster. Clusters keeps the spec's order.
 type GlobalQueue struct {

@@ -64,10 +64,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 		reportEvents:   make(chan event.GenericEvent, 256),
 	}
 	h.Dispatcher = &dispatcher.Dispatcher{
-		Client:   mgr.GetClient(),
-		Copies:   copyReader{h.Connections},
-		Recorder: mgr.GetEventRecorder("gantry-dispatcher"),
-		Clock:    opts.Clock,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Copies:    copyReader{h.Connections},
+		Recorder:  mgr.GetEventRecorder("gantry-dispatcher"),
+		Clock:     opts.Clock,
 	}
 	h.Connections.SetHandler(h)
 	recorder := mgr.GetEventRecorder("gantry-hub")
@@ -105,6 +106,20 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 			return nil, err
 		}
 	}
+	// A cluster fenced or unfenced changes what its Workloads may do.
+	wcInformer, err := mgr.GetCache().GetInformer(context.Background(), &gantry.WorkerCluster{})
+	if err != nil {
+		return nil, fmt.Errorf("watching WorkerClusters: %w", err)
+	}
+	if _, err := wcInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+		o, ok1 := oldObj.(*gantry.WorkerCluster)
+		n, ok2 := newObj.(*gantry.WorkerCluster)
+		if ok1 && ok2 && o.Spec.Fenced != n.Spec.Fenced {
+			go h.requeueWorkloadsOf(n.Name)
+		}
+	}}); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -129,18 +144,21 @@ func (h *Hub) CapacityReportChanged(cluster string) {
 // that copies and Jobs pending on it are created once it is back.
 func (h *Hub) ConnectionChanged(cluster string) {
 	h.Dispatcher.Trigger()
-	go func() {
-		var list gantry.WorkloadList
-		if err := h.client.List(context.Background(), &list); err != nil {
-			return
+	go h.requeueWorkloadsOf(cluster)
+}
+
+// requeueWorkloadsOf requeues the Workloads whose winner or nomination is the cluster.
+func (h *Hub) requeueWorkloadsOf(cluster string) {
+	var list gantry.WorkloadList
+	if err := h.client.List(context.Background(), &list); err != nil {
+		return
+	}
+	for i := range list.Items {
+		wl := &list.Items[i]
+		if wl.Status.ClusterName == cluster || slices.Contains(wl.Status.NominatedClusters, cluster) {
+			h.workloadEvents <- event.GenericEvent{Object: objectWithKey(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})}
 		}
-		for i := range list.Items {
-			wl := &list.Items[i]
-			if wl.Status.ClusterName == cluster || slices.Contains(wl.Status.NominatedClusters, cluster) {
-				h.workloadEvents <- event.GenericEvent{Object: objectWithKey(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})}
-			}
-		}
-	}()
+	}
 }
 
 func objectWithKey(key types.NamespacedName) client.Object {

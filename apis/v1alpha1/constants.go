@@ -73,6 +73,8 @@ const (
 	ReasonRemoteJobConflict    = "RemoteJobConflict"
 	ReasonEvicted              = "Evicted"
 	ReasonJobCreated           = "Created"
+	// ReasonWorkerLost: the winner was fenced (nothing of it runs any more); the job is dispatched again.
+	ReasonWorkerLost = "WorkerLost"
 	ReasonClusterUnreachable   = "Unreachable"
 	ReasonClusterReachable     = "Reachable"
 	// ReasonWaitingForWorker: a Workload being deleted waits until its Job on a worker is gone.

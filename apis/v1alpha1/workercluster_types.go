@@ -15,6 +15,14 @@ type WorkerClusterSpec struct {
 	// Cordoned stops new dispatches to the cluster; jobs already running there go on.
 	// +optional
 	Cordoned bool `json:"cordoned,omitempty"`
+
+	// Fenced is the operator's word that nothing of this cluster runs any more (it is gone, or was
+	// wiped). The hub then dispatches the jobs it ran elsewhere at once, each recorded as an eviction
+	// with reason WorkerLost, lets go of Workloads being deleted that waited for it, and sends it
+	// nothing new. Set it only when that is true: a job still running there would run twice. When the
+	// cluster is back and fenced is cleared, what is left there of those jobs is deleted.
+	// +optional
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // SecretReference names a Secret in the hub's namespace.
@@ -44,6 +52,7 @@ type WorkerClusterStatus struct {
 // +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`
 // +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.cordoned`
+// +kubebuilder:printcolumn:name="Fenced",type=boolean,JSONPath=`.spec.fenced`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

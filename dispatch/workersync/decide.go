@@ -134,7 +134,7 @@ func (d *decider) syncCopies() {
 			// A leftover holds the name; its deletion brings the Workload back here.
 		case cp == nil && nominated && c.CopyExpected.After(d.v.Now):
 			d.plan.requeue(c.CopyExpected.Sub(d.v.Now)) // should the copy never show up, look again
-		case cp == nil && nominated:
+		case cp == nil && nominated && !c.Fenced:
 			d.worker(CreateCopy, c.Name, NewCopy(d.wl))
 		case cp == nil:
 		case !nominated || epochOf(cp.Labels) != st.DispatchEpoch:
@@ -162,6 +162,10 @@ func (d *decider) withdrawFromLosers() {
 // Workload with it; or evicts the Workload when the winner's agent gave it up.
 func (d *decider) runOnWinner() {
 	w, ok := d.v.Clusters[d.wl.Status.ClusterName]
+	if w.Fenced {
+		d.evictFromLost(w)
+		return
+	}
 	if !d.reachable(w, ok) {
 		return
 	}
@@ -268,24 +272,39 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 		d.plan.requeue(DeletionPoll)
 		return
 	}
+	cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
+	d.takeBack(cond.Reason, cond.Message)
+	d.plan.ConfirmGone = w.Name
+	d.event(corev1.EventTypeWarning, EventEvicted, "Pods not placed on %s (%s); dispatching again", w.Name, cond.Message)
+}
+
+// evictFromLost takes the Workload back from a winner the operator fenced: nothing of it runs there
+// any more, so no live check is possible or needed. What is left there goes when it is back (the
+// Workload's objects of an older epoch are withdrawn from every connected cluster but the winner).
+func (d *decider) evictFromLost(w Cluster) {
+	msg := fmt.Sprintf("%s is fenced: nothing of it runs any more", w.Name)
+	d.takeBack(gantry.ReasonWorkerLost, msg)
+	d.event(corev1.EventTypeWarning, EventEvicted, "%s; dispatching again", msg)
+}
+
+// takeBack records the eviction of the winner and clears it, so that the dispatcher dispatches the
+// Workload again in a new epoch; the hub Job's status mirrored from the winner is cleared first.
+func (d *decider) takeBack(reason, message string) {
 	if d.v.HubJob != nil && !equality.Semantic.DeepEqual(d.v.HubJob.Status, batchv1.JobStatus{}) {
 		d.plan.HubJobStatus = &batchv1.JobStatus{}
 	}
-	cond := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted)
 	st := d.status
 	st.Evictions = append(st.Evictions, gantry.Eviction{Cluster: st.ClusterName, Epoch: st.DispatchEpoch,
-		Reason: cond.Reason, Message: cond.Message, Time: metav1.NewTime(d.v.Now)})
+		Reason: reason, Message: message, Time: metav1.NewTime(d.v.Now)})
 	if n := len(st.Evictions); n > gantry.MaxEvictions {
 		st.Evictions = st.Evictions[n-gantry.MaxEvictions:]
 	}
-	msg := fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", st.ClusterName, cond.Reason, cond.Message)
+	msg := fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", st.ClusterName, reason, message)
 	st.ClusterName, st.Admission, st.NominatedClusters = "", nil, nil
 	for _, t := range []string{gantry.WorkloadAdmitted, gantry.WorkloadDispatched, gantry.WorkloadJobCreated} {
 		d.setCondition(t, metav1.ConditionFalse, gantry.ReasonEvicted, msg)
 	}
 	d.setCondition(gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonEvicted, msg)
-	d.plan.ConfirmGone = w.Name
-	d.event(corev1.EventTypeWarning, EventEvicted, "Pods not placed on %s (%s); dispatching again", w.Name, cond.Message)
 }
 
 // finish records that the Workload ended, which releases its quota. When Gantry ends the job itself
@@ -324,6 +343,8 @@ func (d *decider) finalize() {
 	}
 	w, ok := d.v.Clusters[winner]
 	switch {
+	case w.Fenced:
+		d.plan.RemoveFinalizer = true // nothing of it runs there any more
 	case !ok || !w.Connected:
 		d.reachable(w, ok)
 		d.setCondition(gantry.WorkloadDeleting, metav1.ConditionTrue, gantry.ReasonWaitingForWorker,

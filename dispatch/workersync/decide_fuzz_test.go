@@ -66,13 +66,14 @@ func checkPlan(t *testing.T, v View, p Plan) {
 	}
 	if p.Status != nil && st.ClusterName != "" && p.Status.ClusterName != st.ClusterName {
 		last := p.Status.Evictions[len(p.Status.Evictions)-1]
-		if p.Status.ClusterName != "" || p.ConfirmGone != st.ClusterName || last.Cluster != st.ClusterName || last.Epoch != st.DispatchEpoch {
+		confirmed := p.ConfirmGone == st.ClusterName || v.Clusters[st.ClusterName].Fenced
+		if p.Status.ClusterName != "" || !confirmed || last.Cluster != st.ClusterName || last.Epoch != st.DispatchEpoch {
 			t.Fatalf("winner %q changed to %q without a confirmed eviction (confirm %q)", st.ClusterName, p.Status.ClusterName, p.ConfirmGone)
 		}
 	}
 	if p.RemoveFinalizer && st.ClusterName != "" && !finished {
 		w := v.Clusters[st.ClusterName]
-		if p.ConfirmGone != st.ClusterName || !w.Connected || (w.Job != nil && w.Job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID)) {
+		if !w.Fenced && (p.ConfirmGone != st.ClusterName || !w.Connected || (w.Job != nil && w.Job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID))) {
 			t.Fatalf("lets go of a Workload whose Job may run on %s", st.ClusterName)
 		}
 	}
@@ -140,10 +141,14 @@ func randomView(b *byteSource) View {
 }
 
 func randomCluster(b *byteSource, name string) Cluster {
+	fenced := b.next(5) == 0
 	if b.next(4) == 0 {
-		return down(name)
+		c := down(name)
+		c.Fenced = fenced
+		return c
 	}
 	c := up(name)
+	c.Fenced = fenced
 	owners := []string{uid, "old-uid"}
 	switch b.next(3) {
 	case 1:

@@ -156,6 +156,24 @@ func TestDecide(t *testing.T) {
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
+		"winner fenced: dispatched again at once, recorded as WorkerLost": {
+			view: func() View {
+				c := down("w1")
+				c.Fenced = true
+				return view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), c)
+			}(),
+			want: outcome{Winner: "-", Evictions: 1,
+				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Events:  []string{"Warning Evicted"}},
+		},
+		"back after a fence: what is left of an older epoch goes, pods first": {
+			view: view(workload().nominated(3, "w2").obj(), hubJob(), up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2))), up("w2")),
+			want: outcome{Worker: []string{
+				"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2",
+				"Delete w1 Copy ns/job-train uid=wl-uid epoch=2",
+				"CreateCopy w2 Copy ns/job-train uid=wl-uid epoch=3",
+			}, Events: []string{"Normal Withdrawn"}},
+		},
 		"finished: the losers are withdrawn, the winner keeps its objects": {
 			view: view(workload().nominated(2, "w1", "w2").winner("w1").jobCreated().finished().obj(), hubJob(),
 				up("w1").with(copyOf(uid, 2), completed(remoteJob(uid, 2))), up("w2").with(copyOf(uid, 2), nil)),
@@ -183,6 +201,14 @@ func TestDecide(t *testing.T) {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, down("w1")),
 			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable", "Deleting=True/WaitingForWorker"},
 				Events: []string{"Warning ClusterUnreachable"}},
+		},
+		"deleting with the winner fenced: let go": {
+			view: func() View {
+				c := down("w1")
+				c.Fenced = true
+				return view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, c)
+			}(),
+			want: outcome{RemoveFinalizer: true},
 		},
 		"deleting a finished Workload: nothing runs, let go": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().finished().deleting().obj(), nil, down("w1")),

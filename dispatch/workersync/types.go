@@ -50,6 +50,8 @@ type Cluster struct {
 	Connected bool
 	// DisconnectedSince is when the hub last lost the cluster; zero when unknown or connected.
 	DisconnectedSince time.Time
+	// Fenced: the operator said nothing of the cluster runs any more (WorkerCluster spec.fenced).
+	Fenced bool
 	// Copy is the object with the Workload's namespace and name on the cluster, of any Workload UID.
 	Copy *gantry.Workload
 	// Job is Gantry's Job with the hub Job's namespace and name on the cluster, of any Workload UID.

@@ -100,6 +100,7 @@ func snapshotClusters(clusters []gantry.WorkerCluster, copies CopyReader) map[st
 			Connected:  copies.IsConnected(wc.Name),
 			AgentReady: apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady),
 			Cordoned:   wc.Spec.Cordoned,
+			Fenced:     wc.Spec.Fenced,
 			GPUs:       gpuCapacity(wc.Status.Capacity),
 		}
 	}

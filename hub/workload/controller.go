@@ -142,11 +142,12 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 // clusterView reads the Workload's objects on one cluster from its cache.
 func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Workload) (workersync.Cluster, error) {
 	c := workersync.Cluster{Name: name}
+	r.readRegistration(ctx, &c)
 	w, ok := r.Workers.Worker(name)
 	if !ok {
-		c.DisconnectedSince = r.disconnectedSince(ctx, name)
 		return c, nil
 	}
+	c.DisconnectedSince = time.Time{}
 	c.Connected = true
 	var cp gantry.Workload
 	switch err := w.Cached().Get(ctx, client.ObjectKeyFromObject(wl), &cp); {
@@ -178,16 +179,17 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	return c, nil
 }
 
-// disconnectedSince is when the WorkerCluster last became not Connected; zero when unknown.
-func (r *Reconciler) disconnectedSince(ctx context.Context, name string) time.Time {
+// readRegistration fills in what the WorkerCluster says: whether the operator fenced it, and since when
+// it is not Connected. A WorkerCluster that is not registered is neither.
+func (r *Reconciler) readRegistration(ctx context.Context, c *workersync.Cluster) {
 	var wc gantry.WorkerCluster
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &wc); err != nil {
-		return time.Time{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: c.Name}, &wc); err != nil {
+		return
 	}
-	if c := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected); c != nil && c.Status != "True" {
-		return c.LastTransitionTime.Time
+	c.Fenced = wc.Spec.Fenced
+	if cond := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected); cond != nil && cond.Status != metav1.ConditionTrue {
+		c.DisconnectedSince = cond.LastTransitionTime.Time
 	}
-	return time.Time{}
 }
 
 // execute applies a plan and says whether it created something on a worker, after which the caller

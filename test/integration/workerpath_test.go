@@ -255,3 +255,52 @@ func TestResubmittedUnderTheSameNameWhileUnreachable(t *testing.T) {
 		return nil
 	})
 }
+
+// setFenced sets the operator's word on a WorkerCluster.
+func setFenced(t *testing.T, name string, fenced bool) {
+	t.Helper()
+	eventually(t, "fencing "+name, func() error {
+		var wc gantry.WorkerCluster
+		if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Name: name}, &wc); err != nil {
+			return err
+		}
+		wc.Spec.Fenced = fenced
+		return hubEnv.client.Update(context.Background(), &wc)
+	})
+}
+
+// TestAFencedWorkersJobsRunElsewhere: the operator fences a worker the hub lost. Its job is dispatched
+// again at once, recorded as WorkerLost, and runs on the other worker; when the fenced worker is back,
+// what was left of the job there is removed, pods first, while the job runs on only one cluster.
+func TestAFencedWorkersJobsRunElsewhere(t *testing.T) {
+	rh := startHub(t)
+	newGlobalQueue(t, "fence", map[string]int64{"worker-1": 8, "worker-2": 8})
+	ns := newNamespace(t, "fence")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "fenced", 1, 8)
+	submit(t, job)
+	first := runsOn(t, job)
+	other := "worker-2"
+	if first == "worker-2" {
+		other = "worker-1"
+	}
+	restore := cutOff(t, rh, first)
+	setFenced(t, first, true)
+	t.Cleanup(func() { setFenced(t, first, false) })
+	eventually(t, "the job evicted as WorkerLost and running on "+other, func() error {
+		wl := hubWorkload(t, job)
+		if n := len(wl.Status.Evictions); n == 0 || wl.Status.Evictions[n-1].Reason != gantry.ReasonWorkerLost {
+			return fmt.Errorf("evictions %+v", wl.Status.Evictions)
+		}
+		if wl.Status.ClusterName != other {
+			return fmt.Errorf("winner %q", wl.Status.ClusterName)
+		}
+		var j batchv1.Job
+		return workers[other].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j)
+	})
+	restore()
+	playGarbageCollector(t, first, job)
+	if where, err := remoteJobs(job); err != nil || len(where) != 1 || where[0] != other {
+		t.Fatalf("job on %v (%v), want only on %s", where, err, other)
+	}
+}
