@@ -74,9 +74,9 @@ const (
 	ReasonEvicted              = "Evicted"
 	ReasonJobCreated           = "Created"
 	// ReasonWorkerLost: the winner was fenced (nothing of it runs any more); the job is dispatched again.
-	ReasonWorkerLost = "WorkerLost"
-	ReasonClusterUnreachable   = "Unreachable"
-	ReasonClusterReachable     = "Reachable"
+	ReasonWorkerLost         = "WorkerLost"
+	ReasonClusterUnreachable = "Unreachable"
+	ReasonClusterReachable   = "Reachable"
 	// ReasonWaitingForWorker: a Workload being deleted waits until its Job on a worker is gone.
 	ReasonWaitingForWorker = "WaitingForWorker"
 	// ReasonRanBefore: the Workload of a Job that already ran was deleted; the Job is not run again.
