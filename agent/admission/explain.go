@@ -284,8 +284,6 @@ func (s *Snapshot) diagnose(pl *plan, placed int32, earlier []string) *Unfit {
 			Message: fmt.Sprintf("pod set %q needs %s %s per pod, but no node in the cluster offers %s",
 				ps.Name, q.String(), pl.missing, pl.missing)}
 	}
-
-	w := s.width
 	var buf [8]demandStats
 	st := buf[:0]
 	if len(pl.demands) > len(buf) {
@@ -294,8 +292,50 @@ func (s *Snapshot) diagnose(pl *plan, placed int32, earlier []string) *Unfit {
 	for range pl.demands {
 		st = append(st, demandStats{largestAlloc: -1, largestNode: -1, bestFree: -1, bestFreeNode: -1})
 	}
-	feasible := 0
-	emptyRoom, roomNow := int64(0), int64(0)
+	feasible, emptyRoom, roomNow := s.scanEligible(pl, st)
+	if feasible == 0 {
+		return s.neverFitsOnePod(pl, st)
+	}
+	count := int64(ps.Count)
+	if emptyRoom < count {
+		d := pl.demands[mostOften(pl, st, func(x *demandStats) int { return x.limitsEmpty })]
+		return &Unfit{Reason: NeverFits, PodSet: ps.Name, Resource: s.resNames[d.k],
+			Message: fmt.Sprintf("pod set %q needs %s; even with all %d eligible nodes empty only %d fit",
+				ps.Name, s.perPod(pl, d), len(pl.eligible), emptyRoom)}
+	}
+
+	// It fits the empty nodes: name what is short now.
+	return s.shortNow(pl, st, placed, earlier, roomNow >= count)
+}
+
+// shortNow explains a pod set that fits the empty eligible nodes but not the room left now: the demand
+// that most often caps a node, and the most free of it on one node. alone says it would fit without the
+// gang's earlier pod sets.
+func (s *Snapshot) shortNow(pl *plan, st []demandStats, placed int32, earlier []string, alone bool) *Unfit {
+	ps := pl.ps
+	j := mostOften(pl, st, func(x *demandStats) int { return x.limitsNow })
+	d := pl.demands[j]
+	name := s.resNames[d.k]
+	u := &Unfit{Reason: InsufficientResources, PodSet: ps.Name, Resource: name}
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod set %q needs %s; %d fit now", ps.Name, s.perPod(pl, d), placed)
+	if len(earlier) > 0 && alone {
+		fmt.Fprintf(&b, " (it fits alone, but not beside pod set(s) %s of the same gang)", listBounded(quoteAll(earlier), maxListed, nil))
+	}
+	best, bestNode := st[j].bestFree, s.nodes[st[j].bestFreeNode].Name
+	if d.k == podsIndex {
+		fmt.Fprintf(&b, "; most free pod slots on one eligible node: %d (%s)", best, bestNode)
+	} else {
+		fmt.Fprintf(&b, "; largest free on one eligible node: %s (%s)", formatAmount(name, best), bestNode)
+	}
+	u.Message = b.String()
+	return u
+}
+
+// scanEligible fills st, one entry per demand of pl, from the eligible nodes, and counts the feasible
+// nodes (each could hold one pod when empty) and how many pods they hold when empty and now.
+func (s *Snapshot) scanEligible(pl *plan, st []demandStats) (feasible int, emptyRoom, roomNow int64) {
+	w := s.width
 	for _, n := range pl.eligible {
 		base := int(n) * w
 		ok := true
@@ -332,35 +372,7 @@ func (s *Snapshot) diagnose(pl *plan, placed int32, earlier []string) *Unfit {
 			}
 		}
 	}
-	if feasible == 0 {
-		return s.neverFitsOnePod(pl, st)
-	}
-	count := int64(ps.Count)
-	if emptyRoom < count {
-		d := pl.demands[mostOften(pl, st, func(x *demandStats) int { return x.limitsEmpty })]
-		return &Unfit{Reason: NeverFits, PodSet: ps.Name, Resource: s.resNames[d.k],
-			Message: fmt.Sprintf("pod set %q needs %s; even with all %d eligible nodes empty only %d fit",
-				ps.Name, s.perPod(pl, d), len(pl.eligible), emptyRoom)}
-	}
-
-	// It fits the empty nodes: name what is short now.
-	j := mostOften(pl, st, func(x *demandStats) int { return x.limitsNow })
-	d := pl.demands[j]
-	name := s.resNames[d.k]
-	u := &Unfit{Reason: InsufficientResources, PodSet: ps.Name, Resource: name}
-	var b strings.Builder
-	fmt.Fprintf(&b, "pod set %q needs %s; %d fit now", ps.Name, s.perPod(pl, d), placed)
-	if len(earlier) > 0 && roomNow >= count {
-		fmt.Fprintf(&b, " (it fits alone, but not beside pod set(s) %s of the same gang)", listBounded(quoteAll(earlier), maxListed, nil))
-	}
-	best, bestNode := st[j].bestFree, s.nodes[st[j].bestFreeNode].Name
-	if d.k == podsIndex {
-		fmt.Fprintf(&b, "; most free pod slots on one eligible node: %d (%s)", best, bestNode)
-	} else {
-		fmt.Fprintf(&b, "; largest free on one eligible node: %s (%s)", formatAmount(name, best), bestNode)
-	}
-	u.Message = b.String()
-	return u
+	return feasible, emptyRoom, roomNow
 }
 
 // mostOften returns the index of the demand with the highest count, the scarcest on ties; pods only if

@@ -62,6 +62,30 @@ type ShapeCount struct {
 	Pods int32
 }
 
+func newProductCapacity(product string) *GPUProductCapacity {
+	p := &GPUProductCapacity{Product: product, Shapes: make([]ShapeCount, len(CommonGPUShapes))}
+	for j, k := range CommonGPUShapes {
+		p.Shapes[j].GPUs = k
+	}
+	return p
+}
+
+// addNode counts one node of the product with alloc GPUs allocatable, free of them free and room for
+// freePods more pods.
+func (p *GPUProductCapacity) addNode(name string, alloc, free, freePods int64) {
+	p.Allocatable += alloc
+	p.Free += free
+	p.LargestAllocatableOnNode = max(p.LargestAllocatableOnNode, alloc)
+	if free > p.LargestFreeOnNode || p.LargestFreeNode == "" {
+		p.LargestFreeOnNode, p.LargestFreeNode = free, name
+	}
+	for j := range p.Shapes {
+		if k := p.Shapes[j].GPUs; k > 0 {
+			p.Shapes[j].Pods = int32(min(math.MaxInt32, int64(p.Shapes[j].Pods)+min(free/k, freePods)))
+		}
+	}
+}
+
 // Summary returns the capacity of the cluster per resource and per GPU product, with the room for pods of
 // each of CommonGPUShapes per product.
 func (s *Snapshot) Summary() Summary {
@@ -104,28 +128,13 @@ func (s *Snapshot) Summary() Summary {
 		}
 		p := products[product]
 		if p == nil {
-			p = &GPUProductCapacity{Product: product, Shapes: make([]ShapeCount, len(CommonGPUShapes))}
-			for j, k := range CommonGPUShapes {
-				p.Shapes[j].GPUs = k
-			}
+			p = newProductCapacity(product)
 			products[product] = p
 		}
 		p.Nodes++
 		if hasGPU {
-			a, f := s.alloc[base+gpu], max(0, s.free[base+gpu])
-			p.Allocatable += a
-			p.Free += f
-			p.LargestAllocatableOnNode = max(p.LargestAllocatableOnNode, a)
-			if f > p.LargestFreeOnNode || p.LargestFreeNode == "" {
-				p.LargestFreeOnNode, p.LargestFreeNode = f, n.Name
-			}
 			// free pods is about unlimited on a node that declares none.
-			pods := max(0, s.free[base+podsIndex])
-			for j := range p.Shapes {
-				if k := p.Shapes[j].GPUs; k > 0 {
-					p.Shapes[j].Pods = int32(min(math.MaxInt32, int64(p.Shapes[j].Pods)+min(f/k, pods)))
-				}
-			}
+			p.addNode(n.Name, s.alloc[base+gpu], max(0, s.free[base+gpu]), max(0, s.free[base+podsIndex]))
 		}
 	}
 	for k, name := range s.resNames {

@@ -319,16 +319,25 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 		if busy {
 			continue // its write's return, or the read that settles it, asks for another pass
 		}
-		select {
-		case d.writers <- struct{}{}:
-		case <-ctx.Done():
+		if !d.inWriterSlot(ctx, func() { d.write(ctx, key, wl, c, event) }) {
 			return
 		}
-		go func() {
-			defer func() { <-d.writers }()
-			d.write(ctx, key, wl, c, event)
-		}()
 	}
+}
+
+// inWriterSlot runs f in a goroutine once one of the Writers slots is free, so a pass never waits on
+// the API server for more than a free slot. It says false when ctx ended first.
+func (d *Dispatcher) inWriterSlot(ctx context.Context, f func()) bool {
+	select {
+	case d.writers <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	go func() {
+		defer func() { <-d.writers }()
+		f()
+	}()
+	return true
 }
 
 // AgentNewsInterval is the least time between two rewrites of a waiting workload's Pending message that

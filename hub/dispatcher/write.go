@@ -114,15 +114,9 @@ func (d *Dispatcher) settleDue(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	for _, u := range due {
-		select {
-		case d.writers <- struct{}{}:
-		case <-ctx.Done():
+		if !d.inWriterSlot(ctx, func() { d.settle(ctx, u) }) {
 			return
 		}
-		go func() {
-			defer func() { <-d.writers }()
-			d.settle(ctx, u)
-		}()
 	}
 }
 

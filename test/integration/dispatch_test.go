@@ -180,14 +180,7 @@ func TestDeletingTheHubJobCleansWorkers(t *testing.T) {
 	if err := workers[winner].client.Update(context.Background(), &remote); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "hub workload gone", func() error {
-		var wl gantry.Workload
-		err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("workload still there: %v", err)
-	})
+	workloadGone(t, ns, jobs.WorkloadName(job.Name))
 }
 
 func TestStatusReachesTheHubJob(t *testing.T) {

@@ -122,6 +122,19 @@ func hubWorkload(t *testing.T, job *batchv1.Job) *gantry.Workload {
 	return &wl
 }
 
+// workloadGone waits until the hub Workload of that name is gone.
+func workloadGone(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, "hub workload "+name+" gone", func() error {
+		var wl gantry.Workload
+		err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &wl)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+}
+
 // remoteJobs lists on which workers a Job of that name exists.
 func remoteJobs(job *batchv1.Job) ([]string, error) {
 	var where []string

@@ -188,14 +188,7 @@ func TestDeletingWhileTheWinnerIsUnreachable(t *testing.T) {
 		return nil
 	})
 	playGarbageCollector(t, "worker-1", job)
-	eventually(t, "the first Workload gone", func() error {
-		var wl gantry.Workload
-		err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: wlName}, &wl)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %v", err)
-	})
+	workloadGone(t, ns, wlName)
 	if w := runsOn(t, second); w != "worker-1" {
 		t.Fatalf("second runs on %s", w)
 	}
@@ -222,14 +215,7 @@ func TestResubmittedUnderTheSameNameWhileUnreachable(t *testing.T) {
 	}
 	restore := cutOff(t, rh, "worker-1")
 	deleteJob(t, job)
-	eventually(t, "the finished Workload gone", func() error {
-		var wl gantry.Workload
-		err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %v", err)
-	})
+	workloadGone(t, ns, jobs.WorkloadName(job.Name))
 	eventually(t, "the old hub Job gone", func() error {
 		var j batchv1.Job
 		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); !apierrors.IsNotFound(err) {
