@@ -76,8 +76,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	if err := (&jobs.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, opts.JobWorkers); err != nil {
 		return nil, fmt.Errorf("setting up the job controller: %w", err)
 	}
+	leases := &remote.LeaseRenewer{Workers: h.Connections, Failovers: failovers{mgr.GetClient()}, Clock: opts.Clock}
+	if err := mgr.Add(leases); err != nil {
+		return nil, err
+	}
 	if err := (&workload.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: h.Connections,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: h.Connections, Leases: leases,
 		Recorder: recorder, Remote: h.workloadEvents, Clock: opts.Clock,
 	}).SetupWithManager(mgr, opts.WorkloadWorkers); err != nil {
 		return nil, fmt.Errorf("setting up the workload controller: %w", err)
@@ -165,6 +169,17 @@ func objectWithKey(key types.NamespacedName) client.Object {
 	wl := &gantry.Workload{}
 	wl.Namespace, wl.Name = key.Namespace, key.Name
 	return wl
+}
+
+// failovers reads each WorkerCluster's failover spec from the hub's cache.
+type failovers struct{ c client.Client }
+
+func (f failovers) Failover(cluster string) (gantry.Failover, bool) {
+	var wc gantry.WorkerCluster
+	if err := f.c.Get(context.Background(), types.NamespacedName{Name: cluster}, &wc); err != nil {
+		return gantry.Failover{}, false
+	}
+	return wc.Spec.Failover, true
 }
 
 // copyReader reads copies from the connections' caches.

@@ -19,6 +19,20 @@ const (
 	// WorkloadFinalizer keeps a hub Workload until its objects on workers are withdrawn.
 	WorkloadFinalizer = "gantry.dev/remote-cleanup"
 
+	// HubLeaseName is the Lease the hub renews in GantryNamespace on every worker it reaches; under the
+	// failover policy Fence its agent stops the hub's Jobs once it is not renewed in time.
+	HubLeaseName = "gantry-hub"
+	// GantryNamespace holds Gantry's own objects on a worker.
+	GantryNamespace = "gantry-system"
+	// FailoverPolicyAnnotation on the hub's Lease carries the cluster's failover policy to its agent; the
+	// Lease's leaseDurationSeconds carries the timeout.
+	FailoverPolicyAnnotation = "gantry.dev/failover-policy"
+	// SuspendedByAnnotation on a worker Job says who suspended it: "fence", by the agent, when the hub's
+	// lease lapsed. The hub resumes such a Job in place when the cluster is still its winner.
+	SuspendedByAnnotation = "gantry.dev/suspended-by"
+	// SuspendedByFence is the SuspendedByAnnotation value the agent sets.
+	SuspendedByFence = "fence"
+
 	// GPUResource is the extended resource name of NVIDIA GPUs.
 	GPUResource = "nvidia.com/gpu"
 	// GPUProductsAnnotation on a batch Job lists the GPU products its pods accept, in order of
@@ -50,6 +64,8 @@ const (
 	// WorkloadClusterReachable is False while the hub cannot reach a cluster that may run the workload
 	// (its winner) or that holds objects the hub must remove; the message names the cluster and since when.
 	WorkloadClusterReachable = "ClusterReachable"
+	// WorkloadSuspended is True on a worker copy whose Job the agent suspended (reason HubLeaseExpired).
+	WorkloadSuspended = "Suspended"
 	// WorkloadDeleting is True while a Workload being deleted waits for its objects on workers to be gone.
 	WorkloadDeleting = "Deleting"
 )
@@ -88,6 +104,9 @@ const (
 	ReasonNoEligibleNode        = "NoEligibleNode"
 	ReasonNeverFits             = "NeverFits"
 	ReasonJobNameConflict       = "JobNameConflict"
+	// ReasonHubLeaseExpired: the hub's lease on the cluster lapsed under the failover policy Fence; the
+	// agent suspended the copy's Job (its pods are deleted) until the hub resumes it or removes it.
+	ReasonHubLeaseExpired = "HubLeaseExpired"
 	// ReasonPreviousJobPresent: a Job Gantry created for an earlier Workload of the same name is still in
 	// the cluster; the hub removes it, and the copy is decided again once it is gone.
 	ReasonPreviousJobPresent = "PreviousJobPresent"

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,6 +18,10 @@ type WorkerClusterSpec struct {
 	// +optional
 	Cordoned bool `json:"cordoned,omitempty"`
 
+	// Failover says what the hub does with the jobs of this cluster while it cannot reach it.
+	// +optional
+	Failover Failover `json:"failover,omitempty"`
+
 	// Fenced is the operator's word that nothing of this cluster runs any more (it is gone, or was
 	// wiped). The hub then dispatches the jobs it ran elsewhere at once, each recorded as an eviction
 	// with reason WorkerLost, lets go of Workloads being deleted that waited for it, and sends it
@@ -23,6 +29,44 @@ type WorkerClusterSpec struct {
 	// cluster is back and fenced is cleared, what is left there of those jobs is deleted.
 	// +optional
 	Fenced bool `json:"fenced,omitempty"`
+}
+
+// FailoverPolicy is what the hub does with a lost cluster's jobs.
+// +kubebuilder:validation:Enum=Wait;Fence
+type FailoverPolicy string
+
+const (
+	// FailoverWait never dispatches a lost cluster's jobs elsewhere: they may still run there. Their
+	// quota stays held until the cluster is back, or the operator fences it.
+	FailoverWait FailoverPolicy = "Wait"
+	// FailoverFence has the cluster's agent stop the hub's jobs there once the hub has not renewed its
+	// lease on the cluster for the timeout; the hub, once it has not reached the cluster for the timeout
+	// plus a margin, dispatches them elsewhere.
+	FailoverFence FailoverPolicy = "Fence"
+)
+
+// DefaultFailoverTimeout is the failover timeout when the spec gives none.
+const DefaultFailoverTimeout = 5 * time.Minute
+
+// Failover is the policy for a cluster the hub loses.
+type Failover struct {
+	// Policy: Wait (default) or Fence.
+	// +kubebuilder:default=Wait
+	// +optional
+	Policy FailoverPolicy `json:"policy,omitempty"`
+	// Timeout, under Fence, is how long the hub's lease may go unrenewed before the agent stops the hub's
+	// jobs; the hub dispatches them elsewhere after the timeout plus a margin. At least 30s; default 5m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="failover timeout must be at least 30s"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// TimeoutOrDefault is the failover timeout in force.
+func (f Failover) TimeoutOrDefault() time.Duration {
+	if f.Timeout == nil || f.Timeout.Duration <= 0 {
+		return DefaultFailoverTimeout
+	}
+	return f.Timeout.Duration
 }
 
 // SecretReference names a Secret in the hub's namespace.
@@ -53,6 +97,7 @@ type WorkerClusterStatus struct {
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`
 // +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.cordoned`
 // +kubebuilder:printcolumn:name="Fenced",type=boolean,JSONPath=`.spec.fenced`
+// +kubebuilder:printcolumn:name="Failover",type=string,JSONPath=`.spec.failover.policy`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -93,6 +93,12 @@ func running(j *batchv1.Job) *batchv1.Job {
 	return j
 }
 
+func suspendedByTheAgent(j *batchv1.Job) *batchv1.Job {
+	j.Spec.Suspend = ptr.To(true)
+	j.Annotations = map[string]string{gantry.SuspendedByAnnotation: gantry.SuspendedByFence}
+	return j
+}
+
 func deletingJob(j *batchv1.Job) *batchv1.Job {
 	j.DeletionTimestamp = ptr.To(metav1.NewTime(now))
 	return j
@@ -112,6 +118,12 @@ func up(name string) Cluster { return Cluster{Name: name, Connected: true} }
 
 func down(name string) Cluster {
 	return Cluster{Name: name, DisconnectedSince: now.Add(-10 * time.Minute)}
+}
+
+// underFence sets the policy Fence, due at the given offset from now.
+func (c Cluster) underFence(due time.Duration, renewed bool) Cluster {
+	c.FenceDue, c.LeaseRenewed = now.Add(due), renewed
+	return c
 }
 
 func (c Cluster) with(cp *gantry.Workload, job *batchv1.Job) Cluster {

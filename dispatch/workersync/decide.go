@@ -86,7 +86,7 @@ func (d *decider) myJob(c Cluster) *batchv1.Job {
 
 // worker plans a write to a worker; deleting what is already going is left out.
 func (d *decider) worker(op Op, cluster string, obj client.Object) {
-	if (op == Delete || op == DeleteForeground) && obj.GetDeletionTimestamp() != nil {
+	if op != CreateCopy && op != CreateJob && obj.GetDeletionTimestamp() != nil {
 		return
 	}
 	d.plan.Worker = append(d.plan.Worker, WorkerAction{Op: op, Cluster: cluster, Object: obj})
@@ -162,11 +162,14 @@ func (d *decider) withdrawFromLosers() {
 // Workload with it; or evicts the Workload when the winner's agent gave it up.
 func (d *decider) runOnWinner() {
 	w, ok := d.v.Clusters[d.wl.Status.ClusterName]
-	if w.Fenced {
+	if w.Fenced || d.fenceDue(w) {
 		d.evictFromLost(w)
 		return
 	}
 	if !d.reachable(w, ok) {
+		if !w.FenceDue.IsZero() {
+			d.plan.requeue(w.FenceDue.Sub(d.v.Now))
+		}
 		return
 	}
 	if cp := d.myCopy(w); cp != nil && epochOf(cp.Labels) == d.wl.Status.DispatchEpoch && givenUp(cp) {
@@ -194,9 +197,24 @@ func (d *decider) runOnWinner() {
 		d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl))
 		return
 	}
+	if job != nil && suspendedByFence(job) && w.LeaseRenewed {
+		// The agent stopped it while it did not hear from the hub; the cluster is still the winner, so it
+		// goes on where it is.
+		d.worker(Resume, w.Name, job)
+	}
 	if job != nil && d.v.HubJob != nil {
 		d.mirror(w, job)
 	}
+}
+
+// fenceDue says whether, under the failover policy Fence, the hub has not reached the cluster for long
+// enough that its agent has stopped the hub's Jobs there.
+func (d *decider) fenceDue(c Cluster) bool {
+	return !c.Connected && !c.FenceDue.IsZero() && !d.v.Now.Before(c.FenceDue)
+}
+
+func suspendedByFence(job *batchv1.Job) bool {
+	return job.Annotations[gantry.SuspendedByAnnotation] == gantry.SuspendedByFence && job.Spec.Suspend != nil && *job.Spec.Suspend
 }
 
 // reachable says whether the winner can be worked on, and keeps the ClusterReachable condition true:
@@ -213,7 +231,12 @@ func (d *decider) reachable(w Cluster, known bool) bool {
 	if !w.DisconnectedSince.IsZero() {
 		msg += " since " + w.DisconnectedSince.UTC().Format(timeFormat)
 	}
-	msg += "; its Job may still run there, so it keeps its quota and is not dispatched elsewhere"
+	if w.FenceDue.IsZero() {
+		msg += "; its Job may still run there, so it keeps its quota and is not dispatched elsewhere (failover policy Wait)"
+	} else {
+		msg += fmt.Sprintf("; its agent stops the Job there when the hub's lease lapses, and it is dispatched elsewhere from %s (failover policy Fence)",
+			w.FenceDue.UTC().Format(timeFormat))
+	}
 	prev := apimeta.FindStatusCondition(d.status.Conditions, gantry.WorkloadClusterReachable)
 	if prev == nil || prev.Status != metav1.ConditionFalse {
 		d.event(corev1.EventTypeWarning, EventUnreachable, "%s", msg)
@@ -278,11 +301,15 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 	d.event(corev1.EventTypeWarning, EventEvicted, "Pods not placed on %s (%s); dispatching again", w.Name, cond.Message)
 }
 
-// evictFromLost takes the Workload back from a winner the operator fenced: nothing of it runs there
-// any more, so no live check is possible or needed. What is left there goes when it is back (the
+// evictFromLost takes the Workload back from a winner the operator fenced, or that the hub has not
+// reached for longer than its agent lets the hub's Jobs run under the policy Fence: nothing of it runs
+// there any more, so no live check is possible or needed. What is left there goes when it is back (the
 // Workload's objects of an older epoch are withdrawn from every connected cluster but the winner).
 func (d *decider) evictFromLost(w Cluster) {
 	msg := fmt.Sprintf("%s is fenced: nothing of it runs any more", w.Name)
+	if !w.Fenced {
+		msg = fmt.Sprintf("%s was not reached for its failover timeout and margin (policy Fence): its agent has stopped the job there", w.Name)
+	}
 	d.takeBack(gantry.ReasonWorkerLost, msg)
 	d.event(corev1.EventTypeWarning, EventEvicted, "%s; dispatching again", msg)
 }
@@ -343,7 +370,7 @@ func (d *decider) finalize() {
 	}
 	w, ok := d.v.Clusters[winner]
 	switch {
-	case w.Fenced:
+	case w.Fenced || d.fenceDue(w):
 		d.plan.RemoveFinalizer = true // nothing of it runs there any more
 	case !ok || !w.Connected:
 		d.reachable(w, ok)

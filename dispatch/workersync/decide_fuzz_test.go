@@ -50,6 +50,10 @@ func checkPlan(t *testing.T, v View, p Plan) {
 				t.Fatalf("%s: winner %q, recorded %v, finished %v, deleting %v, job in view %v",
 					a, st.ClusterName, recorded, finished, wl.DeletionTimestamp != nil, c.Job != nil)
 			}
+		case Resume:
+			if a.Cluster != st.ClusterName || !c.LeaseRenewed || finished || c.Job == nil || a.Object.GetUID() != c.Job.UID {
+				t.Fatalf("%s: resumes off the winner %q or before the lease was renewed", a, st.ClusterName)
+			}
 		case CreateCopy:
 			if st.ClusterName != "" || !slices.Contains(st.NominatedClusters, a.Cluster) || epochOf(a.Object.GetLabels()) != st.DispatchEpoch || c.Copy != nil {
 				t.Fatalf("%s: not the current nomination (epoch %d, %v) or the name is taken", a, st.DispatchEpoch, st.NominatedClusters)
@@ -66,14 +70,16 @@ func checkPlan(t *testing.T, v View, p Plan) {
 	}
 	if p.Status != nil && st.ClusterName != "" && p.Status.ClusterName != st.ClusterName {
 		last := p.Status.Evictions[len(p.Status.Evictions)-1]
-		confirmed := p.ConfirmGone == st.ClusterName || v.Clusters[st.ClusterName].Fenced
+		w := v.Clusters[st.ClusterName]
+		confirmed := p.ConfirmGone == st.ClusterName || w.Fenced || (!w.Connected && !w.FenceDue.IsZero() && !v.Now.Before(w.FenceDue))
 		if p.Status.ClusterName != "" || !confirmed || last.Cluster != st.ClusterName || last.Epoch != st.DispatchEpoch {
 			t.Fatalf("winner %q changed to %q without a confirmed eviction (confirm %q)", st.ClusterName, p.Status.ClusterName, p.ConfirmGone)
 		}
 	}
 	if p.RemoveFinalizer && st.ClusterName != "" && !finished {
 		w := v.Clusters[st.ClusterName]
-		if !w.Fenced && (p.ConfirmGone != st.ClusterName || !w.Connected || (w.Job != nil && w.Job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID))) {
+		lost := w.Fenced || (!w.Connected && !w.FenceDue.IsZero() && !v.Now.Before(w.FenceDue))
+		if !lost && (p.ConfirmGone != st.ClusterName || !w.Connected || (w.Job != nil && w.Job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID))) {
 			t.Fatalf("lets go of a Workload whose Job may run on %s", st.ClusterName)
 		}
 	}
@@ -142,13 +148,20 @@ func randomView(b *byteSource) View {
 
 func randomCluster(b *byteSource, name string) Cluster {
 	fenced := b.next(5) == 0
+	var fenceDue time.Time
+	switch b.next(3) {
+	case 1:
+		fenceDue = now.Add(-time.Second)
+	case 2:
+		fenceDue = now.Add(time.Minute)
+	}
 	if b.next(4) == 0 {
 		c := down(name)
-		c.Fenced = fenced
+		c.Fenced, c.FenceDue = fenced, fenceDue
 		return c
 	}
 	c := up(name)
-	c.Fenced = fenced
+	c.Fenced, c.FenceDue, c.LeaseRenewed = fenced, fenceDue, b.next(2) == 1
 	owners := []string{uid, "old-uid"}
 	switch b.next(3) {
 	case 1:
@@ -169,6 +182,9 @@ func randomCluster(b *byteSource, name string) Cluster {
 			completed(c.Job)
 		case 3:
 			deletingJob(c.Job)
+		}
+		if b.next(3) == 0 {
+			suspendedByTheAgent(c.Job)
 		}
 	}
 	if b.next(3) == 0 {

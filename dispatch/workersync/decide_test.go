@@ -174,6 +174,27 @@ func TestDecide(t *testing.T) {
 				"CreateCopy w2 Copy ns/job-train uid=wl-uid epoch=3",
 			}, Events: []string{"Normal Withdrawn"}},
 		},
+		"winner unreachable under Fence: waits for the fence to be due": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), down("w1").underFence(2*time.Minute, false)),
+			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"},
+				Requeue: 2 * time.Minute},
+		},
+		"winner unreachable under Fence past the timeout and margin: dispatched again as WorkerLost": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), down("w1").underFence(-time.Second, false)),
+			want: outcome{Winner: "-", Evictions: 1,
+				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Events:  []string{"Warning Evicted"}},
+		},
+		"winner back before the fence: the Job the agent suspended is resumed in place": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
+				up("w1").underFence(time.Minute, true).with(nil, suspendedByTheAgent(remoteJob(uid, 2)))),
+			want: outcome{Worker: []string{"Resume w1 Job ns/train uid=wl-uid epoch=2"}},
+		},
+		"winner back, lease not renewed yet: no resume, the agent would stop it again": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
+				up("w1").underFence(time.Minute, false).with(nil, suspendedByTheAgent(remoteJob(uid, 2)))),
+			want: outcome{},
+		},
 		"finished: the losers are withdrawn, the winner keeps its objects": {
 			view: view(workload().nominated(2, "w1", "w2").winner("w1").jobCreated().finished().obj(), hubJob(),
 				up("w1").with(copyOf(uid, 2), completed(remoteJob(uid, 2))), up("w2").with(copyOf(uid, 2), nil)),
@@ -208,6 +229,10 @@ func TestDecide(t *testing.T) {
 				c.Fenced = true
 				return view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, c)
 			}(),
+			want: outcome{RemoveFinalizer: true},
+		},
+		"deleting with the winner lost past its fence: let go": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, down("w1").underFence(-time.Second, false)),
 			want: outcome{RemoveFinalizer: true},
 		},
 		"deleting a finished Workload: nothing runs, let go": {

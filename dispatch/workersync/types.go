@@ -52,6 +52,12 @@ type Cluster struct {
 	DisconnectedSince time.Time
 	// Fenced: the operator said nothing of the cluster runs any more (WorkerCluster spec.fenced).
 	Fenced bool
+	// FenceDue, under the failover policy Fence, is when the cluster's agent has surely stopped the hub's
+	// Jobs there if the hub has not reached it since; zero under the policy Wait.
+	FenceDue time.Time
+	// LeaseRenewed: the hub renewed its lease on the current connection, so the agent stops nothing more
+	// and a Job it suspended may be resumed.
+	LeaseRenewed bool
 	// Copy is the object with the Workload's namespace and name on the cluster, of any Workload UID.
 	Copy *gantry.Workload
 	// Job is Gantry's Job with the hub Job's namespace and name on the cluster, of any Workload UID.
@@ -84,6 +90,8 @@ const (
 	// DeleteForeground deletes a Job's pods before the Job, so that "the Job is gone" means nothing of it
 	// runs.
 	DeleteForeground Op = "DeleteForeground"
+	// Resume lifts the suspension the agent put on a Job when the hub's lease lapsed.
+	Resume Op = "Resume"
 )
 
 // WorkerAction is one write to one worker. Deletes name exactly the object read (UID precondition).

@@ -40,11 +40,20 @@ type Workers interface {
 	Connected() []string
 }
 
+// Leases tells how the hub's lease on each worker stands (remote.LeaseRenewer).
+type Leases interface {
+	// FenceDue is when the jobs of a cluster the hub does not reach may go elsewhere under Fence.
+	FenceDue(cluster string, timeout time.Duration) time.Time
+	// Renewed tells whether the lease was renewed on the cluster's current connection.
+	Renewed(cluster string) bool
+}
+
 // Reconciler syncs one hub Workload with the workers.
 type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Workers   Workers
+	Leases    Leases
 	Recorder  events.EventRecorder
 	// Remote receives the hub Workload keys of changed objects on workers.
 	Remote chan event.GenericEvent
@@ -187,6 +196,10 @@ func (r *Reconciler) readRegistration(ctx context.Context, c *workersync.Cluster
 		return
 	}
 	c.Fenced = wc.Spec.Fenced
+	if wc.Spec.Failover.Policy == gantry.FailoverFence && r.Leases != nil {
+		c.FenceDue = r.Leases.FenceDue(c.Name, wc.Spec.Failover.TimeoutOrDefault())
+		c.LeaseRenewed = r.Leases.Renewed(c.Name)
+	}
 	if cond := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected); cond != nil && cond.Status != metav1.ConditionTrue {
 		c.DisconnectedSince = cond.LastTransitionTime.Time
 	}
@@ -223,6 +236,8 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 		return true, nil
 	case workersync.CreateJob:
 		return r.createJob(ctx, w, wl, a)
+	case workersync.Resume:
+		return false, resume(ctx, w, a.Cluster, a.Object)
 	default:
 		return false, deleteExact(ctx, w, a.Cluster, a.Object, a.Op == workersync.DeleteForeground)
 	}
@@ -365,6 +380,16 @@ func deleteExact(ctx context.Context, w remote.Worker, cluster string, obj clien
 	err := w.Writer().Delete(ctx, obj, client.PropagationPolicy(policy), client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), cluster, err)
+	}
+	return nil
+}
+
+// resume lifts the agent's suspension of a Job, guarded by its UID so that only that Job is changed.
+func resume(ctx context.Context, w remote.Worker, cluster string, obj client.Object) error {
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:null}},"spec":{"suspend":false}}`, obj.GetUID(), gantry.SuspendedByAnnotation)
+	err := w.Writer().Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("resuming job %s on %s: %w", client.ObjectKeyFromObject(obj), cluster, err)
 	}
 	return nil
 }

@@ -1,0 +1,65 @@
+package remote_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/hub/remote/remotetest"
+)
+
+type fixedFailovers map[string]gantry.Failover
+
+func (f fixedFailovers) Failover(c string) (gantry.Failover, bool) {
+	x, ok := f[c]
+	return x, ok
+}
+
+func TestLeaseRenewer(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	start := clk.Now()
+	w1 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(s).Build()}
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1}}
+	timeout := 2 * time.Minute
+	r := &remote.LeaseRenewer{Workers: ws, Clock: clk,
+		Failovers: fixedFailovers{"w1": {Policy: gantry.FailoverFence, Timeout: &metav1.Duration{Duration: timeout}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Start(ctx) }()
+
+	var lease coordinationv1.Lease
+	key := types.NamespacedName{Namespace: gantry.GantryNamespace, Name: gantry.HubLeaseName}
+	deadline := time.Now().Add(10 * time.Second)
+	for w1.Store.Get(ctx, key, &lease) != nil || !r.Renewed("w1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease was not written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if lease.Annotations[gantry.FailoverPolicyAnnotation] != string(gantry.FailoverFence) || *lease.Spec.LeaseDurationSeconds != 120 ||
+		!lease.Spec.RenewTime.Equal(&metav1.MicroTime{Time: start}) {
+		t.Errorf("lease %+v %+v", lease.Annotations, lease.Spec)
+	}
+	if got, want := r.FenceDue("w1", timeout), start.Add(timeout+remote.FenceMargin(timeout)); !got.Equal(want) {
+		t.Errorf("FenceDue %v, want %v", got, want)
+	}
+	if got, want := r.FenceDue("never-seen", timeout), start.Add(timeout+remote.FenceMargin(timeout)); !got.Equal(want) {
+		t.Errorf("FenceDue of a cluster never renewed %v, want from the renewer's start %v", got, want)
+	}
+	ws.Down = []string{"w1"}
+	if r.Renewed("w1") {
+		t.Errorf("renewed while not connected")
+	}
+}
