@@ -1,6 +1,7 @@
 package controller
 
 import (
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
@@ -26,6 +27,11 @@ func CacheOptions(clusterName string) cache.Options {
 			&gantryv1alpha1.Workload{}:       {Label: labels.NewSelector().Add(*isCopy)},
 			&gantryv1alpha1.CapacityReport{}: {Field: fields.OneTermEqualSelector("metadata.name", clusterName)},
 			&corev1.Node{}:                   {Transform: stripNode},
+			// The hub's lease, which says whether the hub still reaches this cluster (failover policy Fence).
+			&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{gantryv1alpha1.GantryNamespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", gantryv1alpha1.HubLeaseName),
+			},
 		},
 	}
 }

@@ -56,6 +56,8 @@ type Input struct {
 	// PlacementTimeout is how long after its Job was created an admitted copy may still have pods not
 	// placed on nodes before the agent gives it up; 0 waits for ever.
 	PlacementTimeout time.Duration
+	// HubLease is the hub's lease on this cluster (ReadHubLease).
+	HubLease HubLease
 }
 
 // Plan is what one pass decided.
@@ -63,8 +65,10 @@ type Plan struct {
 	// Snapshot is the cluster with bound pods counted and every admitted copy reserved, the copies
 	// admitted by this plan included.
 	Snapshot *admission.Snapshot
-	// Updates are the Admitted conditions to write: only those that differ from what the copy shows.
+	// Updates are the conditions to write: only those that differ from what the copy shows.
 	Updates []Update
+	// Suspend are the hub's Jobs to suspend because the hub's lease lapsed (policy Fence).
+	Suspend []*batchv1.Job
 	// Placements are the reservations of the admitted copies, by copy UID, for the next pass.
 	Placements map[types.UID]admission.Placement
 	// Assumed are the earlier writes the cache still does not show.
@@ -81,7 +85,7 @@ func (p *Plan) wakeAt(now, t time.Time) {
 	}
 }
 
-// Update sets the Admitted condition of one copy.
+// Update sets a condition of one copy: Admitted, or Suspended.
 type Update struct {
 	// Copy is the copy as read from the cache; it must not be modified.
 	Copy      *gantryv1alpha1.Workload
@@ -91,7 +95,12 @@ type Update struct {
 }
 
 // Admits tells whether u admits its copy.
-func (u Update) Admits() bool { return u.Condition.Status == metav1.ConditionTrue }
+func (u Update) Admits() bool {
+	return u.Condition.Type == gantryv1alpha1.WorkloadAdmitted && u.Condition.Status == metav1.ConditionTrue
+}
+
+// admission tells whether u sets the Admitted condition (and with it the copy's admission).
+func (u Update) admission() bool { return u.Condition.Type == gantryv1alpha1.WorkloadAdmitted }
 
 // Result names the outcome for metrics: "Admitted", or the reason the copy was not admitted.
 func (u Update) Result() string {
@@ -187,6 +196,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		if owned && JobFinished(job) {
 			continue
 		}
+		suspended := owned && p.fence(in, c, job)
 		cur := cs.current[GangKey(c)]
 		if !owned && in.ReservationTTL > 0 && in.Now.Sub(cur.LastTransitionTime.Time) > in.ReservationTTL {
 			// The hub never confirmed: it is gone, cut off, or chose another cluster and could not
@@ -201,10 +211,12 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		}
 		copyPods := podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]]
 		progress := ProgressOf(c, copyPods)
-		if owned && in.PlacementTimeout > 0 && !progress.Done() {
+		// A Job suspended because the hub's lease lapsed has no pods on purpose: it keeps its room.
+		placing := owned && !suspended && in.PlacementTimeout > 0 && !progress.Done()
+		if placing {
 			p.wakeAt(in.Now, job.CreationTimestamp.Add(in.PlacementTimeout+time.Second))
 		}
-		if owned && in.PlacementTimeout > 0 && !progress.Done() && in.Now.Sub(job.CreationTimestamp.Time) > in.PlacementTimeout {
+		if placing && in.Now.Sub(job.CreationTimestamp.Time) > in.PlacementTimeout {
 			// The scheduler did not find the room this agent counted (something outside the agent's
 			// view took it). Give the gang up, so that the hub removes the Job and dispatches it again.
 			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout,
@@ -304,11 +316,15 @@ func (p *Plan) set(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav
 }
 
 func condition(c *gantryv1alpha1.Workload, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {
+	return conditionOf(c, gantryv1alpha1.WorkloadAdmitted, status, reason, message, now)
+}
+
+func conditionOf(c *gantryv1alpha1.Workload, typ string, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {
 	if len(message) > maxConditionMessage {
 		message = message[:maxConditionMessage-3] + "..."
 	}
 	return metav1.Condition{
-		Type:               gantryv1alpha1.WorkloadAdmitted,
+		Type:               typ,
 		Status:             status,
 		Reason:             reason,
 		Message:            message,

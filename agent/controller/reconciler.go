@@ -9,6 +9,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,6 +86,7 @@ type Reconciler struct {
 	placements map[types.UID]admission.Placement
 	assumed    map[types.UID]Assumption
 	lastReport *reportWrite
+	leaseSeen  LeaseSighting
 }
 
 // NewReconciler returns the agent's reconciler. c must read from a cache set up with CacheOptions (any
@@ -129,6 +131,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.Node{}, enqueue, builder.WithPredicates(nodeChanged)).
 		Watches(&corev1.Pod{}, enqueue, builder.WithPredicates(podChanged)).
 		Watches(&batchv1.Job{}, enqueue, builder.WithPredicates(jobChanged)).
+		Watches(&coordinationv1.Lease{}, enqueue).
 		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName))).
 		Complete(r)
 }
@@ -172,7 +175,12 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	if err := r.client.List(ctx, &copies, client.HasLabels{gantryv1alpha1.WorkloadUIDLabel}, noCopy); err != nil {
 		return Input{}, fmt.Errorf("listing workload copies: %w", err)
 	}
+	hubLease, err := r.hubLease(ctx)
+	if err != nil {
+		return Input{}, err
+	}
 	in := Input{
+		HubLease:   hubLease,
 		Nodes:      make([]*corev1.Node, len(nodes.Items)),
 		Pods:       make([]*corev1.Pod, len(pods.Items)),
 		Copies:     make([]*gantryv1alpha1.Workload, len(copies.Items)),
@@ -206,6 +214,23 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	return in, nil
 }
 
+// hubLease reads the hub's Lease from the cache and keeps the sighting of its last change.
+func (r *Reconciler) hubLease(ctx context.Context) (HubLease, error) {
+	var lease coordinationv1.Lease
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: gantryv1alpha1.GantryNamespace, Name: gantryv1alpha1.HubLeaseName}, &lease)
+	found := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return HubLease{}, fmt.Errorf("reading the hub's lease: %w", err)
+	}
+	l := &lease
+	if !found {
+		l = nil
+	}
+	var hl HubLease
+	hl, r.leaseSeen = ReadHubLease(l, r.leaseSeen, r.clock.Now())
+	return hl, nil
+}
+
 // apply writes the plan's conditions, one status update per copy, each against the resourceVersion the
 // pass read. A copy that changed in between is decided again by the pass its change queues; an
 // admission that was not written gives its reservation back before the report is computed.
@@ -227,9 +252,11 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			defer func() { <-sem; wg.Done() }()
 			c := u.Copy.DeepCopy()
 			meta.SetStatusCondition(&c.Status.Conditions, u.Condition)
-			c.Status.Admission = nil
-			if u.Admits() {
-				c.Status.Admission = AdmissionOf(c, u.Placement)
+			if u.admission() {
+				c.Status.Admission = nil
+				if u.Admits() {
+					c.Status.Admission = AdmissionOf(c, u.Placement)
+				}
 			}
 			written[i], writeErrs[i] = c, r.client.Status().Update(ctx, c)
 		}()
@@ -248,7 +275,11 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 				logger.V(2).Info("Copy changed since the pass read it; deciding again", "workload", klog.KObj(c), "err", err)
 				continue
 			}
-			errs = append(errs, fmt.Errorf("updating the Admitted condition of workload copy %s: %w", klog.KObj(c), err))
+			errs = append(errs, fmt.Errorf("updating the %s condition of workload copy %s: %w", u.Condition.Type, klog.KObj(c), err))
+			continue
+		}
+		if !u.admission() {
+			logger.Info("Workload copy "+u.Condition.Type, "workload", klog.KObj(c), "reason", u.Condition.Reason, "message", u.Condition.Message)
 			continue
 		}
 		r.assumed[c.UID] = Assumption{StaleVersion: u.Copy.ResourceVersion, Condition: u.Condition}
@@ -261,6 +292,26 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 		logger.V(2).Info("Workload copy not admitted", "workload", klog.KObj(c), "reason", u.Condition.Reason, "message", u.Condition.Message)
 		if gantryv1alpha1.RejectsCluster(u.Condition.Reason) {
 			r.recorder.Eventf(c, nil, corev1.EventTypeWarning, u.Condition.Reason, "Reject", "%s", u.Condition.Message)
+		}
+	}
+	return errors.Join(append(errs, r.suspend(ctx, plan.Suspend))...)
+}
+
+// suspend suspends the hub's Jobs whose lease lapsed, each guarded by its UID; the Job controller then
+// deletes their pods.
+func (r *Reconciler) suspend(ctx context.Context, jobs []*batchv1.Job) error {
+	var errs []error
+	for _, job := range jobs {
+		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:%q}},"spec":{"suspend":true}}`,
+			job.UID, gantryv1alpha1.SuspendedByAnnotation, gantryv1alpha1.SuspendedByFence)
+		err := r.client.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+		switch {
+		case err == nil:
+			log.FromContext(ctx).Info("Suspended a Job of the hub, whose lease lapsed", "job", klog.KObj(job))
+			r.recorder.Eventf(job, nil, corev1.EventTypeWarning, gantryv1alpha1.ReasonHubLeaseExpired, "Suspend",
+				"The hub's lease on this cluster lapsed (failover policy Fence): the Job is suspended until the hub resumes or removes it")
+		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+			errs = append(errs, fmt.Errorf("suspending job %s: %w", klog.KObj(job), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -107,6 +107,8 @@ const (
 	// ReasonHubLeaseExpired: the hub's lease on the cluster lapsed under the failover policy Fence; the
 	// agent suspended the copy's Job (its pods are deleted) until the hub resumes it or removes it.
 	ReasonHubLeaseExpired = "HubLeaseExpired"
+	// ReasonResumed: the hub renewed its lease and resumed the Job the agent had suspended.
+	ReasonResumed = "Resumed"
 	// ReasonPreviousJobPresent: a Job Gantry created for an earlier Workload of the same name is still in
 	// the cluster; the hub removes it, and the copy is decided again once it is gone.
 	ReasonPreviousJobPresent = "PreviousJobPresent"
