@@ -197,10 +197,13 @@ func (d *decider) runOnWinner() {
 		d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl))
 		return
 	}
-	if job != nil && suspendedByFence(job) && w.LeaseRenewed {
+	switch {
+	case job != nil && suspendedByFence(job) && w.LeaseRenewed:
 		// The agent stopped it while it did not hear from the hub; the cluster is still the winner, so it
 		// goes on where it is.
 		d.worker(Resume, w.Name, job)
+	case job != nil && suspendedByFence(job):
+		d.plan.requeue(LeasePoll) // resumed once the lease is renewed, or the agent would stop it again
 	}
 	if job != nil && d.v.HubJob != nil {
 		d.mirror(w, job)

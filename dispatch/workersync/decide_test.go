@@ -193,7 +193,7 @@ func TestDecide(t *testing.T) {
 		"winner back, lease not renewed yet: no resume, the agent would stop it again": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
 				up("w1").underFence(time.Minute, false).with(nil, suspendedByTheAgent(remoteJob(uid, 2)))),
-			want: outcome{},
+			want: outcome{Requeue: LeasePoll},
 		},
 		"finished: the losers are withdrawn, the winner keeps its objects": {
 			view: view(workload().nominated(2, "w1", "w2").winner("w1").jobCreated().finished().obj(), hubJob(),

@@ -151,6 +151,9 @@ const (
 	// DeletionPoll is how often a Job being deleted on a worker is looked at; its deletion event
 	// usually comes first.
 	DeletionPoll = time.Second
+	// LeasePoll is how often a Job the agent suspended is looked at until the hub's lease on its cluster
+	// is renewed and it can be resumed.
+	LeasePoll = time.Second
 	// MirrorInterval is the least time between two status mirrors of a running Job: a Job whose pods
 	// start together would otherwise cost the hub a write per pod. A finished Job is mirrored at once.
 	MirrorInterval = time.Second

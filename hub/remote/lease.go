@@ -6,6 +6,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -144,10 +145,18 @@ func writeLease(ctx context.Context, w Worker, f gantry.Failover, timeout time.D
 	lease.Spec.HolderIdentity = ptr.To("gantry-hub")
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32(timeout / time.Second))
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
-	if apierrors.IsNotFound(err) {
-		return w.Writer().Create(ctx, &lease)
+	if !apierrors.IsNotFound(err) {
+		return w.Writer().Update(ctx, &lease)
 	}
-	return w.Writer().Update(ctx, &lease)
+	err = w.Writer().Create(ctx, &lease)
+	if apierrors.IsNotFound(err) { // no namespace yet
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gantry.GantryNamespace}}
+		if nsErr := w.Writer().Create(ctx, ns); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
+			return nsErr
+		}
+		err = w.Writer().Create(ctx, &lease)
+	}
+	return err
 }
 
 // refused tells whether err means the write surely did not happen.
