@@ -14,6 +14,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
 // maxConditionMessage is the longest message a metav1.Condition accepts.
@@ -21,15 +22,6 @@ const maxConditionMessage = 32768
 
 // maxPlacementEntries is how many assignments an Admitted message lists before it summarises the rest.
 const maxPlacementEntries = 6
-
-// Assumption is an Admitted condition this agent wrote to a copy that the cache may not show yet.
-type Assumption struct {
-	// StaleVersion is the copy's resourceVersion that the write replaced. While the cache still holds
-	// that version it is behind the write, and the pass goes by Condition instead.
-	StaleVersion string
-	// Condition is the Admitted condition written.
-	Condition metav1.Condition
-}
 
 // Input is what one pass decides on: the agent's caches and its memory of earlier passes. Decide reads it
 // and changes nothing in it.
@@ -43,8 +35,10 @@ type Input struct {
 	// Placements are the reservations of admitted copies from earlier passes, by copy UID. A copy
 	// admitted without a known placement (by an earlier agent process) is placed again.
 	Placements map[types.UID]admission.Placement
-	// Assumed are the writes of earlier passes, by copy UID.
-	Assumed map[types.UID]Assumption
+	// Assumed are the Admitted conditions earlier passes wrote, by copy UID, with the copy's version
+	// each write replaced: while a copy still shows that version, the cache is behind the write and the
+	// pass goes by the condition written. Decide only reads it; nil is empty.
+	Assumed *expectations.Written[types.UID, metav1.Condition]
 	// Now stamps condition transitions.
 	Now time.Time
 	// ReservationTTL is how long an admitted copy holds its room while no Job of its own exists; 0 is
@@ -71,8 +65,6 @@ type Plan struct {
 	Suspend []*batchv1.Job
 	// Placements are the reservations of the admitted copies, by copy UID, for the next pass.
 	Placements map[types.UID]admission.Placement
-	// Assumed are the earlier writes the cache still does not show.
-	Assumed map[types.UID]Assumption
 	// Wake is how soon a pass must run again for a timeout to be noticed on time (placement timeout,
 	// reservation TTL, starvation timeout); 0 when none is pending.
 	Wake time.Duration
@@ -140,7 +132,6 @@ func Decide(in Input) Plan {
 	plan := Plan{
 		Snapshot:   snap,
 		Placements: map[types.UID]admission.Placement{},
-		Assumed:    map[types.UID]Assumption{},
 	}
 	cs := plan.sortCopies(in)
 	plan.holdAdmitted(in, cs, podsByCopy, nodes)
@@ -172,9 +163,10 @@ func (p *Plan) sortCopies(in Input) copyStates {
 		key := GangKey(c)
 		cs.byKey[key] = c
 		cond := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadAdmitted)
-		if a, ok := in.Assumed[c.UID]; ok && c.ResourceVersion == a.StaleVersion {
-			p.Assumed[c.UID] = a
-			cond = &a.Condition
+		if in.Assumed != nil {
+			if a, behind := in.Assumed.Behind(c.UID, c.ResourceVersion); behind {
+				cond = &a
+			}
 		}
 		cs.current[key] = cond
 		if cond != nil && cond.Status == metav1.ConditionTrue {

@@ -15,6 +15,7 @@ import (
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
 var (
@@ -335,8 +336,8 @@ func TestDecide(t *testing.T) {
 				Nodes:      twoNodes,
 				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").ResourceVersion("5").Obj(), copyOf("b", 1, 1, "1").Obj()},
 				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
-				Assumed: map[types.UID]Assumption{"copy-a": {StaleVersion: "5", Condition: metav1.Condition{
-					Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantryv1alpha1.ReasonFits}}},
+				Assumed: assumed("copy-a", "5", metav1.Condition{
+					Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantryv1alpha1.ReasonFits}),
 			},
 			want: outcome{
 				Updates:    map[string]string{"ns/b": "False/InsufficientResources"},
@@ -670,22 +671,28 @@ func TestDecideWritesOnlyChanges(t *testing.T) {
 
 	// The same holds while the cache is behind the write: the assumption stands in for the copy.
 	stale := copyOf("a", 0, 2, "8").ResourceVersion("7").Obj()
-	third := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{stale}, Now: now.Add(time.Minute),
-		Assumed: map[types.UID]Assumption{stale.UID: {StaleVersion: "7", Condition: c}}})
+	written := assumed(stale.UID, "7", c)
+	third := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{stale}, Now: now.Add(time.Minute), Assumed: written})
 	if len(third.Updates) != 0 {
 		t.Errorf("pass with a stale cache wrote %+v, want no writes", third.Updates)
 	}
-	if _, ok := third.Assumed[stale.UID]; !ok {
+	if keepBehind(written, []*gantryv1alpha1.Workload{stale}); written.Len() != 1 {
 		t.Error("assumption dropped while the cache is still behind")
 	}
 
 	// Once the cache moved on, the assumption is dropped.
 	fresh := copyOf("a", 0, 2, "8").ResourceVersion("8").Condition(c.Status, c.Reason, c.Message).Obj()
-	fourth := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{fresh}, Now: now.Add(time.Minute),
-		Assumed: map[types.UID]Assumption{stale.UID: {StaleVersion: "7", Condition: c}}})
-	if len(fourth.Updates) != 0 || len(fourth.Assumed) != 0 {
-		t.Errorf("pass with a fresh cache: updates %+v, assumed %+v; want none", fourth.Updates, fourth.Assumed)
+	fourth := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{fresh}, Now: now.Add(time.Minute), Assumed: written})
+	if keepBehind(written, []*gantryv1alpha1.Workload{fresh}); len(fourth.Updates) != 0 || written.Len() != 0 {
+		t.Errorf("pass with a fresh cache: updates %+v, %d assumed; want none", fourth.Updates, written.Len())
 	}
+}
+
+// assumed is a memory of one Admitted condition written over the copy's version stale.
+func assumed(uid types.UID, stale string, c metav1.Condition) *expectations.Written[types.UID, metav1.Condition] {
+	w := expectations.NewWritten[types.UID, metav1.Condition]()
+	w.Record(uid, stale, c)
+	return w
 }
 
 func TestDescribePlacement(t *testing.T) {

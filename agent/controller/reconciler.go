@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
 // parallelWrites bounds the status writes of one pass in flight at once.
@@ -84,8 +86,8 @@ type Reconciler struct {
 	// pass is ever called directly.
 	mu         sync.Mutex
 	placements map[types.UID]admission.Placement
-	assumed    map[types.UID]Assumption
-	lastReport *reportWrite
+	assumed    *expectations.Written[types.UID, metav1.Condition]
+	lastReport *expectations.Written[string, gantryv1alpha1.CapacityReportStatus]
 	leaseSeen  LeaseSighting
 }
 
@@ -104,7 +106,8 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, clk clock.Clo
 		clock:      clk,
 		opts:       opts,
 		placements: map[types.UID]admission.Placement{},
-		assumed:    map[types.UID]Assumption{},
+		assumed:    expectations.NewWritten[types.UID, metav1.Condition](),
+		lastReport: expectations.NewWritten[string, gantryv1alpha1.CapacityReportStatus](),
 	}, nil
 }
 
@@ -211,7 +214,21 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 			return Input{}, fmt.Errorf("reading Job %s: %w", key, err)
 		}
 	}
+	keepBehind(r.assumed, in.Copies)
 	return in, nil
+}
+
+// keepBehind forgets the written conditions of copies that are gone or that the cache shows past the
+// version the write replaced.
+func keepBehind(assumed *expectations.Written[types.UID, metav1.Condition], copies []*gantryv1alpha1.Workload) {
+	version := make(map[types.UID]string, len(copies))
+	for _, c := range copies {
+		version[c.UID] = c.ResourceVersion
+	}
+	assumed.Keep(func(uid types.UID, stale string) bool {
+		v, ok := version[uid]
+		return ok && v == stale
+	})
 }
 
 // hubLease reads the hub's Lease from the cache and keeps the sighting of its last change.
@@ -237,7 +254,6 @@ func (r *Reconciler) hubLease(ctx context.Context) (HubLease, error) {
 func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 	logger := log.FromContext(ctx)
 	r.placements = maps.Clone(plan.Placements)
-	r.assumed = maps.Clone(plan.Assumed)
 
 	// The writes are independent, so they go out together: a burst of copies is answered in one round
 	// trip's time, not one per copy.
@@ -282,7 +298,7 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			logger.Info("Workload copy "+u.Condition.Type, "workload", klog.KObj(c), "reason", u.Condition.Reason, "message", u.Condition.Message)
 			continue
 		}
-		r.assumed[c.UID] = Assumption{StaleVersion: u.Copy.ResourceVersion, Condition: u.Condition}
+		r.assumed.Record(c.UID, u.Copy.ResourceVersion, u.Condition)
 		admissionsTotal.WithLabelValues(u.Result()).Inc()
 		if u.Admits() {
 			// No Event here: the hub records the admission on the Job the user watches.

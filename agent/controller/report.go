@@ -51,13 +51,6 @@ func CapacityFromSummary(s admission.Summary) gantryv1alpha1.CapacitySummary {
 	return out
 }
 
-// reportWrite is the last status this agent wrote to its CapacityReport, for as long as the cache may
-// still show the version it replaced.
-type reportWrite struct {
-	staleVersion string
-	status       gantryv1alpha1.CapacityReportStatus
-}
-
 // ReportDue tells whether a report showing cur must be rewritten to show want at now: when its cluster
 // name or capacity differ, or its heartbeat is interval old. It also returns how long until the next
 // heartbeat falls due if nothing changes.
@@ -110,8 +103,8 @@ func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1alpha1.Cap
 	}
 
 	cur := report.Status
-	if r.lastReport != nil && r.lastReport.staleVersion == report.ResourceVersion {
-		cur = r.lastReport.status
+	if written, behind := r.lastReport.Behind(report.Name, report.ResourceVersion); behind {
+		cur = written // the cache does not show the last write yet
 	}
 	due, next := ReportDue(cur, want, now, r.opts.HeartbeatInterval)
 	if !due {
@@ -127,7 +120,7 @@ func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1alpha1.Cap
 		}
 		return 0, fmt.Errorf("updating the status of CapacityReport %s: %w", r.opts.ClusterName, err)
 	}
-	r.lastReport = &reportWrite{staleVersion: report.ResourceVersion, status: want}
+	r.lastReport.Record(report.Name, report.ResourceVersion, want)
 	logger.V(4).Info("Wrote CapacityReport", "report", klog.KObj(report), "readyNodes", capacity.ReadyNodes)
 	return next, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
 // Reasons of Events on hub Jobs.
@@ -59,7 +59,7 @@ type Dispatcher struct {
 	requests *requestCache // used by passes only, one at a time
 
 	mu       sync.Mutex
-	assumed  map[string]*gantry.Workload // status written but maybe not yet in the cache
+	assumed  *expectations.Written[string, *gantry.Workload] // status written, maybe not yet in the cache
 	inflight map[string]*gantry.Workload // status being written: what the write will leave
 	unknown  map[string]*unknownWrite    // writes that failed without saying whether they were applied
 	backoff  map[string]time.Duration    // keys whose last write failed other than by a conflict
@@ -72,7 +72,7 @@ type Dispatcher struct {
 func (d *Dispatcher) init() {
 	d.once.Do(func() {
 		d.trigger = make(chan struct{}, 1)
-		d.assumed = map[string]*gantry.Workload{}
+		d.assumed = expectations.NewWritten[string, *gantry.Workload]()
 		d.inflight = map[string]*gantry.Workload{}
 		d.unknown = map[string]*unknownWrite{}
 		d.backoff = map[string]time.Duration{}
@@ -229,36 +229,20 @@ func (d *Dispatcher) overlay(items []gantry.Workload) ([]*gantry.Workload, []*un
 				settled = append(settled, &unknownWrite{decided: wl, c: u.c, event: u.event})
 			}
 		}
-		if a := d.assumed[key]; a != nil {
-			if a.UID == wl.UID && !newerOrEqual(wl.ResourceVersion, a.ResourceVersion) {
-				wl = a // the cache has not caught up with our own write yet
-			} else {
-				delete(d.assumed, key)
-			}
+		if a, behind := d.assumed.Behind(key, wl.ResourceVersion); behind && a.UID == wl.UID {
+			wl = a // the cache has not caught up with our own write yet
+		} else {
+			d.assumed.Forget(key)
 		}
 		out = append(out, wl)
 	}
-	for key := range d.assumed {
-		if !seen[key] {
-			delete(d.assumed, key)
-		}
-	}
+	d.assumed.Keep(func(key, _ string) bool { return seen[key] })
 	for key := range d.unknown {
 		if !seen[key] {
 			delete(d.unknown, key)
 		}
 	}
 	return out, settled
-}
-
-// newerOrEqual compares resource versions, which the API server derives from etcd revisions.
-func newerOrEqual(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	if errA != nil || errB != nil {
-		return true // not comparable: trust the cache
-	}
-	return x >= y
 }
 
 // change is one workload's part of a pass.

@@ -418,3 +418,27 @@ func TestNotApplied(t *testing.T) {
 		}
 	}
 }
+
+// TestPassGoesByItsOwnWritesInARow: the cache shows none of the dispatcher's writes. A nomination, then a
+// winner decided over the nomination the cache does not show yet, and then no further write: every pass
+// goes by the newest of its own writes, not the cache's older object.
+func TestPassGoesByItsOwnWritesInARow(t *testing.T) {
+	wl := makeHubWorkload("a", "q").obj()
+	h := newHarness(t, at.Time, append(hubObjects(), wl)...)
+	h.pass()
+	if st := h.status("a"); st.DispatchEpoch != 1 || st.ClusterName != "" {
+		t.Fatalf("after the first pass: %+v", st)
+	}
+	h.copies.byName["w1/a"] = admittedCopy(wl, "1")
+	h.pass()
+	if st := h.status("a"); st.ClusterName != "w1" {
+		t.Fatalf("after the second pass: winner %q", st.ClusterName)
+	}
+	h.pass()
+	if writes, _ := h.counts(); writes["a"] != 2 {
+		t.Errorf("%d status writes, want 2 (a nomination, then the winner)", writes["a"])
+	}
+	if st := h.status("a"); st.ClusterName != "w1" || st.DispatchEpoch != 1 {
+		t.Errorf("after the third pass: %+v", st)
+	}
+}

@@ -35,7 +35,7 @@ func (d *Dispatcher) write(ctx context.Context, key string, decided *gantry.Work
 	var retry time.Duration
 	switch {
 	case err == nil:
-		d.assumed[key] = wl
+		d.assumed.Record(key, d.replacedVersion(key, decided), wl)
 		delete(d.backoff, key)
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 	case notApplied(err):
@@ -144,7 +144,7 @@ func (d *Dispatcher) settle(ctx context.Context, u *unknownWrite) {
 	case live.ResourceVersion != u.decided.ResourceVersion:
 		delete(d.unknown, u.key)
 		delete(d.backoff, u.key)
-		d.assumed[u.key] = live
+		d.assumed.Record(u.key, d.replacedVersion(u.key, u.decided), live)
 		changed = true
 	default:
 		delete(d.unknown, u.key) // not applied; its backoff has passed
@@ -174,4 +174,14 @@ func showsDecision(wl *gantry.Workload, c *change) bool {
 		return cond != nil && cond.Reason == c.verdict.Reason && cond.Message == c.verdict.Message
 	}
 	return false
+}
+
+// replacedVersion is the version the cache shows while it is behind a write based on decided: decided's
+// own, or, when decided was itself an earlier write the cache did not show yet, the version that one
+// replaced. Call it with d.mu held.
+func (d *Dispatcher) replacedVersion(key string, decided *gantry.Workload) string {
+	if prev, stale, ok := d.assumed.Get(key); ok && prev.ResourceVersion == decided.ResourceVersion {
+		return stale
+	}
+	return decided.ResourceVersion
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/gantry-dev/gantry/dispatch/workersync"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
 // Workers gives access to connected workers.
@@ -59,9 +60,10 @@ type Reconciler struct {
 	Remote chan event.GenericEvent
 	Clock  clock.Clock
 
-	mirrored sync.Map // hub Job UID -> workersync.Mirror, the last status mirror
+	// mirrored is the last status mirror to each hub Job, by UID: when, and the version it replaced.
+	mirrored *expectations.Written[types.UID, time.Time]
 	foreign  sync.Map // "cluster/namespace/name" -> true: a live read found a Job Gantry did not create
-	expected *expectations
+	expected *expectations.Created
 }
 
 // SetupWithManager registers the controller.
@@ -77,7 +79,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 
 func (r *Reconciler) init() {
 	if r.expected == nil {
-		r.expected = newExpectations(r.Clock)
+		r.expected = expectations.NewCreated(r.Clock)
+		r.mirrored = expectations.NewWritten[types.UID, time.Time]()
 	}
 }
 
@@ -116,16 +119,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // view gathers what Decide needs from the caches and from the memory of this controller's writes.
 func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.View, error) {
 	v := workersync.View{Now: r.Clock.Now(), Workload: wl, Clusters: map[string]workersync.Cluster{},
-		FinalizerRemoved: r.expected.isPending(finalizedKey(wl))}
+		FinalizerRemoved: r.expected.IsPending(finalizedKey(wl))}
 	if name := workersync.JobNameOf(wl); name != "" {
 		var hubJob batchv1.Job
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: name}, &hubJob)
 		switch {
 		case err == nil:
 			v.HubJob = &hubJob
-			if m, ok := r.mirrored.Load(hubJob.UID); ok {
-				last := m.(workersync.Mirror)
-				v.LastMirror = &last
+			if at, replaced, ok := r.mirrored.Get(hubJob.UID); ok {
+				v.LastMirror = &workersync.Mirror{At: at, Replaced: replaced}
 			}
 		case !apierrors.IsNotFound(err):
 			return v, err
@@ -163,12 +165,12 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	case err == nil:
 		c.Copy = &cp
 		if cp.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) && cp.Labels[gantry.DispatchEpochLabel] == fmt.Sprint(wl.Status.DispatchEpoch) {
-			r.expected.observe(copyKey(name, wl))
+			r.expected.Observe(copyKey(name, wl))
 		}
 	case !apierrors.IsNotFound(err):
 		return c, fmt.Errorf("reading the copy of %s on %s: %w", client.ObjectKeyFromObject(wl), name, err)
 	}
-	c.CopyExpected = r.expected.deadline(copyKey(name, wl))
+	c.CopyExpected = r.expected.Deadline(copyKey(name, wl))
 	jobName := workersync.JobNameOf(wl)
 	if jobName == "" {
 		return c, nil
@@ -178,12 +180,12 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	case err == nil:
 		c.Job = &job
 		if job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) {
-			r.expected.observe(remoteJobKey(name, wl))
+			r.expected.Observe(remoteJobKey(name, wl))
 		}
 	case !apierrors.IsNotFound(err):
 		return c, fmt.Errorf("reading job %s/%s on %s: %w", wl.Namespace, jobName, name, err)
 	}
-	c.JobExpected = r.expected.deadline(remoteJobKey(name, wl))
+	c.JobExpected = r.expected.Deadline(remoteJobKey(name, wl))
 	_, c.ForeignJob = r.foreign.Load(name + "/" + wl.Namespace + "/" + jobName)
 	return c, nil
 }
@@ -232,7 +234,7 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 		if err := createInNamespace(ctx, w, a.Cluster, a.Object); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, err
 		}
-		r.expected.expect(copyKey(a.Cluster, wl))
+		r.expected.Expect(copyKey(a.Cluster, wl))
 		return true, nil
 	case workersync.CreateJob:
 		return r.createJob(ctx, w, wl, a)
@@ -262,7 +264,7 @@ func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.
 	if err != nil {
 		return false, err
 	}
-	r.expected.expect(remoteJobKey(a.Cluster, wl))
+	r.expected.Expect(remoteJobKey(a.Cluster, wl))
 	return true, nil
 }
 
@@ -279,7 +281,7 @@ func (r *Reconciler) applyHub(ctx context.Context, wl *gantry.Workload, hubJob *
 		if err := r.Client.Status().Update(ctx, hubJob); err != nil {
 			return fmt.Errorf("writing the status of job %s: %w", client.ObjectKeyFromObject(hubJob), err)
 		}
-		r.mirrored.Store(hubJob.UID, workersync.Mirror{At: r.Clock.Now(), Replaced: replaced})
+		r.mirrored.Record(hubJob.UID, replaced, r.Clock.Now())
 	}
 	if plan.Status != nil {
 		wl.Status = *plan.Status
@@ -326,14 +328,14 @@ func (e *stillThere) Error() string { return "the job is still on " + e.cluster 
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, wl *gantry.Workload, hubJob *batchv1.Job) error {
 	if hubJob != nil {
-		r.mirrored.Delete(hubJob.UID)
+		r.mirrored.Forget(hubJob.UID)
 	}
 	patch := client.MergeFrom(wl.DeepCopy())
 	wl.Finalizers = slices.DeleteFunc(wl.Finalizers, func(f string) bool { return f == gantry.WorkloadFinalizer })
 	if err := r.Client.Patch(ctx, wl, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.expected.expect(finalizedKey(wl))
+	r.expected.Expect(finalizedKey(wl))
 	return nil
 }
 
