@@ -60,9 +60,9 @@ type Dispatcher struct {
 
 	mu       sync.Mutex
 	assumed  *expectations.Written[string, *gantry.Workload] // status written, maybe not yet in the cache
-	inflight map[string]*gantry.Workload // status being written: what the write will leave
-	unknown  map[string]*unknownWrite    // writes that failed without saying whether they were applied
-	backoff  map[string]time.Duration    // keys whose last write failed other than by a conflict
+	inflight map[string]*gantry.Workload                     // status being written: what the write will leave
+	unknown  map[string]*unknownWrite                        // writes that failed without saying whether they were applied
+	backoff  map[string]time.Duration                        // keys whose last write failed other than by a conflict
 	// agentNews is when each waiting workload's Pending message last took in its agents' explanations.
 	agentNews map[string]time.Time
 
