@@ -290,3 +290,64 @@ func TestAFencedWorkersJobsRunElsewhere(t *testing.T) {
 		t.Fatalf("job on %v (%v), want only on %s", where, err, other)
 	}
 }
+
+// TestAWorkloadDeletedByHandAfterItsJobStartedIsNotRunAgain: the Job started on its worker (its status
+// reached the hub), then someone deletes its hub Workload. The Job there is removed, and the hub Job is
+// marked Failed (RanBefore) instead of getting a new Workload that would run it again.
+func TestAWorkloadDeletedByHandAfterItsJobStartedIsNotRunAgain(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "byhand", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "byhand")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "byhand", 1, 1)
+	submit(t, job)
+	winner := runsOn(t, job)
+	// Play the worker's Job controller: the Job started.
+	eventually(t, "the job started on "+winner, func() error {
+		var j batchv1.Job
+		if err := workers[winner].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		start := metav1.Now()
+		j.Status.StartTime, j.Status.Active = &start, 1
+		return workers[winner].client.Status().Update(context.Background(), &j)
+	})
+	eventually(t, "the start mirrored to the hub Job", func() error {
+		var j batchv1.Job
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if j.Status.StartTime == nil {
+			return fmt.Errorf("status %+v", j.Status)
+		}
+		return nil
+	})
+	wl := hubWorkload(t, job)
+	if err := hubEnv.client.Delete(context.Background(), wl); err != nil {
+		t.Fatal(err)
+	}
+	playGarbageCollector(t, winner, job)
+	workloadGone(t, ns, wl.Name)
+	eventually(t, "the hub Job failed as RanBefore", func() error {
+		var j batchv1.Job
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == gantry.ReasonRanBefore {
+				return nil
+			}
+		}
+		return fmt.Errorf("status %+v", j.Status)
+	})
+	consistently(t, "no new Workload and no Job on any worker", 2*time.Second, func() error {
+		var again gantry.Workload
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(wl), &again); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("a Workload is back: %v", err)
+		}
+		if where, err := remoteJobs(job); err != nil || len(where) > 0 {
+			return fmt.Errorf("job on %v (%v)", where, err)
+		}
+		return nil
+	})
+}
