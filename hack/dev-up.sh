@@ -292,7 +292,8 @@ fi
 pprof() { if [[ -n "${GANTRY_PPROF:-}" ]]; then echo --pprof-bind-address "127.0.0.1:$((PORT_BASE + 6 + $1))"; fi; }
 # shellcheck disable=SC2046 # pprof prints nothing or two words
 start_process gantry-hub "${PORT_BASE}" "$((PORT_BASE + 1))" \
-  "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system $(pprof 0)
+  "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system \
+  --allow-loopback-workers $(pprof 0)
 for n in "${WORKERS[@]}"; do
   # shellcheck disable=SC2046,SC2086 # pprof and GANTRY_AGENT_FLAGS split into words
   start_process "gantry-agent-${n}" "$((PORT_BASE + 2 * n))" "$((PORT_BASE + 2 * n + 1))" \

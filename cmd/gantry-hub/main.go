@@ -37,6 +37,7 @@ func main() {
 		remoteQPS      float64
 		remoteBurst    int
 		allowInsecure  bool
+		allowLoopback  bool
 		workloadWorker int
 	)
 	// An own flag set: controller-runtime registers --kubeconfig on the global one.
@@ -51,7 +52,8 @@ func main() {
 	fs.IntVar(&burst, "kube-api-burst", 1000, "Burst of queries to the hub's API server.")
 	fs.Float64Var(&remoteQPS, "worker-api-qps", 500, "Queries per second to each worker's API server.")
 	fs.IntVar(&remoteBurst, "worker-api-burst", 1000, "Burst of queries to each worker's API server.")
-	fs.BoolVar(&allowInsecure, "allow-insecure-kubeconfigs", false, "Accept worker kubeconfigs that read local files or run exec plugins.")
+	fs.BoolVar(&allowInsecure, "allow-insecure-kubeconfigs", false, "Accept worker kubeconfigs that read local files, run exec or auth-provider plugins, skip TLS verification, use http, basic auth, a proxy or impersonation.")
+	fs.BoolVar(&allowLoopback, "allow-loopback-workers", false, "Accept workers whose API server is on a loopback address (127.0.0.0/8, ::1, localhost), as local testbeds have.")
 	fs.IntVar(&workloadWorker, "workload-workers", 32, "Workloads synced with workers in parallel.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -63,7 +65,8 @@ func main() {
 		hub.Options{
 			Namespace:       namespace,
 			WorkloadWorkers: workloadWorker,
-			Remote:          remote.Options{AllowInsecureKubeconfigs: allowInsecure, QPS: float32(remoteQPS), Burst: remoteBurst},
+			Remote: remote.Options{AllowInsecureKubeconfigs: allowInsecure, AllowLoopback: allowLoopback,
+				QPS: float32(remoteQPS), Burst: remoteBurst},
 		}); err != nil {
 		log.Error(err, "Hub stopped")
 		os.Exit(1)

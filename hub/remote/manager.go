@@ -9,10 +9,13 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -24,8 +27,13 @@ import (
 
 // Options tune connections.
 type Options struct {
-	// AllowInsecureKubeconfigs lets kubeconfigs read local files and run exec plugins.
+	// AllowInsecureKubeconfigs lets kubeconfigs read local files, run exec plugins, skip TLS
+	// verification and the rest of Policy.AllowInsecure.
 	AllowInsecureKubeconfigs bool
+	// AllowLoopback accepts workers whose API server is on a loopback address (127.0.0.0/8, ::1,
+	// localhost), as local testbeds and tests have. Off, a kubeconfig cannot point the hub at services
+	// on its own host.
+	AllowLoopback bool
 	// QPS and Burst of each worker client.
 	QPS   float32
 	Burst int
@@ -54,6 +62,7 @@ type Cluster struct {
 
 	config    *rest.Config
 	discovery discovery.DiscoveryInterface
+	rights    Rights // what the worker's authorizer said at connect
 	source    string // resourceVersion of the kubeconfig Secret it was built from
 	cancel    context.CancelFunc
 }
@@ -78,6 +87,10 @@ func (c *Cluster) Live() client.Reader { return c.Reader }
 
 // Writer implements Worker.
 func (c *Cluster) Writer() client.Writer { return c.Client }
+
+// Rights returns what the hub may do on the worker beyond deploy/worker/hub-access.yaml, as reviewed
+// when it connected.
+func (c *Cluster) Rights() Rights { return c.rights }
 
 // Manager keeps one connection per WorkerCluster.
 type Manager struct {
@@ -135,8 +148,9 @@ func (m *Manager) IsConnected(name string) bool {
 }
 
 // Ensure makes sure the named cluster is connected with the kubeconfig from the Secret of the given
-// resourceVersion. A live connection built from the same Secret version is health checked and kept.
-func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string) error {
+// resourceVersion. A live connection built from the same Secret version is health checked and kept. A
+// kubeconfig RESTConfig refuses, or whose server is the hub's own, is refused before anything is dialed.
+func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string, hub HubIdentity) error {
 	if c, ok := m.Get(name); ok {
 		if c.source == secretVersion {
 			if err := healthCheck(ctx, c); err != nil {
@@ -147,11 +161,14 @@ func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, se
 		}
 		m.Disconnect(name)
 	}
-	cfg, err := RESTConfig(kubeconfig, m.opts.AllowInsecureKubeconfigs)
+	cfg, err := RESTConfig(kubeconfig, Policy{AllowInsecure: m.opts.AllowInsecureKubeconfigs, AllowLoopback: m.opts.AllowLoopback})
 	if err != nil {
 		return err
 	}
-	c, err := m.connect(ctx, name, cfg, secretVersion)
+	if hub.isHub(cfg.Host, "") {
+		return hubError(cfg.Host)
+	}
+	c, err := m.connect(ctx, name, cfg, secretVersion, hub)
 	if err != nil {
 		return err
 	}
@@ -204,10 +221,14 @@ func (m *Manager) DisconnectAll() {
 	}
 }
 
-func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, secretVersion string) (*Cluster, error) {
+func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, secretVersion string, hub HubIdentity) (*Cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
 	cfg.Timeout = 30 * time.Second
+	guardDial(cfg, m.opts.AllowLoopback)
+	if err := refuseHub(ctx, cfg, hub); err != nil {
+		return nil, err
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
@@ -216,6 +237,8 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 	if err := checkAPIs(c); err != nil {
 		return nil, err
 	}
+	// A warning, not a refusal: the hub works with more rights than it needs, it should just not hold them.
+	c.rights = reviewRights(ctx, cfg)
 
 	owned, _ := labels.NewRequirement(gantry.WorkloadUIDLabel, selection.Exists, nil)
 	ownedSelector := labels.NewSelector().Add(*owned)
@@ -303,6 +326,28 @@ func (m *Manager) objectChanged(cluster string, obj any) {
 		return
 	}
 	m.handler.WorkerObjectChanged(cluster, o)
+}
+
+// refuseHub refuses a worker that is the hub's own cluster under another address. A worker that does
+// not let the hub read its kube-system namespace is told apart by its address alone, as Ensure did.
+func refuseHub(ctx context.Context, cfg *rest.Config, hub HubIdentity) error {
+	if hub.UID == "" {
+		return nil
+	}
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
+	}
+	ns, err := core.Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the cluster identity (namespace %s) of %s: %w", metav1.NamespaceSystem, cfg.Host, err)
+	case hub.isHub(cfg.Host, ns.UID):
+		return hubError(cfg.Host)
+	}
+	return nil
 }
 
 // checkAPIs makes sure the worker serves Gantry's API, so a missing CRD is reported as such instead of

@@ -4,6 +4,7 @@ package workercluster
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -37,7 +38,7 @@ const (
 
 // Connections is what the controller needs of the remote manager.
 type Connections interface {
-	Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string) error
+	Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string, hub remote.HubIdentity) error
 	Disconnect(name string)
 	Get(name string) (*remote.Cluster, bool)
 }
@@ -51,6 +52,9 @@ type Reconciler struct {
 	// Reports receives WorkerCluster names whose capacity report changed.
 	Reports chan event.GenericEvent
 
+	// hubHost is where the hub reaches its own API server; a worker there is refused.
+	hubHost string
+
 	mu       sync.Mutex
 	failures map[string]int
 }
@@ -58,6 +62,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.failures = map[string]int{}
+	r.hubHost = mgr.GetConfig().Host
 	secretToClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		if o.GetNamespace() != r.Namespace {
 			return nil
@@ -103,10 +108,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Connections.Disconnect(wc.Name)
 		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionFalse, remote.ReasonOf(err), err.Error())
 		setCondition(status, wc.Generation, gantry.ClusterAgentReady, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
+		setCondition(status, wc.Generation, remote.ConditionLeastPrivilege, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
 		result.RequeueAfter = r.backoff(wc.Name)
 	} else {
 		r.forget(wc.Name)
 		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionTrue, gantry.ReasonConnected, "connected")
+		r.observeRights(wc.Name, wc.Generation, status)
 		r.observeAgent(ctx, wc.Name, status)
 	}
 	if !equality.Semantic.DeepEqual(&wc.Status, status) {
@@ -127,7 +134,40 @@ func (r *Reconciler) connect(ctx context.Context, wc *gantry.WorkerCluster) erro
 		}
 		return err
 	}
-	return r.Connections.Ensure(ctx, wc.Name, secret.Data[remote.KubeconfigKey], secret.ResourceVersion)
+	kubeconfig, err := remote.KubeconfigFrom(&secret)
+	if err != nil {
+		return err
+	}
+	hub, err := r.hubIdentity(ctx)
+	if err != nil {
+		return err
+	}
+	return r.Connections.Ensure(ctx, wc.Name, kubeconfig, secret.ResourceVersion, hub)
+}
+
+// hubIdentity is how a connection recognises the hub's own cluster: by its address, and by the UID of
+// its kube-system namespace, which a worker connection reads alike whatever address it dials.
+func (r *Reconciler) hubIdentity(ctx context.Context) (remote.HubIdentity, error) {
+	id := remote.HubIdentity{Host: r.hubHost}
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return id, nil // the address alone then
+		}
+		return id, fmt.Errorf("reading the hub's own namespace %s: %w", metav1.NamespaceSystem, err)
+	}
+	id.UID = ns.UID
+	return id, nil
+}
+
+// observeRights records whether the hub holds more rights on the worker than it needs.
+func (r *Reconciler) observeRights(name string, gen int64, status *gantry.WorkerClusterStatus) {
+	c, ok := r.Connections.Get(name)
+	if !ok {
+		return
+	}
+	st, reason, msg := remote.LeastPrivilege(c.Rights())
+	setCondition(status, gen, remote.ConditionLeastPrivilege, st, reason, msg)
 }
 
 // observeAgent reads the agent's capacity report through the connection.
