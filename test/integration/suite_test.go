@@ -275,7 +275,7 @@ func startHub(t *testing.T) *runningHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.Setup(mgr, hub.Options{Namespace: hubNamespace, Remote: remote.Options{QPS: 500, Burst: 1000}})
+	h, err := hub.Setup(mgr, hub.Options{Namespace: hubNamespace, Remote: remote.Options{QPS: 500, Burst: 1000, AllowLoopback: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
