@@ -137,8 +137,16 @@ const (
 	ReasonUnreachable        = "Unreachable"
 	ReasonMissingAPI         = "MissingAPI"
 	ReasonAgentReporting     = "AgentReporting"
-	ReasonNoCapacityReport   = "NoCapacityReport"
-	ReasonReportStale        = "ReportStale"
+
+	// ClusterLeastPrivilege says whether the hub holds more rights on the cluster than
+	// deploy/worker/hub-access.yaml grants. It is a warning; the cluster is used either way.
+	ClusterLeastPrivilege = "LeastPrivilege"
+	ReasonAllowlistOnly   = "AllowlistOnly"
+	ReasonExcessRights    = "ExcessRights"
+	// ReasonRightsUnknown: the hub could not review its rights on the cluster.
+	ReasonRightsUnknown    = "RightsUnknown"
+	ReasonNoCapacityReport = "NoCapacityReport"
+	ReasonReportStale      = "ReportStale"
 )
 
 // Condition types and reasons of queues.

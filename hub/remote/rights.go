@@ -11,24 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
-)
 
-// WorkerNamespace is the namespace of a worker where deploy/worker/hub-access.yaml grants the hub its
-// namespaced rights.
-const WorkerNamespace = "gantry-system"
-
-// The LeastPrivilege condition of a WorkerCluster: whether the hub holds more rights on the worker than
-// deploy/worker/hub-access.yaml grants. It is a warning; the cluster is used either way.
-// TODO: move to apis/v1alpha1/constants.go with the other WorkerCluster conditions.
-const (
-	ConditionLeastPrivilege = "LeastPrivilege"
-	ReasonAllowlistOnly     = "AllowlistOnly"
-	ReasonExcessRights      = "ExcessRights"
-	ReasonRightsUnknown     = "RightsUnknown"
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
 // hubAccessClusterRules and hubAccessNamespaceRules are the rules of deploy/worker/hub-access.yaml, its
-// ClusterRole and its Role in WorkerNamespace; a test keeps them equal to the file.
+// ClusterRole and its Role in gantry-system; a test keeps them equal to the file.
 var (
 	hubAccessClusterRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"gantry.dev"}, Resources: []string{"workloads"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
@@ -70,14 +58,14 @@ type Rights struct {
 	Unknown string
 }
 
-// reviewRights asks the worker what the hub may do in WorkerNamespace and cluster-wide: one review
+// reviewRights asks the worker what the hub may do in gantry-system and cluster-wide: one review
 // returns both.
 func reviewRights(ctx context.Context, cfg *rest.Config) Rights {
 	cl, err := authorizationv1client.NewForConfig(cfg)
 	if err != nil {
 		return Rights{Unknown: fmt.Sprintf("reviewing the hub's rights: %v", err)}
 	}
-	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: WorkerNamespace}}
+	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: gantry.GantryNamespace}}
 	review, err = cl.SelfSubjectRulesReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
 		return Rights{Unknown: fmt.Sprintf("reviewing the hub's rights: %v", err)}
@@ -166,11 +154,11 @@ func LeastPrivilege(r Rights) (metav1.ConditionStatus, string, string) {
 		if r.Unknown != "" {
 			msg += " (perhaps more: " + r.Unknown + ")"
 		}
-		return metav1.ConditionFalse, ReasonExcessRights, msg
+		return metav1.ConditionFalse, gantry.ReasonExcessRights, msg
 	case r.Unknown != "":
-		return metav1.ConditionUnknown, ReasonRightsUnknown, r.Unknown
+		return metav1.ConditionUnknown, gantry.ReasonRightsUnknown, r.Unknown
 	}
-	return metav1.ConditionTrue, ReasonAllowlistOnly, "the hub holds only the rights of deploy/worker/hub-access.yaml"
+	return metav1.ConditionTrue, gantry.ReasonAllowlistOnly, "the hub holds only the rights of deploy/worker/hub-access.yaml"
 }
 
 func bounded(items []string, n int) string {

@@ -136,15 +136,15 @@ func TestLeastPrivilege(t *testing.T) {
 		wantStatus              metav1.ConditionStatus
 		wantReason, wantMessage string
 	}{
-		"allowlist only": {wantStatus: metav1.ConditionTrue, wantReason: ReasonAllowlistOnly,
+		"allowlist only": {wantStatus: metav1.ConditionTrue, wantReason: gantry.ReasonAllowlistOnly,
 			wantMessage: "the hub holds only the rights of deploy/worker/hub-access.yaml"},
-		"excess": {rights: Rights{Excess: []string{"*.*: *", "non-resource URL *: *"}}, wantStatus: metav1.ConditionFalse, wantReason: ReasonExcessRights,
+		"excess": {rights: Rights{Excess: []string{"*.*: *", "non-resource URL *: *"}}, wantStatus: metav1.ConditionFalse, wantReason: gantry.ReasonExcessRights,
 			wantMessage: "the hub holds more rights on this cluster than deploy/worker/hub-access.yaml grants: *.*: *; non-resource URL *: *"},
-		"bounded": {rights: many, wantStatus: metav1.ConditionFalse, wantReason: ReasonExcessRights,
+		"bounded": {rights: many, wantStatus: metav1.ConditionFalse, wantReason: gantry.ReasonExcessRights,
 			wantMessage: "grants: a: get; b: get; c: get; d: get; e: get; f: get; g: get; h: get; i: get; j: get; and 2 more"},
 		"excess, perhaps more": {rights: Rights{Excess: []string{"secrets: get"}, Unknown: "incomplete"}, wantStatus: metav1.ConditionFalse,
-			wantReason: ReasonExcessRights, wantMessage: "secrets: get (perhaps more: incomplete)"},
-		"unknown": {rights: Rights{Unknown: "reviewing the hub's rights: forbidden"}, wantStatus: metav1.ConditionUnknown, wantReason: ReasonRightsUnknown,
+			wantReason: gantry.ReasonExcessRights, wantMessage: "secrets: get (perhaps more: incomplete)"},
+		"unknown": {rights: Rights{Unknown: "reviewing the hub's rights: forbidden"}, wantStatus: metav1.ConditionUnknown, wantReason: gantry.ReasonRightsUnknown,
 			wantMessage: "reviewing the hub's rights: forbidden"},
 	}
 	for name, tc := range cases {

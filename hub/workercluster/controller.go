@@ -108,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Connections.Disconnect(wc.Name)
 		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionFalse, remote.ReasonOf(err), err.Error())
 		setCondition(status, wc.Generation, gantry.ClusterAgentReady, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
-		setCondition(status, wc.Generation, remote.ConditionLeastPrivilege, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
+		setCondition(status, wc.Generation, gantry.ClusterLeastPrivilege, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
 		result.RequeueAfter = r.backoff(wc.Name)
 	} else {
 		r.forget(wc.Name)
@@ -167,7 +167,7 @@ func (r *Reconciler) observeRights(name string, gen int64, status *gantry.Worker
 		return
 	}
 	st, reason, msg := remote.LeastPrivilege(c.Rights())
-	setCondition(status, gen, remote.ConditionLeastPrivilege, st, reason, msg)
+	setCondition(status, gen, gantry.ClusterLeastPrivilege, st, reason, msg)
 }
 
 // observeAgent reads the agent's capacity report through the connection.

@@ -133,8 +133,8 @@ func TestWorkersWithAdminRightsAreFlagged(t *testing.T) {
 			if !apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterConnected) {
 				return fmt.Errorf("%s not connected", n)
 			}
-			c := apimeta.FindStatusCondition(wc.Status.Conditions, remote.ConditionLeastPrivilege)
-			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != remote.ReasonExcessRights || !strings.Contains(c.Message, "*.*: *") {
+			c := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterLeastPrivilege)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != gantry.ReasonExcessRights || !strings.Contains(c.Message, "*.*: *") {
 				return fmt.Errorf("least privilege condition %+v", c)
 			}
 			return nil
@@ -164,7 +164,7 @@ func TestTheHubAccessServiceAccountHoldsTheAllowlistOnly(t *testing.T) {
 	defer m.DisconnectAll()
 	c, _ := m.Get("worker-1-least-privilege")
 	status, reason, msg := remote.LeastPrivilege(c.Rights())
-	if status != metav1.ConditionTrue || reason != remote.ReasonAllowlistOnly {
+	if status != metav1.ConditionTrue || reason != gantry.ReasonAllowlistOnly {
 		t.Fatalf("least privilege %s/%s: %s", status, reason, msg)
 	}
 }
