@@ -235,7 +235,7 @@ func (d *decider) reachable(w Cluster, known bool) bool {
 		msg += " since " + w.DisconnectedSince.UTC().Format(timeFormat)
 	}
 	if w.FenceDue.IsZero() {
-		msg += "; its Job may still run there, so it keeps its quota and is not dispatched elsewhere (failover policy Wait)"
+		msg += "; its Job may still run there, so it keeps its quota and is not dispatched elsewhere"
 	} else {
 		msg += fmt.Sprintf("; its agent stops the Job there when the hub's lease lapses, and it is dispatched elsewhere from %s (failover policy Fence)",
 			w.FenceDue.UTC().Format(timeFormat))

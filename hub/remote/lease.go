@@ -50,10 +50,10 @@ type LeaseRenewer struct {
 	Clock     clock.WithTicker
 
 	mu      sync.Mutex
-	started time.Time
-	last    map[string]time.Time // start of the newest renewal that may have reached the cluster
-	due     map[string]time.Time // next renewal
-	renewed map[string]Worker    // the connection on which the last renewal succeeded
+	last    map[string]time.Time       // start of the newest renewal that may have reached the cluster
+	due     map[string]time.Time       // next renewal
+	renewed map[string]Worker          // the connection on which the last renewal succeeded
+	wrote   map[string]gantry.Failover // what the last renewal that succeeded carried
 	busy    map[string]bool
 }
 
@@ -79,8 +79,8 @@ func (r *LeaseRenewer) init() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last == nil {
-		r.started = r.Clock.Now()
 		r.last, r.due, r.renewed, r.busy = map[string]time.Time{}, map[string]time.Time{}, map[string]Worker{}, map[string]bool{}
+		r.wrote = map[string]gantry.Failover{}
 	}
 }
 
@@ -93,7 +93,8 @@ func (r *LeaseRenewer) renewDue(ctx context.Context) {
 			continue
 		}
 		r.mu.Lock()
-		due := !r.busy[name] && (r.renewed[name] != w || !now.Before(r.due[name]))
+		// A changed policy or timeout is written at once: the agent must know it before the hub acts on it.
+		due := !r.busy[name] && (r.renewed[name] != w || !now.Before(r.due[name]) || !sameFailover(r.wrote[name], f))
 		if due {
 			r.busy[name] = true
 		}
@@ -119,6 +120,7 @@ func (r *LeaseRenewer) renew(ctx context.Context, name string, w Worker, f gantr
 	}
 	if err == nil {
 		r.renewed[name] = w
+		r.wrote[name] = f
 		r.due[name] = start.Add(LeaseRenewInterval(timeout))
 		return
 	}
@@ -167,16 +169,29 @@ func refused(err error) bool {
 
 // FenceDue is when the hub may dispatch elsewhere the jobs of a cluster it does not reach, under the
 // policy Fence with the given timeout: the timeout plus FenceMargin after the newest renewal that may
-// have reached it, or after this hub started when it never renewed there (an earlier hub may have).
+// have reached it. Only a cluster whose agent surely knows the policy is failed over: the zero time,
+// never, unless this hub's last renewal there that succeeded carried Fence. Of that renewal's timeout and
+// the given one, the longer counts, since the agent goes by the one it last read.
 func (r *LeaseRenewer) FenceDue(cluster string, timeout time.Duration) time.Time {
 	r.init()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	from, ok := r.last[cluster]
-	if !ok || from.Before(r.started) {
-		from = r.started
+	wrote, ok := r.wrote[cluster]
+	if !ok || wrote.Policy != gantry.FailoverFence {
+		return time.Time{}
 	}
-	return from.Add(timeout + FenceMargin(timeout))
+	timeout = max(timeout, wrote.TimeoutOrDefault())
+	return r.last[cluster].Add(timeout + FenceMargin(timeout))
+}
+
+func sameFailover(a, b gantry.Failover) bool {
+	policy := func(f gantry.Failover) gantry.FailoverPolicy {
+		if f.Policy == "" {
+			return gantry.FailoverWait
+		}
+		return f.Policy
+	}
+	return policy(a) == policy(b) && a.TimeoutOrDefault() == b.TimeoutOrDefault()
 }
 
 // Renewed tells whether the lease was renewed on the cluster's current connection: only then does its

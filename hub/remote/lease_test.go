@@ -31,10 +31,11 @@ func TestLeaseRenewer(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	start := clk.Now()
 	w1 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(s).Build()}
-	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1}}
+	w2 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(s).Build()}
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1, "w2": w2}}
 	timeout := 2 * time.Minute
 	r := &remote.LeaseRenewer{Workers: ws, Clock: clk,
-		Failovers: fixedFailovers{"w1": {Policy: gantry.FailoverFence, Timeout: &metav1.Duration{Duration: timeout}}}}
+		Failovers: fixedFailovers{"w1": {Policy: gantry.FailoverFence, Timeout: &metav1.Duration{Duration: timeout}}, "w2": {}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = r.Start(ctx) }()
@@ -42,7 +43,7 @@ func TestLeaseRenewer(t *testing.T) {
 	var lease coordinationv1.Lease
 	key := types.NamespacedName{Namespace: gantry.GantryNamespace, Name: gantry.HubLeaseName}
 	deadline := time.Now().Add(10 * time.Second)
-	for w1.Store.Get(ctx, key, &lease) != nil || !r.Renewed("w1") {
+	for w1.Store.Get(ctx, key, &lease) != nil || !r.Renewed("w1") || !r.Renewed("w2") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the lease was not written")
 		}
@@ -55,8 +56,14 @@ func TestLeaseRenewer(t *testing.T) {
 	if got, want := r.FenceDue("w1", timeout), start.Add(timeout+remote.FenceMargin(timeout)); !got.Equal(want) {
 		t.Errorf("FenceDue %v, want %v", got, want)
 	}
-	if got, want := r.FenceDue("never-seen", timeout), start.Add(timeout+remote.FenceMargin(timeout)); !got.Equal(want) {
-		t.Errorf("FenceDue of a cluster never renewed %v, want from the renewer's start %v", got, want)
+	if got := r.FenceDue("w2", timeout); !got.IsZero() {
+		t.Errorf("FenceDue of a cluster whose lease says Wait: %v, want never, whatever the spec says now", got)
+	}
+	if got := r.FenceDue("never-seen", timeout); !got.IsZero() {
+		t.Errorf("FenceDue of a cluster whose agent never read Fence: %v, want never", got)
+	}
+	if got, want := r.FenceDue("w1", time.Minute), start.Add(timeout+remote.FenceMargin(timeout)); !got.Equal(want) {
+		t.Errorf("FenceDue with a shorter timeout than the agent read: %v, want by the longer %v", got, want)
 	}
 	ws.Down = []string{"w1"}
 	if r.Renewed("w1") {

@@ -39,6 +39,7 @@ func TestGPUJobsRunOnExactlyOneWorker(t *testing.T) {
 		submit(t, job)
 	}
 	allComplete(t, submitted, 4*time.Minute)
+	checkOneRun(t, ns)
 
 	a := auditJobs(t, ns)
 	perWorker := map[string]int{}

@@ -205,6 +205,22 @@ func auditJobs(t *testing.T, ns string) jobAudit {
 	return a
 }
 
+// checkOneRun waits until the ledger caught up and checks, over every pod ever written on the workers
+// in the namespace, that no job ran in two places at once or ran to completion twice.
+func checkOneRun(t *testing.T, ns string) {
+	t.Helper()
+	if err := audit.Sync(context.Background()); err != nil {
+		t.Fatalf("syncing the etcd ledger: %v", err)
+	}
+	pods := audit.Pods(ns)
+	if len(pods) == 0 {
+		t.Fatalf("the ledger saw no pod of Gantry's in %s", ns)
+	}
+	if err := testbed.CheckOneRun(pods); err != nil {
+		t.Errorf("the etcd ledger shows a job in two places:\n%v", err)
+	}
+}
+
 // workerJobGone reports nil once the Job no longer exists on the cluster.
 func workerJobGone(cluster *testbed.Cluster, job *batchv1.Job) error {
 	var j batchv1.Job

@@ -1,0 +1,313 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// Where the API server stores batch Jobs and pods in etcd: prefix + "<namespace>/<name>".
+const (
+	JobsPrefix = "/registry/jobs/"
+	PodsPrefix = "/registry/pods/"
+)
+
+// JobRecord is the creation or deletion of one Job in one worker's etcd.
+type JobRecord struct {
+	Cluster   string
+	Namespace string
+	Name      string
+	// Created is true for a write that created the key, false for a deletion.
+	Created  bool
+	Revision int64
+	// Seen is when the watch delivered the record.
+	Seen time.Time
+}
+
+// PodRecord is one write or deletion of a pod in one worker's etcd, as far as a double run can tell.
+type PodRecord struct {
+	Cluster   string
+	Namespace string
+	Name      string
+	// WorkloadUID and Epoch are the pod's Gantry labels: the hub Workload and the dispatch epoch it runs for.
+	WorkloadUID string
+	Epoch       string
+	NodeName    string
+	Phase       corev1.PodPhase
+	Deleted     bool
+	Revision    int64
+	Seen        time.Time
+}
+
+// Live tells whether the pod, as this record leaves it, is on a node and has not ended.
+func (r PodRecord) Live() bool {
+	return !r.Deleted && r.NodeName != "" && r.Phase != corev1.PodSucceeded && r.Phase != corev1.PodFailed
+}
+
+// Ledger watches the Job and pod keys in the etcd of every worker from the moment it starts, so it
+// records every Job ever created there and every state of every pod, including objects deleted again
+// before anyone listed them.
+type Ledger struct {
+	mu      sync.Mutex
+	records []JobRecord
+	pods    []PodRecord
+	last    map[string]PodRecord // by cluster/namespace/name: a deleted pod's key carries no value
+	synced  map[string]int64     // highest revision each watch has delivered
+	errs    []error
+
+	clients map[string]*clientv3.Client
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// StartLedger starts watching Job and pod keys on each worker's etcd. Everything written after it
+// returns is recorded: each watch starts from the revision the store had when it was set up.
+func StartLedger(ctx context.Context, workers []*Cluster) (*Ledger, error) {
+	wctx, cancel := context.WithCancel(context.Background())
+	a := &Ledger{synced: map[string]int64{}, clients: map[string]*clientv3.Client{}, cancel: cancel, last: map[string]PodRecord{}}
+	for _, w := range workers {
+		cli, err := clientv3.New(clientv3.Config{
+			Endpoints:   []string{w.EtcdURL},
+			DialTimeout: 10 * time.Second,
+			Logger:      zap.NewNop(),
+		})
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("connecting to the etcd of %s at %s: %w", w.Name, w.EtcdURL, err)
+		}
+		a.clients[w.Name] = cli
+		gctx, gcancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := cli.Get(gctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		gcancel()
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("reading the revision of the etcd of %s: %w", w.Name, err)
+		}
+		start := resp.Header.Revision
+		a.synced[w.Name] = start
+		// One watch over both prefixes' parent keeps the records of Jobs and pods in etcd's order. Sync's
+		// progress requests reach it only when both use contexts with the same metadata.
+		ch := cli.Watch(wctx, "/registry/", clientv3.WithPrefix(), clientv3.WithRev(start+1))
+		a.wg.Add(1)
+		go a.run(w.Name, ch)
+	}
+	return a, nil
+}
+
+func (a *Ledger) run(cluster string, ch clientv3.WatchChan) {
+	defer a.wg.Done()
+	for resp := range ch {
+		if err := resp.Err(); err != nil {
+			a.mu.Lock()
+			a.errs = append(a.errs, fmt.Errorf("watching jobs in the etcd of %s: %w", cluster, err))
+			a.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		a.mu.Lock()
+		for _, ev := range resp.Events {
+			if strings.HasPrefix(string(ev.Kv.Key), PodsPrefix) {
+				a.recordPod(cluster, ev, now)
+				continue
+			}
+			ns, name, ok := splitKey(string(ev.Kv.Key), JobsPrefix)
+			if !ok {
+				continue
+			}
+			r := JobRecord{Cluster: cluster, Namespace: ns, Name: name, Revision: ev.Kv.ModRevision, Seen: now}
+			switch {
+			case ev.Type == clientv3.EventTypeDelete:
+				a.records = append(a.records, r)
+			case ev.Type == clientv3.EventTypePut && ev.Kv.CreateRevision == ev.Kv.ModRevision:
+				// A write that created the key; updates of an existing Job are not recorded.
+				r.Created = true
+				a.records = append(a.records, r)
+			}
+		}
+		if resp.Header.Revision > a.synced[cluster] {
+			a.synced[cluster] = resp.Header.Revision
+		}
+		a.mu.Unlock()
+	}
+}
+
+// recordPod records one event of a pod key. Called with a.mu held.
+func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
+	ns, name, ok := splitKey(string(ev.Kv.Key), PodsPrefix)
+	if !ok {
+		return
+	}
+	id := cluster + "/" + ns + "/" + name
+	r := PodRecord{Cluster: cluster, Namespace: ns, Name: name, Revision: ev.Kv.ModRevision, Seen: now}
+	if ev.Type == clientv3.EventTypeDelete {
+		prev := a.last[id]
+		r.WorkloadUID, r.Epoch, r.NodeName, r.Phase, r.Deleted = prev.WorkloadUID, prev.Epoch, prev.NodeName, prev.Phase, true
+		delete(a.last, id)
+	} else {
+		var pod corev1.Pod
+		if _, _, err := decoder.Decode(ev.Kv.Value, nil, &pod); err != nil {
+			a.errs = append(a.errs, fmt.Errorf("decoding pod %s on %s: %w", id, cluster, err))
+			return
+		}
+		r.WorkloadUID, r.Epoch = pod.Labels[gantry.WorkloadUIDLabel], pod.Labels[gantry.DispatchEpochLabel]
+		r.NodeName, r.Phase = pod.Spec.NodeName, pod.Status.Phase
+		a.last[id] = r
+	}
+	if r.WorkloadUID != "" {
+		a.pods = append(a.pods, r)
+	}
+}
+
+// decoder reads the objects the API server stores in etcd (protobuf, with its magic prefix).
+var decoder = func() runtime.Decoder {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return serializer.NewCodecFactory(s).UniversalDeserializer()
+}()
+
+// splitKey parses prefix + "<namespace>/<name>".
+func splitKey(key, prefix string) (namespace, name string, ok bool) {
+	rest, found := strings.CutPrefix(key, prefix)
+	if !found {
+		return "", "", false
+	}
+	return strings.Cut(rest, "/")
+}
+
+// Sync waits until every watch has delivered everything each etcd holds now, so that records reflect
+// at least what the API servers showed before the call.
+func (a *Ledger) Sync(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for name, cli := range a.clients {
+		resp, err := cli.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return fmt.Errorf("reading the revision of the etcd of %s: %w", name, err)
+		}
+		for {
+			if err := a.Err(); err != nil {
+				return err
+			}
+			a.mu.Lock()
+			done := a.synced[name] >= resp.Header.Revision
+			a.mu.Unlock()
+			if done {
+				break
+			}
+			// A progress notification carries the store's revision even when no Job changed.
+			if err := cli.RequestProgress(ctx); err != nil {
+				return fmt.Errorf("requesting watch progress from the etcd of %s: %w", name, err)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("the job audit of %s did not reach revision %d: %w", name, resp.Header.Revision, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// Records returns the records of Jobs in a namespace, in the order they were seen.
+func (a *Ledger) Records(namespace string) []JobRecord {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []JobRecord
+	for _, r := range a.records {
+		if r.Namespace == namespace {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Pods returns the records of Gantry's pods in a namespace, in the order they were seen.
+func (a *Ledger) Pods(namespace string) []PodRecord {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []PodRecord
+	for _, r := range a.pods {
+		if r.Namespace == namespace {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Err reports why a watch stopped, if one did.
+func (a *Ledger) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return errors.Join(a.errs...)
+}
+
+// Close stops the watches.
+func (a *Ledger) Close() {
+	a.cancel()
+	for _, cli := range a.clients {
+		_ = cli.Close()
+	}
+	a.wg.Wait()
+}
+
+// CheckOneRun checks the pod records of a ledger (in the order seen) for the promise that a job runs in
+// one place: at no instant do pods of two (cluster, epoch) pairs of one Workload live at once, and pods
+// of at most one pair run to completion. It returns every breach it finds.
+func CheckOneRun(pods []PodRecord) error {
+	sorted := slices.Clone(pods)
+	slices.SortStableFunc(sorted, func(a, b PodRecord) int { return a.Seen.Compare(b.Seen) })
+	type run struct{ cluster, epoch string }
+	live := map[string]map[run]map[string]bool{} // workload -> run -> live pods
+	completed := map[string]map[run]bool{}
+	var errs []error
+	for _, r := range sorted {
+		at := run{r.Cluster, r.Epoch}
+		runs := live[r.WorkloadUID]
+		if runs == nil {
+			runs = map[run]map[string]bool{}
+			live[r.WorkloadUID] = runs
+		}
+		if runs[at] == nil {
+			runs[at] = map[string]bool{}
+		}
+		if r.Live() {
+			runs[at][r.Name] = true
+		} else {
+			delete(runs[at], r.Name)
+		}
+		if r.Live() {
+			for other, pods := range runs {
+				if other != at && len(pods) > 0 {
+					errs = append(errs, fmt.Errorf("workload %s: pod %s live on %s in epoch %s while %d pod(s) live on %s in epoch %s (%s)",
+						r.WorkloadUID, r.Name, r.Cluster, r.Epoch, len(pods), other.cluster, other.epoch, r.Seen.Format(time.RFC3339Nano)))
+				}
+			}
+		}
+		if r.Phase == corev1.PodSucceeded {
+			if completed[r.WorkloadUID] == nil {
+				completed[r.WorkloadUID] = map[run]bool{}
+			}
+			completed[r.WorkloadUID][at] = true
+		}
+	}
+	for uid, runs := range completed {
+		if len(runs) > 1 {
+			errs = append(errs, fmt.Errorf("workload %s ran to completion in %d places: %v", uid, len(runs), runs))
+		}
+	}
+	return errors.Join(errs...)
+}
