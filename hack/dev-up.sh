@@ -21,6 +21,8 @@
 #   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 #   GANTRY_AGENT_FLAGS  extra flags for both gantry-agents, e.g. "--placement-timeout=30s"
+#   GANTRY_AUDIT        set: each API server writes an audit log of writes to Gantry's kinds
+#                       (hack/testbed/audit-policy.yaml) to kwok/clusters/NAME/logs/audit.log
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -165,8 +167,11 @@ options:
   kubectlBinary: ${BIN}/kubectl
   kwokControllerBinary: ${BIN}/kwok
   etcdBinary: ${BIN}/etcd
----
 EOF
+  if [[ -n "${GANTRY_AUDIT:-}" ]]; then
+    echo "  kubeAuditPolicy: ${TESTBED}/audit-policy.yaml"
+  fi
+  echo "---"
   cat "${TESTBED}/stages.yaml"
 } > "${KWOK_CONFIG}"
 

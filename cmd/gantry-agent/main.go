@@ -28,6 +28,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/leadership"
 )
 
 // leaderElectionID names the Lease the agent's replicas compete for in --namespace.
@@ -135,17 +136,22 @@ func run(o *options) error {
 		return err
 	}
 
-	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                        scheme,
-		Cache:                         controller.CacheOptions(o.clusterName),
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:        o.probeAddr,
-		PprofBindAddress:              o.pprofAddr,
-		LeaderElection:                o.leaderElect,
-		LeaderElectionID:              leaderElectionID,
-		LeaderElectionNamespace:       o.namespace,
-		LeaderElectionReleaseOnCancel: true,
-	})
+	var election *leadership.Election
+	if o.leaderElect {
+		// A replica that lost the lease while paused admits nothing when it wakes.
+		if election, err = leadership.NewElection(cfg, o.namespace, leaderElectionID); err != nil {
+			return err
+		}
+		setupLog.Info("Leader election", "identity", election.Identity)
+		cfg = election.Config
+	}
+	mgr, err := manager.New(cfg, election.Apply(manager.Options{
+		Scheme:                 scheme,
+		Cache:                  controller.CacheOptions(o.clusterName),
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+		PprofBindAddress:       o.pprofAddr,
+	}))
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/leadership"
 )
 
 func main() {
@@ -86,22 +87,26 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	if err := gantry.AddToScheme(scheme); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress:  probeAddr,
-		PprofBindAddress:        pprofAddr,
-		LeaderElection:          leaderElect,
-		LeaderElectionID:        "gantry-hub",
-		LeaderElectionNamespace: namespace,
-		// A hub stopped on purpose hands the lease on at once instead of after its expiry.
-		LeaderElectionReleaseOnCancel: true,
+	var election *leadership.Election
+	if leaderElect {
+		// A replica that lost the lease while paused writes nothing when it wakes, to the hub or a worker.
+		if election, err = leadership.NewElection(cfg, namespace, "gantry-hub"); err != nil {
+			return err
+		}
+		ctrl.Log.WithName("setup").Info("Leader election", "identity", election.Identity)
+		cfg, opts.Remote.GuardWrites = election.Config, election.Guard.Wrap
+	}
+	mgr, err := ctrl.NewManager(cfg, election.Apply(ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
 		Cache: cache.Options{
 			// Only the hub's own namespace holds Secrets it may read.
 			ByObject:         map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: map[string]cache.Config{namespace: {}}}},
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

@@ -39,6 +39,9 @@ type Options struct {
 	Burst int
 	// SyncTimeout bounds the wait for a new connection's caches.
 	SyncTimeout time.Duration
+	// GuardWrites, when set, wraps the config of every worker client, so that a hub replica that may
+	// have lost its leader lease writes nothing to workers (leadership.Guard.Wrap).
+	GuardWrites func(*rest.Config) *rest.Config
 }
 
 // Handler is told about changes on workers.
@@ -240,6 +243,9 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 	// A warning, not a refusal: the hub works with more rights than it needs, it should just not hold them.
 	c.rights = reviewRights(ctx, cfg)
 
+	if m.opts.GuardWrites != nil {
+		cfg = m.opts.GuardWrites(cfg)
+	}
 	owned, _ := labels.NewRequirement(gantry.WorkloadUIDLabel, selection.Exists, nil)
 	ownedSelector := labels.NewSelector().Add(*owned)
 	watchCfg := rest.CopyConfig(cfg)

@@ -182,6 +182,19 @@ func hubWorkload(t *testing.T, job *batchv1.Job) *gantry.Workload {
 	return &wl
 }
 
+// winnerOf returns the cluster the hub recorded as the job's winner; an error until there is one.
+func winnerOf(job *batchv1.Job) (string, error) {
+	var wl gantry.Workload
+	key := types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}
+	if err := tb.Hub.Client.Get(context.Background(), key, &wl); err != nil {
+		return "", err
+	}
+	if wl.Status.ClusterName == "" {
+		return "", fmt.Errorf("no winner for %s yet", job.Name)
+	}
+	return wl.Status.ClusterName, nil
+}
+
 // jobAudit is what the workers' etcd recorded about the Jobs of one namespace.
 type jobAudit struct {
 	created map[string][]string // job name -> clusters where the Job was created, once per creation

@@ -122,9 +122,9 @@ func Open(dir string, qps float32, burst int) (*Testbed, error) {
 const PlacementTimeout = 30 * time.Second
 
 // Up runs hack/dev-up.sh for a testbed in dir whose Gantry processes listen on six loopback ports from
-// portBase. The script's output goes to out.
+// portBase, with audit logs of writes (Audit). The script's output goes to out.
 func Up(ctx context.Context, root, dir string, portBase int, out io.Writer) error {
-	return script(ctx, root, "dev-up.sh", dir, out, "GANTRY_DEV_PORT="+strconv.Itoa(portBase),
+	return script(ctx, root, "dev-up.sh", dir, out, "GANTRY_DEV_PORT="+strconv.Itoa(portBase), "GANTRY_AUDIT=1",
 		"GANTRY_AGENT_FLAGS=--placement-timeout="+PlacementTimeout.String())
 }
 
