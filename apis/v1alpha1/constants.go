@@ -136,7 +136,11 @@ const (
 	ReasonInsecureKubeconfig = "InsecureKubeconfig"
 	ReasonUnreachable        = "Unreachable"
 	ReasonMissingAPI         = "MissingAPI"
-	ReasonAgentReporting     = "AgentReporting"
+	// ReasonUnauthorized: the worker refuses the hub's token (401), or the hub's identity there lacks
+	// rights of deploy/worker/hub-access.yaml (403). The cluster counts as unreachable until a rotated
+	// Secret or restored rights let the hub in again.
+	ReasonUnauthorized   = "Unauthorized"
+	ReasonAgentReporting = "AgentReporting"
 
 	// ClusterLeastPrivilege says whether the hub holds more rights on the cluster than
 	// deploy/worker/hub-access.yaml grants. It is a warning; the cluster is used either way.

@@ -120,6 +120,12 @@ func down(name string) Cluster {
 	return Cluster{Name: name, DisconnectedSince: now.Add(-10 * time.Minute)}
 }
 
+// unauthorized says the cluster is down because it refuses the hub's token or rights.
+func unauthorized(c Cluster) Cluster {
+	c.DisconnectedReason = gantry.ReasonUnauthorized
+	return c
+}
+
 // underFence sets the policy Fence, due at the given offset from now.
 func (c Cluster) underFence(due time.Duration, renewed bool) Cluster {
 	c.FenceDue, c.LeaseRenewed = now.Add(due), renewed

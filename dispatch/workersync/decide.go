@@ -231,6 +231,9 @@ func (d *decider) reachable(w Cluster, known bool) bool {
 		return true
 	}
 	msg := fmt.Sprintf("%s is unreachable", d.wl.Status.ClusterName)
+	if w.DisconnectedReason != "" && w.DisconnectedReason != gantry.ReasonUnreachable {
+		msg += " (" + w.DisconnectedReason + ")"
+	}
 	if !w.DisconnectedSince.IsZero() {
 		msg += " since " + w.DisconnectedSince.UTC().Format(timeFormat)
 	}

@@ -1,11 +1,13 @@
 package workersync
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -129,6 +131,10 @@ func TestDecide(t *testing.T) {
 			view: view(workload().nominated(2, "w1", "w2").winner("w1").jobCreated().obj(), hubJob(), down("w1"), up("w2").with(copyOf(uid, 2), nil)),
 			want: outcome{Worker: []string{"Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
 				Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"}},
+		},
+		"winner: refuses the hub's token or rights, held as unreachable": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), unauthorized(down("w1"))),
+			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"}},
 		},
 		"winner: reachable again": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().condition(gantry.WorkloadClusterReachable, metav1.ConditionFalse, gantry.ReasonClusterUnreachable).obj(),
@@ -257,6 +263,31 @@ func TestDecide(t *testing.T) {
 			}
 			if diff := cmp.Diff(before, tc.view.Workload); diff != "" {
 				t.Errorf("Decide modified the Workload:\n%s", diff)
+			}
+		})
+	}
+}
+
+// The ClusterReachable message says why the winner is not connected when the WorkerCluster says more
+// than unreachable.
+func TestDecideSaysWhyTheWinnerIsUnreachable(t *testing.T) {
+	cases := map[string]struct {
+		winner Cluster
+		want   string
+	}{
+		"unreachable": {winner: down("w1"), want: "w1 is unreachable since 2026-12-01T11:50:00Z; its Job may still run there"},
+		"unauthorized": {winner: unauthorized(down("w1")),
+			want: "w1 is unreachable (Unauthorized) since 2026-12-01T11:50:00Z; its Job may still run there"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			plan := Decide(view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), tc.winner))
+			if plan.Status == nil {
+				t.Fatal("no status written")
+			}
+			c := apimeta.FindStatusCondition(plan.Status.Conditions, gantry.WorkloadClusterReachable)
+			if c == nil || !strings.HasPrefix(c.Message, tc.want) {
+				t.Errorf("ClusterReachable %+v, want a message starting %q", c, tc.want)
 			}
 		})
 	}

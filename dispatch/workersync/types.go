@@ -50,6 +50,9 @@ type Cluster struct {
 	Connected bool
 	// DisconnectedSince is when the hub last lost the cluster; zero when unknown or connected.
 	DisconnectedSince time.Time
+	// DisconnectedReason is why, as the WorkerCluster's Connected condition says (Unauthorized: the
+	// worker refuses the hub's token or rights); empty when unknown or connected.
+	DisconnectedReason string
 	// Fenced: the operator said nothing of the cluster runs any more (WorkerCluster spec.fenced).
 	Fenced bool
 	// FenceDue, under the failover policy Fence, is when the cluster's agent has surely stopped the hub's

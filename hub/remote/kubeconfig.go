@@ -30,7 +30,8 @@ const KubeconfigKey = "kubeconfig"
 // already; the check keeps the parser's cost bounded whatever the bytes came from.
 const MaxKubeconfigBytes = 1 << 20
 
-// ConfigError is a kubeconfig the hub will not use; Reason is the WorkerCluster condition reason.
+// ConfigError is a kubeconfig the hub will not use, or whose credentials the worker refuses or grants
+// too little (reason Unauthorized); Reason is the WorkerCluster condition reason.
 type ConfigError struct {
 	Reason  string
 	Message string
@@ -313,6 +314,9 @@ func ReasonOf(err error) string {
 	var ce *ConfigError
 	if errors.As(err, &ce) {
 		return ce.Reason
+	}
+	if apierrors.IsUnauthorized(err) {
+		return gantry.ReasonUnauthorized
 	}
 	return gantry.ReasonUnreachable
 }

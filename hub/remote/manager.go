@@ -4,6 +4,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -65,9 +67,14 @@ type Cluster struct {
 
 	config    *rest.Config
 	discovery discovery.DiscoveryInterface
-	rights    Rights // what the worker's authorizer said at connect
+	authz     authorizationv1client.AuthorizationV1Interface
 	source    string // resourceVersion of the kubeconfig Secret it was built from
 	cancel    context.CancelFunc
+
+	mu       sync.Mutex
+	rights   Rights // what the worker's authorizer said at the last review
+	reviewed bool   // a review succeeded on this connection
+	denied   error  // the first 401 or 403 an informer met; the next check drops the connection
 }
 
 // Worker is one connected worker cluster as the hub's controllers reach it. *Cluster is the real one;
@@ -91,9 +98,72 @@ func (c *Cluster) Live() client.Reader { return c.Reader }
 // Writer implements Worker.
 func (c *Cluster) Writer() client.Writer { return c.Client }
 
-// Rights returns what the hub may do on the worker beyond deploy/worker/hub-access.yaml, as reviewed
-// when it connected.
-func (c *Cluster) Rights() Rights { return c.rights }
+// Rights returns what the hub may do on the worker beyond deploy/worker/hub-access.yaml, as last
+// reviewed (at connect, then at every health check).
+func (c *Cluster) Rights() Rights {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rights
+}
+
+// review asks the worker again what the hub may do there. It fails when the worker refuses the hub's
+// token, or the hub lacks a right of the allowlist. A review that could not be made keeps what the last
+// one said, or, when none succeeded yet, says the rights are unknown.
+func (c *Cluster) review(ctx context.Context) error {
+	rights, err := reviewRights(ctx, c.authz)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return refusedToken()
+	case err != nil && !c.reviewed:
+		c.rights = Rights{Unknown: err.Error()}
+		return nil
+	case err != nil:
+		return nil
+	}
+	c.rights, c.reviewed = rights, true
+	if len(rights.Missing) > 0 {
+		return lacksRights(bounded(rights.Missing, maxListed))
+	}
+	return nil
+}
+
+// deny remembers the first time an informer was refused: a 401, or a 403 on its list or watch.
+func (c *Cluster) deny(err error) {
+	var denial error
+	switch {
+	case apierrors.IsUnauthorized(err):
+		denial = refusedToken()
+	case apierrors.IsForbidden(err):
+		denial = lacksRights(err.Error())
+	default:
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.denied == nil {
+		c.denied = denial
+	}
+}
+
+func (c *Cluster) deniedError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.denied
+}
+
+// check health checks a live connection: no informer was refused, and the worker is ready, accepts the
+// hub's token and lets the hub do what it needs. Its errors of access are the Unauthorized ConfigError.
+func (c *Cluster) check(ctx context.Context) error {
+	if err := c.deniedError(); err != nil {
+		return err
+	}
+	if err := healthCheck(ctx, c); err != nil {
+		return unauthorized(err)
+	}
+	return c.review(ctx)
+}
 
 // Manager keeps one connection per WorkerCluster.
 type Manager struct {
@@ -153,14 +223,21 @@ func (m *Manager) IsConnected(name string) bool {
 // Ensure makes sure the named cluster is connected with the kubeconfig from the Secret of the given
 // resourceVersion. A live connection built from the same Secret version is health checked and kept. A
 // kubeconfig RESTConfig refuses, or whose server is the hub's own, is refused before anything is dialed.
+// A worker that refuses the hub's token, or does not grant the hub all of deploy/worker/hub-access.yaml,
+// is not connected, or is dropped: a ConfigError with reason Unauthorized says which.
 func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string, hub HubIdentity) error {
 	if c, ok := m.Get(name); ok {
 		if c.source == secretVersion {
-			if err := healthCheck(ctx, c); err != nil {
-				m.Disconnect(name)
-				return fmt.Errorf("health check of %s: %w", name, err)
+			err := c.check(ctx)
+			if err == nil {
+				return nil
 			}
-			return nil
+			m.Disconnect(name)
+			var refused *ConfigError
+			if errors.As(err, &refused) {
+				return err
+			}
+			return fmt.Errorf("health check of %s: %w", name, err)
 		}
 		m.Disconnect(name)
 	}
@@ -229,20 +306,10 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
 	cfg.Timeout = 30 * time.Second
 	guardDial(cfg, m.opts.AllowLoopback)
-	if err := refuseHub(ctx, cfg, hub); err != nil {
-		return nil, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	c, err := vet(ctx, name, cfg, secretVersion, hub)
 	if err != nil {
-		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
-	}
-	c := &Cluster{Name: name, config: cfg, discovery: dc, source: secretVersion}
-	if err := checkAPIs(c); err != nil {
 		return nil, err
 	}
-	// A warning, not a refusal: the hub works with more rights than it needs, it should just not hold them.
-	c.rights = reviewRights(ctx, cfg)
-
 	if m.opts.GuardWrites != nil {
 		cfg = m.opts.GuardWrites(cfg)
 	}
@@ -258,6 +325,10 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 			&gantry.CapacityReport{}: {},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
+			c.deny(err)
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating cache for %s: %w", name, err)
@@ -287,9 +358,37 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 	defer syncCancel()
 	if !ca.WaitForCacheSync(syncCtx) {
 		cancel()
+		if err := c.deniedError(); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("caches of %s did not sync within %s", name, m.opts.SyncTimeout)
 	}
 	log.Info("Connected to worker cluster", "host", cfg.Host)
+	return c, nil
+}
+
+// vet makes sure, before anything is cached, that the worker is not the hub, serves Gantry's API, and
+// accepts the hub's token and grants it what it needs. More rights than it needs are a warning, not a
+// refusal (the LeastPrivilege condition).
+func vet(ctx context.Context, name string, cfg *rest.Config, secretVersion string, hub HubIdentity) (*Cluster, error) {
+	if err := refuseHub(ctx, cfg, hub); err != nil {
+		return nil, unauthorized(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
+	}
+	authz, err := authorizationv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
+	}
+	c := &Cluster{Name: name, config: cfg, discovery: dc, authz: authz, source: secretVersion}
+	if err := checkAPIs(c); err != nil {
+		return nil, unauthorized(err)
+	}
+	if err := c.review(ctx); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -363,6 +462,9 @@ func checkAPIs(c *Cluster) error {
 	if err != nil {
 		if isNotFound(err) {
 			return &ConfigError{Reason: gantry.ReasonMissingAPI, Message: "the cluster does not serve " + gantry.GroupVersion.String() + ": install Gantry's CRDs there"}
+		}
+		if apierrors.IsForbidden(err) {
+			return lacksRights("discovery of " + gantry.GroupVersion.String() + ": " + err.Error())
 		}
 		return fmt.Errorf("reaching %s: %w", c.config.Host, err)
 	}

@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
-	"k8s.io/client-go/rest"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -50,27 +52,97 @@ var (
 // maxListed bounds how many excess rights a condition message names.
 const maxListed = 10
 
-// Rights is what the worker's authorizer said, at connect, the hub may do beyond the allowlist.
+// Rights is what the worker's authorizer said the hub may do, compared with the allowlist.
 type Rights struct {
 	// Excess lists each resource (or non-resource URL) with the verbs beyond the allowlist, sorted.
 	Excess []string
+	// Missing lists each resource with the verbs of the allowlist the hub may not use, sorted; the hub
+	// needs all of them.
+	Missing []string
 	// Unknown says why the review may not tell everything; empty when it does.
 	Unknown string
 }
 
-// reviewRights asks the worker what the hub may do in gantry-system and cluster-wide: one review
-// returns both.
-func reviewRights(ctx context.Context, cfg *rest.Config) Rights {
-	cl, err := authorizationv1client.NewForConfig(cfg)
-	if err != nil {
-		return Rights{Unknown: fmt.Sprintf("reviewing the hub's rights: %v", err)}
-	}
+// reviewRights asks the worker what the hub may do in gantry-system and cluster-wide: one rules review
+// returns both. What the review does not show of the allowlist is asked again right by right, since
+// only an access review is the authorizers' last word. The error is the review's request failing.
+func reviewRights(ctx context.Context, authz authorizationv1client.AuthorizationV1Interface) (Rights, error) {
 	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: gantry.GantryNamespace}}
-	review, err = cl.SelfSubjectRulesReviews().Create(ctx, review, metav1.CreateOptions{})
+	review, err := authz.SelfSubjectRulesReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
-		return Rights{Unknown: fmt.Sprintf("reviewing the hub's rights: %v", err)}
+		return Rights{}, fmt.Errorf("reviewing the hub's rights: %w", err)
 	}
-	return rightsFrom(review.Status)
+	r := rightsFrom(review.Status)
+	missing := map[string]map[string]bool{}
+	for _, a := range uncovered(review.Status.ResourceRules) {
+		allowed, err := a.allowed(ctx, authz)
+		if err != nil {
+			return Rights{}, fmt.Errorf("reviewing the hub's right to %s %s: %w", a.verb, a.what(), err)
+		}
+		if !allowed {
+			add(missing, a.what(), a.verb)
+		}
+	}
+	r.Missing = listed(missing)
+	return r, nil
+}
+
+// access is one request the hub makes on a worker.
+type access struct {
+	group, resource, subresource, verb, namespace, name string
+}
+
+// uncovered lists the requests of the allowlist that no rule of a rules review allows. A rule that
+// names objects counts only for the hub's own Lease, the one object of gantry-system it touches.
+func uncovered(rules []authorizationv1.ResourceRule) []access {
+	granted := make([]rbacv1.PolicyRule, 0, len(rules))
+	for _, r := range rules {
+		granted = append(granted, rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs, ResourceNames: r.ResourceNames})
+	}
+	var out []access
+	for ns, needed := range map[string][]rbacv1.PolicyRule{"": hubAccessClusterRules, gantry.GantryNamespace: hubAccessNamespaceRules} {
+		for _, rule := range needed {
+			for _, sub := range rbacvalidation.BreakdownRule(rule) {
+				a := access{group: sub.APIGroups[0], verb: sub.Verbs[0], namespace: ns}
+				a.resource, a.subresource, _ = strings.Cut(sub.Resources[0], "/")
+				if ns != "" && a.verb != "create" && a.verb != "list" && a.verb != "watch" {
+					a.name = gantry.HubLeaseName
+					sub.ResourceNames = []string{a.name}
+				}
+				if ok, _ := rbacvalidation.Covers(granted, []rbacv1.PolicyRule{sub}); !ok {
+					out = append(out, a)
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].what()+" "+out[i].verb < out[j].what()+" "+out[j].verb })
+	return out
+}
+
+// what names the resource as the condition messages do: jobs.batch, leases.coordination.k8s.io in
+// gantry-system.
+func (a access) what() string {
+	res := a.resource
+	if a.subresource != "" {
+		res += "/" + a.subresource
+	}
+	if a.namespace == "" {
+		return resourceName(a.group, res)
+	}
+	return resourceName(a.group, res) + " in " + a.namespace
+}
+
+// allowed asks the worker's authorizers whether the hub may make the request.
+func (a access) allowed(ctx context.Context, authz authorizationv1client.AuthorizationV1Interface) (bool, error) {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: a.namespace, Verb: a.verb, Group: a.group,
+			Resource: a.resource, Subresource: a.subresource, Name: a.name},
+	}}
+	review, err := authz.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return review.Status.Allowed, nil
 }
 
 // rightsFrom compares a rules review with the allowlist.
@@ -89,18 +161,12 @@ func rightsFrom(st authorizationv1.SubjectRulesReviewStatus) Rights {
 // literally: the allowlist has none, so a granted "*" is always excess.
 func excessRights(rules []authorizationv1.ResourceRule, nonResource []authorizationv1.NonResourceRule) []string {
 	extra := map[string]map[string]bool{}
-	add := func(what, verb string) {
-		if extra[what] == nil {
-			extra[what] = map[string]bool{}
-		}
-		extra[what][verb] = true
-	}
 	for _, rule := range rules {
 		for _, group := range rule.APIGroups {
 			for _, resource := range rule.Resources {
 				for _, verb := range rule.Verbs {
 					if !resourceAllowed(group, resource, verb) {
-						add(resourceName(group, resource), verb)
+						add(extra, resourceName(group, resource), verb)
 					}
 				}
 			}
@@ -110,15 +176,27 @@ func excessRights(rules []authorizationv1.ResourceRule, nonResource []authorizat
 		for _, u := range rule.NonResourceURLs {
 			for _, verb := range rule.Verbs {
 				if verb != "get" || !slices.Contains(defaultNonResourceURLs, u) {
-					add("non-resource URL "+u, verb)
+					add(extra, "non-resource URL "+u, verb)
 				}
 			}
 		}
 	}
+	return listed(extra)
+}
+
+// add records a verb on what: a resource, a non-resource URL.
+func add(verbs map[string]map[string]bool, what, verb string) {
+	if verbs[what] == nil {
+		verbs[what] = map[string]bool{}
+	}
+	verbs[what][verb] = true
+}
+
+// listed writes each what with its verbs, "jobs.batch: create, get", sorted.
+func listed(verbs map[string]map[string]bool) []string {
 	var out []string
-	for _, what := range sortedKeys(extra) {
-		verbs := sortedKeys(extra[what])
-		out = append(out, what+": "+strings.Join(verbs, ", "))
+	for _, what := range sortedKeys(verbs) {
+		out = append(out, what+": "+strings.Join(sortedKeys(verbs[what]), ", "))
 	}
 	return out
 }
@@ -166,4 +244,23 @@ func bounded(items []string, n int) string {
 		return strings.Join(items, "; ")
 	}
 	return strings.Join(items[:n], "; ") + fmt.Sprintf("; and %d more", len(items)-n)
+}
+
+// refusedToken is the error of a worker that answers 401: the token expired or was revoked.
+func refusedToken() *ConfigError {
+	return &ConfigError{Reason: gantry.ReasonUnauthorized,
+		Message: "the worker refuses the hub's token (401); a valid one in the kubeconfig Secret is picked up at once"}
+}
+
+// lacksRights is the error of a worker that does not let the hub do what it needs.
+func lacksRights(what string) *ConfigError {
+	return &ConfigError{Reason: gantry.ReasonUnauthorized, Message: "the hub's identity lacks rights on the worker: " + what}
+}
+
+// unauthorized turns an answer 401 into the error that says so; other errors are returned as they are.
+func unauthorized(err error) error {
+	if apierrors.IsUnauthorized(err) {
+		return refusedToken()
+	}
+	return err
 }

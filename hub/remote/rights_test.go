@@ -2,18 +2,27 @@ package remote
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -154,5 +163,136 @@ func TestLeastPrivilege(t *testing.T) {
 				t.Errorf("got %s/%s %q, want %s/%s ending in %q", status, reason, msg, tc.wantStatus, tc.wantReason, tc.wantMessage)
 			}
 		})
+	}
+}
+
+func TestUncovered(t *testing.T) {
+	lease := func(verbs string, names ...string) authorizationv1.ResourceRule {
+		return resourceRule("coordination.k8s.io", "leases", verbs, names...)
+	}
+	withoutLeases := authorizationv1.SubjectRulesReviewStatus{}
+	for _, r := range leastPrivilege().ResourceRules {
+		if r.Resources[0] != "leases" {
+			withoutLeases.ResourceRules = append(withoutLeases.ResourceRules, r)
+		}
+	}
+	defaultsOnly := authorizationv1.SubjectRulesReviewStatus{}
+	for _, r := range defaultResourceRules {
+		defaultsOnly.ResourceRules = append(defaultsOnly.ResourceRules, authorizationv1.ResourceRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs})
+	}
+	defaultsOnly = plus(defaultsOnly, lease("get,create,update"))
+	all := []string{
+		"capacityreports.gantry.dev get", "capacityreports.gantry.dev list", "capacityreports.gantry.dev watch",
+		"jobs.batch create", "jobs.batch delete", "jobs.batch get", "jobs.batch list", "jobs.batch patch", "jobs.batch watch",
+		"jobs.batch/status get",
+		"namespaces create", "namespaces get",
+		"workloads.gantry.dev create", "workloads.gantry.dev delete", "workloads.gantry.dev get", "workloads.gantry.dev list",
+		"workloads.gantry.dev patch", "workloads.gantry.dev update", "workloads.gantry.dev watch",
+		"workloads.gantry.dev/status get",
+	}
+	leases := []string{"leases.coordination.k8s.io in gantry-system create", "leases.coordination.k8s.io in gantry-system get",
+		"leases.coordination.k8s.io in gantry-system update"}
+	cases := map[string]struct {
+		rules []authorizationv1.ResourceRule
+		want  []string
+	}{
+		"least privilege":                          {rules: leastPrivilege().ResourceRules},
+		"cluster-admin":                            {rules: []authorizationv1.ResourceRule{resourceRule("*", "*", "*")}},
+		"nothing at all":                           {want: slices.Sorted(slices.Values(append(append([]string{}, all...), leases...)))},
+		"the ClusterRoleBinding removed":           {rules: defaultsOnly.ResourceRules, want: all},
+		"the lease RoleBinding removed":            {rules: withoutLeases.ResourceRules, want: leases},
+		"a lease Role for the hub's Lease by name": {rules: plus(withoutLeases, lease("create"), lease("get,update", gantry.HubLeaseName)).ResourceRules},
+		"a lease Role for another name": {rules: plus(withoutLeases, lease("create"), lease("get,update", "other")).ResourceRules,
+			want: leases[1:]},
+		"status by a subresource wildcard": {rules: plus(withoutLeases, lease("*"), resourceRule("gantry.dev,batch", "*/status", "get")).ResourceRules},
+		"a verb short": {rules: plus(defaultsOnly, resourceRule("gantry.dev", "workloads,workloads/status,capacityreports", "*"),
+			resourceRule("batch", "jobs,jobs/status", "get,list,watch,create,delete"), resourceRule("", "namespaces", "get,create")).ResourceRules,
+			want: []string{"jobs.batch patch"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, a := range uncovered(tc.rules) {
+				got = append(got, a.what()+" "+a.verb)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("uncovered (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// authorizer answers the hub's reviews as a worker would: a rules review that lists rules (or fails),
+// and access reviews that allow all but the denied verbs.
+func authorizer(rules authorizationv1.SubjectRulesReviewStatus, rulesErr error, denied ...string) *fake.Clientset {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "selfsubjectrulesreviews", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		return true, &authorizationv1.SelfSubjectRulesReview{Status: rules}, rulesErr
+	})
+	cs.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, kruntime.Object, error) {
+		review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		a := review.Spec.ResourceAttributes
+		review.Status.Allowed = !slices.Contains(denied, a.Verb+" "+a.Resource)
+		return true, review, nil
+	})
+	return cs
+}
+
+// A review on a live connection: the missing rights a rules review shows, confirmed by access reviews,
+// refuse the cluster; a token refused says so; a review that fails keeps what the last one said.
+func TestClusterReview(t *testing.T) {
+	unauthorizedErr := apierrors.NewUnauthorized("Unauthorized")
+	timeout := apierrors.NewTimeoutError("slow", 1)
+	cases := map[string]struct {
+		authz      *fake.Clientset
+		reviewed   bool
+		wantErr    string
+		wantRights Rights
+	}{
+		"least privilege": {authz: authorizer(leastPrivilege(), nil)},
+		"rules the review does not list, allowed by the authorizers": {authz: authorizer(authorizationv1.SubjectRulesReviewStatus{Incomplete: true}, nil),
+			wantRights: Rights{Unknown: "the worker's authorizer did not list every rule"}},
+		"rights missing": {authz: authorizer(authorizationv1.SubjectRulesReviewStatus{}, nil, "patch jobs", "create namespaces"),
+			wantErr:    "the hub's identity lacks rights on the worker: jobs.batch: patch; namespaces: create",
+			wantRights: Rights{Missing: []string{"jobs.batch: patch", "namespaces: create"}}},
+		"token refused": {authz: authorizer(leastPrivilege(), unauthorizedErr), wantErr: "the worker refuses the hub's token (401)"},
+		"review failed at connect": {authz: authorizer(leastPrivilege(), timeout),
+			wantRights: Rights{Unknown: "reviewing the hub's rights: " + timeout.Error()}},
+		"review failed later": {authz: authorizer(leastPrivilege(), timeout), reviewed: true, wantRights: Rights{Excess: []string{"secrets: get"}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &Cluster{authz: tc.authz.AuthorizationV1(), reviewed: tc.reviewed}
+			if tc.reviewed {
+				c.rights = Rights{Excess: []string{"secrets: get"}}
+			}
+			err := c.review(context.Background())
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("review: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || ReasonOf(err) != gantry.ReasonUnauthorized):
+				t.Fatalf("review: %v (%s), want Unauthorized %q", err, ReasonOf(err), tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantRights, c.Rights(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("rights (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An informer refused (401, or 403 on its list or watch) fails the next check with the first refusal;
+// other watch errors do not.
+func TestClusterDeny(t *testing.T) {
+	c := &Cluster{}
+	c.deny(errors.New("watch closed"))
+	if err := c.deniedError(); err != nil {
+		t.Fatalf("denied after a closed watch: %v", err)
+	}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "", errors.New("cannot list"))
+	c.deny(fmt.Errorf("failed to list *v1.Job: %w", forbidden))
+	c.deny(apierrors.NewUnauthorized("Unauthorized"))
+	err := c.deniedError()
+	if ReasonOf(err) != gantry.ReasonUnauthorized || !strings.Contains(err.Error(), "lacks rights on the worker: failed to list *v1.Job: jobs.batch is forbidden") {
+		t.Fatalf("denied: %v (%s)", err, ReasonOf(err))
 	}
 }

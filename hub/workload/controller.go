@@ -158,7 +158,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	if !ok {
 		return c, nil
 	}
-	c.DisconnectedSince = time.Time{}
+	c.DisconnectedSince, c.DisconnectedReason = time.Time{}, ""
 	c.Connected = true
 	var cp gantry.Workload
 	switch err := w.Cached().Get(ctx, client.ObjectKeyFromObject(wl), &cp); {
@@ -191,7 +191,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 }
 
 // readRegistration fills in what the WorkerCluster says: whether the operator fenced it, and since when
-// it is not Connected. A WorkerCluster that is not registered is neither.
+// and why it is not Connected. A WorkerCluster that is not registered is neither.
 func (r *Reconciler) readRegistration(ctx context.Context, c *workersync.Cluster) {
 	var wc gantry.WorkerCluster
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: c.Name}, &wc); err != nil {
@@ -203,7 +203,7 @@ func (r *Reconciler) readRegistration(ctx context.Context, c *workersync.Cluster
 		c.LeaseRenewed = r.Leases.Renewed(c.Name)
 	}
 	if cond := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected); cond != nil && cond.Status != metav1.ConditionTrue {
-		c.DisconnectedSince = cond.LastTransitionTime.Time
+		c.DisconnectedSince, c.DisconnectedReason = cond.LastTransitionTime.Time, cond.Reason
 	}
 }
 

@@ -24,43 +24,52 @@ import (
 // The returned function restores it.
 func cutOff(t *testing.T, rh *runningHub, name string) func() {
 	t.Helper()
-	ctx := context.Background()
-	key := types.NamespacedName{Namespace: hubNamespace, Name: name + "-kubeconfig"}
-	var secret corev1.Secret
-	if err := hubEnv.client.Get(ctx, key, &secret); err != nil {
-		t.Fatal(err)
-	}
-	good := secret.Data[remote.KubeconfigKey]
 	bad := *hubEnv.cfg
 	bad.Host = "https://127.0.0.1:1"
 	kc, err := kubeconfigFor(&bad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	setKubeconfig := func(kc []byte) {
-		eventually(t, "updating the kubeconfig of "+name, func() error {
-			var s corev1.Secret
-			if err := hubEnv.client.Get(ctx, key, &s); err != nil {
-				return err
-			}
-			s.Data[remote.KubeconfigKey] = kc
-			return hubEnv.client.Update(ctx, &s)
-		})
-	}
-	setKubeconfig(kc)
+	restore := swapKubeconfig(t, rh, name, kc)
 	eventually(t, name+" disconnected", func() error {
 		if rh.hub.Connections.IsConnected(name) {
 			return fmt.Errorf("still connected")
 		}
 		return nil
 	})
+	return restore
+}
+
+// setKubeconfig writes the kubeconfig into the worker's registration Secret and returns the one it held.
+func setKubeconfig(t *testing.T, name string, kc []byte) []byte {
+	t.Helper()
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: hubNamespace, Name: name + "-kubeconfig"}
+	var old []byte
+	eventually(t, "updating the kubeconfig of "+name, func() error {
+		var s corev1.Secret
+		if err := hubEnv.client.Get(ctx, key, &s); err != nil {
+			return err
+		}
+		old = s.Data[remote.KubeconfigKey]
+		s.Data[remote.KubeconfigKey] = kc
+		return hubEnv.client.Update(ctx, &s)
+	})
+	return old
+}
+
+// swapKubeconfig registers the worker with another kubeconfig. The returned function, also run at
+// cleanup, puts the earlier one back and waits until the hub is connected again.
+func swapKubeconfig(t *testing.T, rh *runningHub, name string, kc []byte) func() {
+	t.Helper()
+	good := setKubeconfig(t, name, kc)
 	restored := false
 	restore := func() {
 		if restored {
 			return
 		}
 		restored = true
-		setKubeconfig(good)
+		setKubeconfig(t, name, good)
 		eventually(t, name+" connected again", func() error {
 			if !rh.hub.Connections.IsConnected(name) {
 				return fmt.Errorf("not connected")
