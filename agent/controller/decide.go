@@ -205,14 +205,16 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		progress := ProgressOf(c, copyPods)
 		// A Job suspended because the hub's lease lapsed has no pods on purpose: it keeps its room.
 		placing := owned && !suspended && in.PlacementTimeout > 0 && !progress.Done()
+		var since time.Time
 		if placing {
-			p.wakeAt(in.Now, job.CreationTimestamp.Add(in.PlacementTimeout+time.Second))
+			since = placingSince(c, job, in.Now)
+			p.wakeAt(in.Now, since.Add(in.PlacementTimeout+time.Second))
 		}
-		if placing && in.Now.Sub(job.CreationTimestamp.Time) > in.PlacementTimeout {
+		if placing && in.Now.Sub(since) > in.PlacementTimeout {
 			// The scheduler did not find the room this agent counted (something outside the agent's
 			// view took it). Give the gang up, so that the hub removes the Job and dispatches it again.
 			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout,
-				placementTimeoutMessage(c, progress, copyPods, in.Now.Sub(job.CreationTimestamp.Time)), in.Now), nil)
+				placementTimeoutMessage(c, progress, copyPods, in.Now.Sub(since)), in.Now), nil)
 			continue
 		}
 		if pl, ok := in.Placements[c.UID]; ok {
@@ -347,6 +349,22 @@ func jobInTheWay(c *gantryv1alpha1.Workload, job *batchv1.Job, now time.Time) me
 	return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict,
 		fmt.Sprintf("Job %s/%s already exists in this cluster and was not created by Gantry for this workload (%s); it is left untouched",
 			job.Namespace, job.Name, detail), now)
+}
+
+// placingSince is when the pods of an owned Job that is not suspended began to be placed, which the
+// placement timeout counts from: the Job's creation, or, for a Job the hub resumed after the fence
+// suspended it, the resumption (the pass that sees the copy still say Suspended is that moment).
+func placingSince(c *gantryv1alpha1.Workload, job *batchv1.Job, now time.Time) time.Time {
+	since := job.CreationTimestamp.Time
+	cur := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadSuspended)
+	switch {
+	case cur == nil:
+	case cur.Status == metav1.ConditionTrue:
+		return now
+	case cur.LastTransitionTime.After(since):
+		since = cur.LastTransitionTime.Time
+	}
+	return since
 }
 
 // placementTimeoutMessage says how much of the gang was not placed, and what the scheduler said of a pod

@@ -83,11 +83,19 @@ func TestDecideFence(t *testing.T) {
 			Status: metav1.ConditionTrue, Reason: gantryv1alpha1.ReasonHubLeaseExpired})
 		return c
 	}
+	resumedCopy := func(ago time.Duration) *gantryv1alpha1.Workload {
+		c := admittedA()
+		c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: gantryv1alpha1.WorkloadSuspended,
+			Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonResumed, LastTransitionTime: metav1.NewTime(now.Add(-ago))})
+		return c
+	}
 	cases := map[string]struct {
 		in          Input
 		wantSuspend int
 		wantUpdates []string
 		wantWake    time.Duration
+		// wantReleased: the copy is given up and its room goes back.
+		wantReleased bool
 	}{
 		"lease lapsed: the running Job is suspended and the copy says so; its room is kept": {
 			in:          Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admittedA()}, Jobs: jobOfA(false), Placements: placement, HubLease: lapsed},
@@ -104,6 +112,21 @@ func TestDecideFence(t *testing.T) {
 		"lease renewed and the Job resumed by the hub: the copy says so": {
 			in:          Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{suspendedCopy()}, Jobs: jobOfA(false), Placements: placement, HubLease: fresh},
 			wantUpdates: []string{"Suspended=False/Resumed"}, wantWake: 40 * time.Second,
+		},
+		"resumed just now, a minute after its Job was created: the placement timeout counts from now": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{suspendedCopy()}, Jobs: jobOfA(false), Placements: placement, HubLease: fresh,
+				PlacementTimeout: 30 * time.Second},
+			wantUpdates: []string{"Suspended=False/Resumed"}, wantWake: 31 * time.Second,
+		},
+		"resumed 10s ago, pods not yet placed: within the placement timeout": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{resumedCopy(10 * time.Second)}, Jobs: jobOfA(false), Placements: placement,
+				HubLease: fresh, PlacementTimeout: 30 * time.Second},
+			wantWake: 21 * time.Second,
+		},
+		"resumed 40s ago, pods still not placed: given up": {
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{resumedCopy(40 * time.Second)}, Jobs: jobOfA(false), Placements: placement,
+				HubLease: fresh, PlacementTimeout: 30 * time.Second},
+			wantUpdates: []string{"Admitted=False/PlacementTimeout"}, wantWake: 40 * time.Second, wantReleased: true,
 		},
 		"policy Wait: nothing is ever stopped (the pass is due for the placement timeout only)": {
 			in:       Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admittedA()}, Jobs: jobOfA(false), Placements: placement},
@@ -127,8 +150,8 @@ func TestDecideFence(t *testing.T) {
 			if len(plan.Suspend) != tc.wantSuspend {
 				t.Errorf("suspends %d Jobs, want %d", len(plan.Suspend), tc.wantSuspend)
 			}
-			if r, ok := plan.Snapshot.Reservation("ns/a"); !ok || len(r) == 0 {
-				t.Errorf("the admitted copy's room is not held")
+			if r, ok := plan.Snapshot.Reservation("ns/a"); (ok && len(r) > 0) == tc.wantReleased {
+				t.Errorf("the admitted copy's room held: %v, want %v", ok && len(r) > 0, !tc.wantReleased)
 			}
 			if plan.Wake != tc.wantWake {
 				t.Errorf("wake %v, want %v", plan.Wake, tc.wantWake)

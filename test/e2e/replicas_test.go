@@ -11,23 +11,14 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
 // hubLeader returns the holder of the hub's leader election lease.
-func hubLeader() (string, error) {
-	var l coordinationv1.Lease
-	key := types.NamespacedName{Namespace: gantry.GantryNamespace, Name: "gantry-hub"}
-	if err := tb.Hub.Client.Get(context.Background(), key, &l); err != nil {
-		return "", err
-	}
-	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
-}
+func hubLeader() (string, error) { return leaseHolder(tb.Hub, "gantry-hub") }
 
 // TestAPausedHubLeaderIsReplacedAndWritesNothingWhenItWakes runs a second hub replica, pauses the leader
 // (SIGSTOP) while jobs are being dispatched and run, and lets it sleep past its lease. The other replica

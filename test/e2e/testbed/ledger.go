@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
@@ -46,9 +47,11 @@ type PodRecord struct {
 	Epoch       string
 	NodeName    string
 	Phase       corev1.PodPhase
-	Deleted     bool
-	Revision    int64
-	Seen        time.Time
+	// GPUs is what the pod's containers request of gantry.GPUResource.
+	GPUs     int64
+	Deleted  bool
+	Revision int64
+	Seen     time.Time
 }
 
 // Live tells whether the pod, as this record leaves it, is on a node and has not ended.
@@ -153,7 +156,7 @@ func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
 	r := PodRecord{Cluster: cluster, Namespace: ns, Name: name, Revision: ev.Kv.ModRevision, Seen: now}
 	if ev.Type == clientv3.EventTypeDelete {
 		prev := a.last[id]
-		r.WorkloadUID, r.Epoch, r.NodeName, r.Phase, r.Deleted = prev.WorkloadUID, prev.Epoch, prev.NodeName, prev.Phase, true
+		r.WorkloadUID, r.Epoch, r.NodeName, r.Phase, r.GPUs, r.Deleted = prev.WorkloadUID, prev.Epoch, prev.NodeName, prev.Phase, prev.GPUs, true
 		delete(a.last, id)
 	} else {
 		var pod corev1.Pod
@@ -163,6 +166,9 @@ func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
 		}
 		r.WorkloadUID, r.Epoch = pod.Labels[gantry.WorkloadUIDLabel], pod.Labels[gantry.DispatchEpochLabel]
 		r.NodeName, r.Phase = pod.Spec.NodeName, pod.Status.Phase
+		for _, c := range pod.Spec.Containers {
+			r.GPUs += c.Resources.Requests.Name(gantry.GPUResource, resource.DecimalSI).Value()
+		}
 		a.last[id] = r
 	}
 	if r.WorkloadUID != "" {
@@ -307,6 +313,37 @@ func CheckOneRun(pods []PodRecord) error {
 	for uid, runs := range completed {
 		if len(runs) > 1 {
 			errs = append(errs, fmt.Errorf("workload %s ran to completion in %d places: %v", uid, len(runs), runs))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckQuota checks the pod records of a ledger (in the order seen) against GPU quotas per cluster: at
+// no instant do the live pods on a cluster request more GPUs than its quota. A cluster missing from
+// quota has none. It returns the first breach on each cluster.
+func CheckQuota(pods []PodRecord, quota map[string]int64) error {
+	sorted := slices.Clone(pods)
+	slices.SortStableFunc(sorted, func(a, b PodRecord) int { return a.Seen.Compare(b.Seen) })
+	live := map[string]map[string]int64{} // cluster -> pod -> GPUs
+	breached := map[string]bool{}
+	var errs []error
+	for _, r := range sorted {
+		if live[r.Cluster] == nil {
+			live[r.Cluster] = map[string]int64{}
+		}
+		if r.Live() {
+			live[r.Cluster][r.Name] = r.GPUs
+		} else {
+			delete(live[r.Cluster], r.Name)
+		}
+		var used int64
+		for _, g := range live[r.Cluster] {
+			used += g
+		}
+		if used > quota[r.Cluster] && !breached[r.Cluster] {
+			breached[r.Cluster] = true
+			errs = append(errs, fmt.Errorf("%s: live pods use %d GPUs at %s, quota %d", r.Cluster, used,
+				r.Seen.Format(time.RFC3339Nano), quota[r.Cluster]))
 		}
 	}
 	return errors.Join(errs...)

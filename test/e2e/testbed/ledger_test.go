@@ -54,3 +54,47 @@ func TestCheckOneRun(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckQuota(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	pod := func(cluster, name string, s int, gpus int64, phase corev1.PodPhase, deleted bool) PodRecord {
+		return PodRecord{Cluster: cluster, Name: name, WorkloadUID: name, NodeName: "n", Phase: phase, GPUs: gpus,
+			Deleted: deleted, Seen: t0.Add(time.Duration(s) * time.Second)}
+	}
+	quota := map[string]int64{"w1": 8}
+	cases := map[string]struct {
+		pods []PodRecord
+		want string
+	}{
+		"within quota, one after another": {pods: []PodRecord{
+			pod("w1", "a", 0, 8, corev1.PodRunning, false),
+			pod("w1", "a", 1, 8, corev1.PodSucceeded, false),
+			pod("w1", "b", 2, 8, corev1.PodRunning, false),
+		}},
+		"a finished pod frees its GPUs, a deleted one too": {pods: []PodRecord{
+			pod("w1", "a", 0, 4, corev1.PodRunning, false),
+			pod("w1", "b", 1, 4, corev1.PodRunning, false),
+			pod("w1", "a", 2, 4, corev1.PodRunning, true),
+			pod("w1", "c", 3, 4, corev1.PodRunning, false),
+		}},
+		"over quota for an instant": {pods: []PodRecord{
+			pod("w1", "a", 0, 4, corev1.PodRunning, false),
+			pod("w1", "b", 1, 8, corev1.PodRunning, false),
+			pod("w1", "a", 2, 4, corev1.PodSucceeded, false),
+		}, want: "w1: live pods use 12 GPUs"},
+		"a cluster without quota": {pods: []PodRecord{
+			pod("w2", "a", 0, 1, corev1.PodRunning, false),
+		}, want: "w2: live pods use 1 GPUs"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := CheckQuota(tc.pods, quota)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("unexpected breach: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

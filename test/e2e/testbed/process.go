@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -132,4 +133,96 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// controlPlane lists a cluster's control plane components in the order they start; kwok, which stands
+// for the kubelets, is not one of them.
+var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// StopControlPlane stops a cluster's etcd, API server, controller manager and scheduler, as an outage
+// of its control plane would; its nodes (kwok) go on. The returned function starts them again, from
+// the same command lines, and waits until the API server is ready.
+func (tb *Testbed) StopControlPlane(cluster string) (start func() error, err error) {
+	dir := filepath.Join(tb.Dir, "kwok", "clusters", kwokName(cluster))
+	var stopped []*Process
+	for _, name := range controlPlane {
+		p, err := readPidFile(filepath.Join(dir, "pids", name+".pid"), name)
+		if err != nil {
+			return nil, err
+		}
+		stopped = append(stopped, p)
+	}
+	// The API server first, so that nothing sees etcd gone while it still serves.
+	for i := len(stopped) - 1; i >= 0; i-- {
+		if err := stopped[i].Stop(); err != nil {
+			return nil, err
+		}
+	}
+	start = func() error {
+		for _, p := range stopped {
+			if err := startComponent(dir, p); err != nil {
+				return err
+			}
+		}
+		return tb.waitReady(cluster)
+	}
+	return start, nil
+}
+
+func readPidFile(path, name string) (*Process, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("pid file %s: %w", path, err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return nil, fmt.Errorf("%s (pid %d) is not running: %w", name, pid, err)
+	}
+	return &Process{Name: name, PID: pid, Args: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")}, nil
+}
+
+// startComponent starts a control plane component in the cluster's directory, as kwokctl does, with
+// its pid where kwokctl keeps it, so that kwokctl delete stops it.
+func startComponent(dir string, p *Process) error {
+	logFile, err := os.OpenFile(filepath.Join(dir, "logs", p.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(p.Args[0], p.Args[1:]...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", p.Name, err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return os.WriteFile(filepath.Join(dir, "pids", p.Name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+}
+
+// waitReady waits (bounded) until the cluster's API server answers /readyz.
+func (tb *Testbed) waitReady(cluster string) error {
+	var c *Cluster
+	for _, x := range tb.All() {
+		if x.Name == cluster {
+			c = x
+		}
+	}
+	if c == nil {
+		return fmt.Errorf("no cluster %s", cluster)
+	}
+	var err error
+	for range 240 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = c.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("the API server of %s is not ready after 2 minutes: %w", cluster, err)
 }
