@@ -205,16 +205,22 @@ export_kubeconfig() {
 }
 
 # Nothing runs on the hub, so it needs neither a scheduler nor a kwok controller.
+# The e2e tests watch each cluster's etcd directly: its client URL goes to DEV/NAME.etcd.
+record_etcd_url() {
+  local cluster=$1 out=$2 etcd_url
+  etcd_url=$(grep -o -- '--listen-client-urls=[^" ]*' "${KWOK_WORKDIR}/clusters/${cluster}/kwok.yaml" \
+    | head -n1 | cut -d= -f2) || true
+  [[ "${etcd_url}" == http://127.0.0.1:* ]] || die "cannot find ${cluster}'s etcd client URL in its kwok.yaml"
+  echo "${etcd_url}" > "${out}"
+}
+
 create_cluster gantry-hub --disable kube-scheduler,kwok-controller
 export_kubeconfig gantry-hub "${DEV}/hub.kubeconfig"
+record_etcd_url gantry-hub "${DEV}/hub.etcd"
 for n in "${WORKERS[@]}"; do
   create_cluster "gantry-worker-${n}"
   export_kubeconfig "gantry-worker-${n}" "${DEV}/worker-${n}.kubeconfig"
-  # The e2e tests watch each worker's etcd directly.
-  etcd_url=$(grep -o -- '--listen-client-urls=[^" ]*' "${KWOK_WORKDIR}/clusters/gantry-worker-${n}/kwok.yaml" \
-    | head -n1 | cut -d= -f2) || true
-  [[ "${etcd_url}" == http://127.0.0.1:* ]] || die "cannot find worker-${n}'s etcd client URL in its kwok.yaml"
-  echo "${etcd_url}" > "${DEV}/worker-${n}.etcd"
+  record_etcd_url "gantry-worker-${n}" "${DEV}/worker-${n}.etcd"
 done
 
 # --- 3. fake GPU nodes -------------------------------------------------------

@@ -139,8 +139,12 @@ const (
 	// ReasonUnauthorized: the worker refuses the hub's token (401), or the hub's identity there lacks
 	// rights of deploy/worker/hub-access.yaml (403). The cluster counts as unreachable until a rotated
 	// Secret or restored rights let the hub in again.
-	ReasonUnauthorized   = "Unauthorized"
-	ReasonAgentReporting = "AgentReporting"
+	ReasonUnauthorized = "Unauthorized"
+	// ReasonDuplicateCluster: the kubeconfig reaches a cluster that another WorkerCluster already
+	// registers (the same kube-system namespace UID). One cluster under two names would hold two
+	// copies of each job and count its quota twice.
+	ReasonDuplicateCluster = "DuplicateCluster"
+	ReasonAgentReporting   = "AgentReporting"
 
 	// ClusterLeastPrivilege says whether the hub holds more rights on the cluster than
 	// deploy/worker/hub-access.yaml grants. It is a warning; the cluster is used either way.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -70,6 +71,9 @@ type Cluster struct {
 	authz     authorizationv1client.AuthorizationV1Interface
 	source    string // resourceVersion of the kubeconfig Secret it was built from
 	cancel    context.CancelFunc
+	// identity is the UID of the cluster's kube-system namespace, the same through every address and
+	// credential; empty when the hub may not read it.
+	identity types.UID
 
 	mu       sync.Mutex
 	rights   Rights // what the worker's authorizer said at the last review
@@ -253,8 +257,15 @@ func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, se
 		return err
 	}
 	m.mu.Lock()
-	m.clusters[name] = c
+	other, dup := m.registeredAs(name, c.identity)
+	if !dup {
+		m.clusters[name] = c
+	}
 	m.mu.Unlock()
+	if dup {
+		c.cancel()
+		return duplicateError(other, c.identity)
+	}
 	if m.handler != nil {
 		m.handler.ConnectionChanged(name)
 		// The cache's first events arrived before the cluster counted as connected; replay them so that
@@ -309,6 +320,12 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 	c, err := vet(ctx, name, cfg, secretVersion, hub)
 	if err != nil {
 		return nil, err
+	}
+	m.mu.RLock()
+	other, dup := m.registeredAs(name, c.identity)
+	m.mu.RUnlock()
+	if dup { // before anything is cached
+		return nil, duplicateError(other, c.identity)
 	}
 	if m.opts.GuardWrites != nil {
 		cfg = m.opts.GuardWrites(cfg)
@@ -371,7 +388,8 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 // accepts the hub's token and grants it what it needs. More rights than it needs are a warning, not a
 // refusal (the LeastPrivilege condition).
 func vet(ctx context.Context, name string, cfg *rest.Config, secretVersion string, hub HubIdentity) (*Cluster, error) {
-	if err := refuseHub(ctx, cfg, hub); err != nil {
+	identity, err := identify(ctx, cfg, hub)
+	if err != nil {
 		return nil, unauthorized(err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -382,7 +400,7 @@ func vet(ctx context.Context, name string, cfg *rest.Config, secretVersion strin
 	if err != nil {
 		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
 	}
-	c := &Cluster{Name: name, config: cfg, discovery: dc, authz: authz, source: secretVersion}
+	c := &Cluster{Name: name, config: cfg, discovery: dc, authz: authz, source: secretVersion, identity: identity}
 	if err := checkAPIs(c); err != nil {
 		return nil, unauthorized(err)
 	}
@@ -433,26 +451,44 @@ func (m *Manager) objectChanged(cluster string, obj any) {
 	m.handler.WorkerObjectChanged(cluster, o)
 }
 
-// refuseHub refuses a worker that is the hub's own cluster under another address. A worker that does
-// not let the hub read its kube-system namespace is told apart by its address alone, as Ensure did.
-func refuseHub(ctx context.Context, cfg *rest.Config, hub HubIdentity) error {
-	if hub.UID == "" {
-		return nil
-	}
+// identify reads the worker's identity, the UID of its kube-system namespace, and refuses a worker
+// that is the hub's own cluster under another address. A worker that does not let the hub read its
+// kube-system namespace has no identity; it is told apart from the hub by its address alone, as Ensure
+// did.
+func identify(ctx context.Context, cfg *rest.Config, hub HubIdentity) (types.UID, error) {
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
+		return "", fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
 	}
 	ns, err := core.Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-		return nil
+		return "", nil
 	case err != nil:
-		return fmt.Errorf("reading the cluster identity (namespace %s) of %s: %w", metav1.NamespaceSystem, cfg.Host, err)
-	case hub.isHub(cfg.Host, ns.UID):
-		return hubError(cfg.Host)
+		return "", fmt.Errorf("reading the cluster identity (namespace %s) of %s: %w", metav1.NamespaceSystem, cfg.Host, err)
+	case hub.UID != "" && hub.isHub(cfg.Host, ns.UID):
+		return "", hubError(cfg.Host)
 	}
-	return nil
+	return ns.UID, nil
+}
+
+// registeredAs returns the other connected WorkerCluster that reaches the cluster of that identity.
+// Called with m.mu held.
+func (m *Manager) registeredAs(name string, identity types.UID) (string, bool) {
+	if identity == "" {
+		return "", false
+	}
+	for other, c := range m.clusters {
+		if other != name && c.identity == identity {
+			return other, true
+		}
+	}
+	return "", false
+}
+
+func duplicateError(other string, identity types.UID) error {
+	return &ConfigError{Reason: gantry.ReasonDuplicateCluster, Message: fmt.Sprintf(
+		"the cluster is already registered as WorkerCluster %s (kube-system namespace UID %s); one cluster may be registered once", other, identity)}
 }
 
 // checkAPIs makes sure the worker serves Gantry's API, so a missing CRD is reported as such instead of

@@ -261,6 +261,16 @@ func TestFenceHealsBeforeTheHubMovesTheJob(t *testing.T) {
 	if wl := hubWorkload(t, job); wl.Status.ClusterName != at || len(wl.Status.Evictions) != 0 {
 		t.Errorf("the hub moved the job: winner %q (was %s), evictions %+v", wl.Status.ClusterName, at, wl.Status.Evictions)
 	}
+	eventually(t, at+"'s agent reporting again", 2*time.Minute, time.Second, func() error {
+		var wc gantry.WorkerCluster
+		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Name: at}, &wc); err != nil {
+			return err
+		}
+		if !apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady) {
+			return fmt.Errorf("conditions %s", conditions(wc.Status.Conditions))
+		}
+		return nil
+	})
 	checkOneRun(t, ns)
 	checkCreatedOnceOnTheWinner(t, []*batchv1.Job{job})
 	nothingLeftAfterDeletion(t, ns)
@@ -268,13 +278,17 @@ func TestFenceHealsBeforeTheHubMovesTheJob(t *testing.T) {
 
 // TestAWorkersControlPlaneRestarted stops the control plane of the worker a job runs on (etcd, API
 // server, controller manager, scheduler; its kwok nodes go on) and starts it again. The hub holds the
-// job (policy Wait); afterwards it runs to completion there, once.
+// job (policy Wait); afterwards it runs to completion there, once, and the worker takes new work.
 func TestAWorkersControlPlaneRestarted(t *testing.T) {
 	ns := newNamespace(t, "e2e-restart")
 	dumpOnFailure(t, ns)
 	job := makeJob(ns, "survives").gpus(4).runsFor("30s").obj()
 	submit(t, job)
 	at := runningOn(t, job)
+	agent, err := tb.Process("gantry-agent-" + strings.TrimPrefix(at, "worker-"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	start, err := tb.StopControlPlane(at)
 	if err != nil {
 		t.Fatal(err)
@@ -297,10 +311,28 @@ func TestAWorkersControlPlaneRestarted(t *testing.T) {
 	if err := start(); err != nil {
 		t.Fatal(err)
 	}
+	// An agent that could not renew its leader lease while its API server was down exits, and its
+	// Deployment starts it again; here the test stands in for the Deployment.
+	if !agent.Running() {
+		t.Logf("%s exited during the outage (its leader lease lapsed); starting it again", agent.Name)
+		if _, err := tb.Start(agent.Name, agent.Args); err != nil {
+			t.Fatal(err)
+		}
+	}
 	allComplete(t, []*batchv1.Job{job}, 3*time.Minute)
 	if wl := hubWorkload(t, job); wl.Status.ClusterName != at || len(wl.Status.Evictions) != 0 {
 		t.Errorf("the hub moved the job: winner %q (was %s), evictions %+v", wl.Status.ClusterName, at, wl.Status.Evictions)
 	}
+	eventually(t, at+"'s agent reporting again", 2*time.Minute, time.Second, func() error {
+		var wc gantry.WorkerCluster
+		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Name: at}, &wc); err != nil {
+			return err
+		}
+		if !apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady) {
+			return fmt.Errorf("conditions %s", conditions(wc.Status.Conditions))
+		}
+		return nil
+	})
 	checkOneRun(t, ns)
 	checkCreatedOnceOnTheWinner(t, []*batchv1.Job{job})
 	nothingLeftAfterDeletion(t, ns)

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,6 +58,11 @@ func newNamespace(t *testing.T, name string) string {
 	if err := tb.Hub.Client.Create(ctx, q); err != nil {
 		t.Fatal(err)
 	}
+	// A test that failed half-way leaves no work behind to hold room the next tests count on.
+	t.Cleanup(func() {
+		_ = tb.Hub.Client.DeleteAllOf(context.Background(), &batchv1.Job{}, client.InNamespace(name),
+			client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
 	return name
 }
 
@@ -219,7 +225,9 @@ func auditJobs(t *testing.T, ns string) jobAudit {
 }
 
 // checkOneRun waits until the ledger caught up and checks, over every pod ever written on the workers
-// in the namespace, that no job ran in two places at once or ran to completion twice.
+// in the namespace, that no job ran in two places at once or ran to completion twice; and over every
+// state of the namespace's hub Jobs and Workloads, that each job reached one terminal state and each
+// Workload had one winner per epoch.
 func checkOneRun(t *testing.T, ns string) {
 	t.Helper()
 	if err := audit.Sync(context.Background()); err != nil {
@@ -231,6 +239,9 @@ func checkOneRun(t *testing.T, ns string) {
 	}
 	if err := testbed.CheckOneRun(pods); err != nil {
 		t.Errorf("the etcd ledger shows a job in two places:\n%v", err)
+	}
+	if err := testbed.CheckHubHistory(audit.Hub(ns)); err != nil {
+		t.Errorf("the hub's etcd ledger shows a broken promise:\n%v", err)
 	}
 }
 
@@ -260,10 +271,20 @@ func dumpOnFailure(t *testing.T, ns string) {
 		ctx := context.Background()
 		var wls gantry.WorkloadList
 		_ = tb.Hub.Client.List(ctx, &wls, client.InNamespace(ns))
-		for _, wl := range wls.Items {
+		for i, wl := range wls.Items {
 			t.Logf("hub workload %s: epoch=%d nominated=%v cluster=%q rejected=%v conditions=%s",
 				wl.Name, wl.Status.DispatchEpoch, wl.Status.NominatedClusters, wl.Status.ClusterName,
 				wl.Status.RejectedClusters, conditions(wl.Status.Conditions))
+			if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); i == 0 && c != nil {
+				t.Logf("  pending: %s", c.Message)
+			}
+		}
+		var wcs gantry.WorkerClusterList
+		_ = tb.Hub.Client.List(ctx, &wcs)
+		for _, wc := range wcs.Items {
+			for _, c := range wc.Status.Conditions {
+				t.Logf("WorkerCluster %s: %s=%s (%s) %s", wc.Name, c.Type, c.Status, c.Reason, c.Message)
+			}
 		}
 		for _, w := range tb.Workers {
 			var cps gantry.WorkloadList

@@ -128,7 +128,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	// The audit starts before any test submits a Job, so it sees every Job created on a worker.
-	if audit, err = testbed.StartLedger(context.Background(), tb.Workers); err != nil {
+	if audit, err = testbed.StartLedger(context.Background(), tb.Hub, tb.Workers); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
 	}

@@ -84,6 +84,29 @@ func TestTheHubIsRefusedAsAWorker(t *testing.T) {
 	}
 }
 
+// A worker registered a second time, under another name and another address, is refused: one cluster
+// under two names would hold two copies of each job and count its quota twice. The first registration
+// goes on working.
+func TestAClusterRegisteredTwiceIsRefused(t *testing.T) {
+	rh := startHub(t)
+	kc, err := kubeconfigFor(workers["worker-1"].cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherAddress := bytes.Replace(kc, []byte("127.0.0.1"), []byte("localhost"), 1)
+	if bytes.Equal(otherAddress, kc) {
+		t.Fatal("the kubeconfig does not name 127.0.0.1")
+	}
+	cond := registerRefusedWorker(t, "worker-1-again", otherAddress)
+	if cond.Reason != gantry.ReasonDuplicateCluster || !strings.Contains(cond.Message, "already registered as WorkerCluster worker-1") {
+		t.Fatalf("connected condition %s %q, want %s naming worker-1", cond.Reason, cond.Message, gantry.ReasonDuplicateCluster)
+	}
+	if rh.hub.Connections.IsConnected("worker-1-again") || !rh.hub.Connections.IsConnected("worker-1") {
+		t.Fatalf("connected: worker-1 %v, worker-1-again %v; want only worker-1",
+			rh.hub.Connections.IsConnected("worker-1"), rh.hub.Connections.IsConnected("worker-1-again"))
+	}
+}
+
 // Kubeconfigs that would weaken the transport, act as someone else or point the hub at its own host
 // are refused with a reason, while the hub serves the good clusters.
 func TestUnsafeKubeconfigsAreRefused(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,10 +20,11 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
-// Where the API server stores batch Jobs and pods in etcd: prefix + "<namespace>/<name>".
+// Where the API server stores batch Jobs, pods and Workloads in etcd: prefix + "<namespace>/<name>".
 const (
-	JobsPrefix = "/registry/jobs/"
-	PodsPrefix = "/registry/pods/"
+	JobsPrefix      = "/registry/jobs/"
+	PodsPrefix      = "/registry/pods/"
+	WorkloadsPrefix = "/registry/gantry.dev/workloads/"
 )
 
 // JobRecord is the creation or deletion of one Job in one worker's etcd.
@@ -59,13 +61,30 @@ func (r PodRecord) Live() bool {
 	return !r.Deleted && r.NodeName != "" && r.Phase != corev1.PodSucceeded && r.Phase != corev1.PodFailed
 }
 
-// Ledger watches the Job and pod keys in the etcd of every worker from the moment it starts, so it
-// records every Job ever created there and every state of every pod, including objects deleted again
-// before anyone listed them.
+// HubRecord is one write of a hub Job or Workload, as far as the promise can tell.
+type HubRecord struct {
+	Kind      string // "Job" or "Workload"
+	Namespace string
+	Name      string
+	UID       string
+	// Terminal is the hub Job's condition Complete or Failed that is True, if one is.
+	Terminal batchv1.JobConditionType
+	// Epoch and Winner are the Workload's dispatch epoch and the cluster it records as the winner.
+	Epoch    int64
+	Winner   string
+	Revision int64
+	Seen     time.Time
+}
+
+// Ledger watches the etcd of every worker from the moment it starts, so it records every Job ever
+// created there and every state of every pod, including objects deleted again before anyone listed
+// them; and the hub's etcd, for every state of every hub Job and Workload.
 type Ledger struct {
+	hub     string
 	mu      sync.Mutex
 	records []JobRecord
 	pods    []PodRecord
+	hubLog  []HubRecord
 	last    map[string]PodRecord // by cluster/namespace/name: a deleted pod's key carries no value
 	synced  map[string]int64     // highest revision each watch has delivered
 	errs    []error
@@ -75,12 +94,12 @@ type Ledger struct {
 	wg      sync.WaitGroup
 }
 
-// StartLedger starts watching Job and pod keys on each worker's etcd. Everything written after it
+// StartLedger starts watching the etcd of the hub and of each worker. Everything written after it
 // returns is recorded: each watch starts from the revision the store had when it was set up.
-func StartLedger(ctx context.Context, workers []*Cluster) (*Ledger, error) {
+func StartLedger(ctx context.Context, hub *Cluster, workers []*Cluster) (*Ledger, error) {
 	wctx, cancel := context.WithCancel(context.Background())
-	a := &Ledger{synced: map[string]int64{}, clients: map[string]*clientv3.Client{}, cancel: cancel, last: map[string]PodRecord{}}
-	for _, w := range workers {
+	a := &Ledger{hub: hub.Name, synced: map[string]int64{}, clients: map[string]*clientv3.Client{}, cancel: cancel, last: map[string]PodRecord{}}
+	for _, w := range append([]*Cluster{hub}, workers...) {
 		cli, err := clientv3.New(clientv3.Config{
 			Endpoints:   []string{w.EtcdURL},
 			DialTimeout: 10 * time.Second,
@@ -121,6 +140,10 @@ func (a *Ledger) run(cluster string, ch clientv3.WatchChan) {
 		now := time.Now()
 		a.mu.Lock()
 		for _, ev := range resp.Events {
+			if cluster == a.hub {
+				a.recordHub(ev, now)
+				continue
+			}
 			if strings.HasPrefix(string(ev.Kv.Key), PodsPrefix) {
 				a.recordPod(cluster, ev, now)
 				continue
@@ -176,11 +199,48 @@ func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
 	}
 }
 
-// decoder reads the objects the API server stores in etcd (protobuf, with its magic prefix).
+// recordHub records one event of a hub Job or Workload key; deletions end a history and are left out.
+// Called with a.mu held.
+func (a *Ledger) recordHub(ev *clientv3.Event, now time.Time) {
+	key := string(ev.Kv.Key)
+	if ev.Type == clientv3.EventTypeDelete {
+		return
+	}
+	var r HubRecord
+	if ns, name, ok := splitKey(key, JobsPrefix); ok {
+		var job batchv1.Job
+		if _, _, err := decoder.Decode(ev.Kv.Value, nil, &job); err != nil {
+			a.errs = append(a.errs, fmt.Errorf("decoding hub job %s: %w", key, err))
+			return
+		}
+		r = HubRecord{Kind: "Job", Namespace: ns, Name: name, UID: string(job.UID)}
+		for _, c := range job.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				r.Terminal = c.Type
+			}
+		}
+	} else if ns, name, ok := splitKey(key, WorkloadsPrefix); ok {
+		var wl gantry.Workload
+		if _, _, err := decoder.Decode(ev.Kv.Value, nil, &wl); err != nil {
+			a.errs = append(a.errs, fmt.Errorf("decoding hub workload %s: %w", key, err))
+			return
+		}
+		r = HubRecord{Kind: "Workload", Namespace: ns, Name: name, UID: string(wl.UID), Epoch: wl.Status.DispatchEpoch, Winner: wl.Status.ClusterName}
+	} else {
+		return
+	}
+	r.Revision, r.Seen = ev.Kv.ModRevision, now
+	a.hubLog = append(a.hubLog, r)
+}
+
+// decoder reads the objects the API server stores in etcd: protobuf with its magic prefix for built-in
+// kinds, JSON for Gantry's.
 var decoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, batchv1.AddToScheme, gantry.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
 	}
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }()
@@ -252,6 +312,49 @@ func (a *Ledger) Pods(namespace string) []PodRecord {
 		}
 	}
 	return out
+}
+
+// Hub returns the records of hub Jobs and Workloads in a namespace, in etcd's order.
+func (a *Ledger) Hub(namespace string) []HubRecord {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []HubRecord
+	for _, r := range a.hubLog {
+		if r.Namespace == namespace {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// CheckHubHistory checks the hub records of a ledger (in etcd's order) for two promises: a hub Job that
+// reached Complete or Failed stays there (each job reaches exactly one terminal state), and a Workload
+// has at most one winner in each dispatch epoch. It returns every breach it finds.
+func CheckHubHistory(records []HubRecord) error {
+	terminal := map[string]batchv1.JobConditionType{} // Job UID -> terminal state reached
+	winner := map[string]string{}                     // Workload UID/epoch -> winner
+	var errs []error
+	for _, r := range records {
+		switch r.Kind {
+		case "Job":
+			was, reached := terminal[r.UID]
+			switch {
+			case reached && r.Terminal != was:
+				errs = append(errs, fmt.Errorf("hub job %s/%s was %s, then %q (revision %d)", r.Namespace, r.Name, was, r.Terminal, r.Revision))
+			case !reached && r.Terminal != "":
+				terminal[r.UID] = r.Terminal
+			}
+		case "Workload":
+			key := fmt.Sprintf("%s/%d", r.UID, r.Epoch)
+			if w, ok := winner[key]; ok && r.Winner != "" && r.Winner != w {
+				errs = append(errs, fmt.Errorf("workload %s/%s has winners %s and %s in epoch %d (revision %d)", r.Namespace, r.Name, w, r.Winner, r.Epoch, r.Revision))
+			}
+			if r.Winner != "" {
+				winner[key] = r.Winner
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Err reports why a watch stopped, if one did.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -89,6 +90,40 @@ func TestCheckQuota(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			err := CheckQuota(tc.pods, quota)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("unexpected breach: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckHubHistory(t *testing.T) {
+	job := func(uid string, terminal batchv1.JobConditionType) HubRecord {
+		return HubRecord{Kind: "Job", Namespace: "ns", Name: "j", UID: uid, Terminal: terminal}
+	}
+	wl := func(epoch int64, winner string) HubRecord {
+		return HubRecord{Kind: "Workload", Namespace: "ns", Name: "w", UID: "w1", Epoch: epoch, Winner: winner}
+	}
+	cases := map[string]struct {
+		records []HubRecord
+		want    string
+	}{
+		"a job runs and completes": {records: []HubRecord{job("u", ""), job("u", batchv1.JobComplete), job("u", batchv1.JobComplete)}},
+		"completed, then failed": {records: []HubRecord{job("u", batchv1.JobComplete), job("u", batchv1.JobFailed)},
+			want: "was Complete, then \"Failed\""},
+		"completed, then not finished again": {records: []HubRecord{job("u", batchv1.JobComplete), job("u", "")},
+			want: "was Complete, then \"\""},
+		"a resubmitted job of the same name is another job": {records: []HubRecord{job("u", batchv1.JobFailed), job("v", batchv1.JobComplete)}},
+		"evicted and won elsewhere in a new epoch":          {records: []HubRecord{wl(1, "w1"), wl(1, ""), wl(2, "w2")}},
+		"two winners in one epoch": {records: []HubRecord{wl(1, "w1"), wl(1, ""), wl(1, "w2")},
+			want: "has winners w1 and w2 in epoch 1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := CheckHubHistory(tc.records)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("unexpected breach: %v", err)

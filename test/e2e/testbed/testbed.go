@@ -40,7 +40,7 @@ type Cluster struct {
 	Config    *rest.Config
 	Client    client.Client
 	Clientset kubernetes.Interface
-	// EtcdURL is the client URL of the cluster's etcd; set for workers only.
+	// EtcdURL is the client URL of the cluster's etcd.
 	EtcdURL string
 }
 
@@ -99,11 +99,8 @@ func Open(dir string, qps float32, burst int) (*Testbed, error) {
 		return &Cluster{Name: name, Config: cfg, Client: c, Clientset: cs}, nil
 	}
 	tb := &Testbed{Dir: dir}
-	if tb.Hub, err = open(HubName, filepath.Join(dir, "hub.kubeconfig")); err != nil {
-		return nil, err
-	}
-	for _, n := range WorkerNames {
-		w, err := open(n, filepath.Join(dir, n+".kubeconfig"))
+	for _, n := range append([]string{HubName}, WorkerNames...) {
+		c, err := open(n, filepath.Join(dir, n+".kubeconfig"))
 		if err != nil {
 			return nil, err
 		}
@@ -111,8 +108,12 @@ func Open(dir string, qps float32, burst int) (*Testbed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the etcd URL of %s: %w", n, err)
 		}
-		w.EtcdURL = strings.TrimSpace(string(url))
-		tb.Workers = append(tb.Workers, w)
+		c.EtcdURL = strings.TrimSpace(string(url))
+		if n == HubName {
+			tb.Hub = c
+		} else {
+			tb.Workers = append(tb.Workers, c)
+		}
 	}
 	return tb, nil
 }
