@@ -290,24 +290,21 @@ func (a *Ledger) Sync(ctx context.Context) error {
 
 // Records returns the records of Jobs in a namespace, in the order they were seen.
 func (a *Ledger) Records(namespace string) []JobRecord {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []JobRecord
-	for _, r := range a.records {
-		if r.Namespace == namespace {
-			out = append(out, r)
-		}
-	}
-	return out
+	return inNamespace(a, func() []JobRecord { return a.records }, func(r JobRecord) string { return r.Namespace }, namespace)
 }
 
 // Pods returns the records of Gantry's pods in a namespace, in the order they were seen.
 func (a *Ledger) Pods(namespace string) []PodRecord {
+	return inNamespace(a, func() []PodRecord { return a.pods }, func(r PodRecord) string { return r.Namespace }, namespace)
+}
+
+// inNamespace returns the records of a namespace; records is read with the ledger locked.
+func inNamespace[R any](a *Ledger, records func() []R, namespaceOf func(R) string, namespace string) []R {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []PodRecord
-	for _, r := range a.pods {
-		if r.Namespace == namespace {
+	var out []R
+	for _, r := range records() {
+		if namespaceOf(r) == namespace {
 			out = append(out, r)
 		}
 	}
@@ -316,15 +313,7 @@ func (a *Ledger) Pods(namespace string) []PodRecord {
 
 // Hub returns the records of hub Jobs and Workloads in a namespace, in etcd's order.
 func (a *Ledger) Hub(namespace string) []HubRecord {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []HubRecord
-	for _, r := range a.hubLog {
-		if r.Namespace == namespace {
-			out = append(out, r)
-		}
-	}
-	return out
+	return inNamespace(a, func() []HubRecord { return a.hubLog }, func(r HubRecord) string { return r.Namespace }, namespace)
 }
 
 // CheckHubHistory checks the hub records of a ledger (in etcd's order) for two promises: a hub Job that

@@ -28,24 +28,15 @@ type Process struct {
 
 // Process returns the running process of that name.
 func (tb *Testbed) Process(name string) (*Process, error) {
-	data, err := os.ReadFile(filepath.Join(tb.Dir, "pids", name+".pid"))
+	p, err := readPidFile(filepath.Join(tb.Dir, "pids", name+".pid"), name)
 	if err != nil {
 		return nil, err
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return nil, fmt.Errorf("pid file of %s: %w", name, err)
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return nil, fmt.Errorf("%s (pid %d) is not running: %w", name, pid, err)
-	}
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 	// A recycled pid is not ours: the testbed's processes name files in its directory.
-	if !strings.Contains(string(cmdline), tb.Dir+string(filepath.Separator)) {
-		return nil, fmt.Errorf("pid %d of %s runs %q, not a process of the testbed", pid, name, args[0])
+	if !strings.Contains(strings.Join(p.Args, " "), tb.Dir+string(filepath.Separator)) {
+		return nil, fmt.Errorf("pid %d of %s runs %q, not a process of the testbed", p.PID, name, p.Args[0])
 	}
-	return &Process{Name: name, PID: pid, Args: args}, nil
+	return p, nil
 }
 
 // Start runs args as the testbed process name, with its output appended to Dir/logs/<name>.log and its
