@@ -6,7 +6,6 @@ package hub
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -153,15 +152,8 @@ func (h *Hub) ConnectionChanged(cluster string) {
 
 // requeueWorkloadsOf requeues the Workloads whose winner or nomination is the cluster.
 func (h *Hub) requeueWorkloadsOf(cluster string) {
-	var list gantry.WorkloadList
-	if err := h.client.List(context.Background(), &list); err != nil {
-		return
-	}
-	for i := range list.Items {
-		wl := &list.Items[i]
-		if wl.Status.ClusterName == cluster || slices.Contains(wl.Status.NominatedClusters, cluster) {
-			h.workloadEvents <- event.GenericEvent{Object: objectWithKey(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})}
-		}
+	for _, req := range workload.RequestsForCluster(context.Background(), h.client, cluster) {
+		h.workloadEvents <- event.GenericEvent{Object: objectWithKey(req.NamespacedName)}
 	}
 }
 

@@ -20,10 +20,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -66,6 +68,34 @@ type Reconciler struct {
 	expected *expectations.Created
 }
 
+// RequestsForCluster lists the Workloads whose winner or nomination is the cluster.
+func RequestsForCluster(ctx context.Context, c client.Reader, cluster string) []ctrl.Request {
+	var list gantry.WorkloadList
+	if err := c.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []ctrl.Request
+	for i := range list.Items {
+		wl := &list.Items[i]
+		if wl.Status.ClusterName == cluster || slices.Contains(wl.Status.NominatedClusters, cluster) {
+			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}})
+		}
+	}
+	return out
+}
+
+// connectedChanged passes WorkerCluster updates that change the Connected condition, and deletions.
+var connectedChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		was, is := e.ObjectOld.(*gantry.WorkerCluster), e.ObjectNew.(*gantry.WorkerCluster)
+		a := apimeta.FindStatusCondition(was.Status.Conditions, gantry.ClusterConnected)
+		b := apimeta.FindStatusCondition(is.Status.Conditions, gantry.ClusterConnected)
+		return (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason || !a.LastTransitionTime.Equal(&b.LastTransitionTime)))
+	},
+}
+
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.init()
@@ -73,6 +103,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named("hub-workload").
 		For(&gantry.Workload{}).
 		WatchesRawSource(source.Channel(r.Remote, &handler.EnqueueRequestForObject{})).
+		// What a Workload says of an unreachable cluster (since when, why) comes from its WorkerCluster,
+		// whose status is written after the connection went.
+		Watches(&gantry.WorkerCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, wc client.Object) []ctrl.Request {
+			return RequestsForCluster(ctx, r.Client, wc.GetName())
+		}), builder.WithPredicates(connectedChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
