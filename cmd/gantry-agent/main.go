@@ -29,6 +29,7 @@ import (
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/internal/leadership"
+	"github.com/gantry-dev/gantry/internal/version"
 )
 
 // leaderElectionID names the Lease the agent's replicas compete for in --namespace.
@@ -48,6 +49,7 @@ type options struct {
 	starvation   time.Duration
 	placement    time.Duration
 	zap          zap.Options
+	version      bool
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -77,9 +79,14 @@ func parseFlags(args []string) (*options, error) {
 		"How long a job that does not fit may be passed by later, smaller ones before the nodes it could use are held for it; 0 never holds them.")
 	fs.DurationVar(&o.placement, "placement-timeout", controller.DefaultPlacementTimeout,
 		"How long after its Job was created an admitted job may still have pods not on nodes before the agent gives it up and the hub dispatches it again; 0 waits for ever.")
+	fs.BoolVar(&o.version, "version", false,
+		"Print the version and commit and exit.")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.version {
+		return o, nil
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
@@ -186,6 +193,10 @@ func run(o *options) error {
 func main() {
 	o, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err == nil && o.version {
+		fmt.Println(version.String("gantry-agent"))
 		return
 	}
 	if err == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/leadership"
+	"github.com/gantry-dev/gantry/internal/version"
 )
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 		allowInsecure  bool
 		allowLoopback  bool
 		workloadWorker int
+		showVersion    bool
 	)
 	// An own flag set: controller-runtime registers --kubeconfig on the global one.
 	fs := flag.NewFlagSet("gantry-hub", flag.ExitOnError)
@@ -56,9 +58,14 @@ func main() {
 	fs.BoolVar(&allowInsecure, "allow-insecure-kubeconfigs", false, "Accept worker kubeconfigs that read local files, run exec or auth-provider plugins, skip TLS verification, use http, basic auth, a proxy or impersonation.")
 	fs.BoolVar(&allowLoopback, "allow-loopback-workers", false, "Accept workers whose API server is on a loopback address (127.0.0.0/8, ::1, localhost), as local testbeds have.")
 	fs.IntVar(&workloadWorker, "workload-workers", 32, "Workloads synced with workers in parallel.")
+	fs.BoolVar(&showVersion, "version", false, "Print the version and commit and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])
+	if showVersion {
+		fmt.Println(version.String("gantry-hub"))
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 

@@ -1,0 +1,42 @@
+package version
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestFromBuildInfo(t *testing.T) {
+	stamped := func() (*debug.BuildInfo, bool) {
+		return &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}}}, true
+	}
+	devel := func() (*debug.BuildInfo, bool) { return &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true }
+	none := func() (*debug.BuildInfo, bool) { return nil, false }
+	cases := map[string]struct {
+		version, commit string
+		read            func() (*debug.BuildInfo, bool)
+		wantV, wantC    string
+	}{
+		"set by the linker":     {"v0.3.0", "deadbeef", stamped, "v0.3.0", "deadbeef"},
+		"from build info":       {"dev", "unknown", stamped, "v1.2.3", "abc123"},
+		"only commit from info": {"v0.3.0", "unknown", stamped, "v0.3.0", "abc123"},
+		"devel build":           {"dev", "unknown", devel, "dev", "unknown"},
+		"no build info":         {"dev", "unknown", none, "dev", "unknown"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v, c := fromBuildInfo(tc.version, tc.commit, tc.read)
+			if v != tc.wantV || c != tc.wantC {
+				t.Errorf("got %q %q, want %q %q", v, c, tc.wantV, tc.wantC)
+			}
+		})
+	}
+}
+
+func TestString(t *testing.T) {
+	defer func(v, c string) { Version, Commit = v, c }(Version, Commit)
+	Version, Commit = "v0.3.0", "deadbeef"
+	if got, want := String("gantry-hub"), "gantry-hub v0.3.0 (deadbeef)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
