@@ -6,12 +6,23 @@ export GANTRY_CACHE
 CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_FLAGS ?=
 
-.PHONY: all build generate manifests verify fmt vet test test-unit test-integration test-e2e bench bench-dispatch dev-up dev-down demo tools
+.PHONY: all build generate manifests verify fmt vet test test-unit test-integration test-e2e bench bench-dispatch dev-up dev-down demo tools images push
 
 all: build
 
 build:
 	go build -o bin/ ./cmd/gantry-hub ./cmd/gantry-agent
+
+# images writes bin/images/gantry-hub.tar and bin/images/gantry-agent.tar: OCI image layouts in a tar, each
+# an index of linux/amd64 and linux/arm64, built without a container engine; equal commits give equal bytes.
+images:
+	go run ./hack/images -out bin/images
+
+# push pushes those archives to $(REGISTRY)/gantry-hub:<version> and $(REGISTRY)/gantry-agent:<version>.
+push:
+	@test -n "$(REGISTRY)" || { echo "REGISTRY is empty: make push REGISTRY=registry.example/gantry"; exit 1; }
+	$(MAKE) images
+	go run ./hack/images -out bin/images -push "$(REGISTRY)"
 
 generate:
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
@@ -39,7 +50,7 @@ test: verify vet
 	hack/test.sh
 
 test-unit:
-	go test $(GO_TEST_FLAGS) ./apis/... ./dispatch/... ./agent/... ./hub/... ./internal/... ./cmd/...
+	go test $(GO_TEST_FLAGS) ./apis/... ./dispatch/... ./agent/... ./hub/... ./internal/... ./cmd/... ./hack/images/...
 
 test-integration:
 	KUBEBUILDER_ASSETS=$$(hack/install-tools.sh --envtest | tail -n 1) go test $(GO_TEST_FLAGS) ./test/integration/...
