@@ -117,20 +117,7 @@ func TestFenceMovesALostWorkersJobWithoutRunningItTwice(t *testing.T) {
 	setFailover(t, gantry.FailoverFence, timeout)
 	job := makeJob(ns, "moved").pods(2).gpus(8).runsFor("10m").obj()
 	submit(t, job)
-	var first string
-	eventually(t, "the gang running on a worker", 2*time.Minute, 250*time.Millisecond, func() error {
-		var wl gantry.Workload
-		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "job-" + job.Name}, &wl); err != nil {
-			return err
-		}
-		if first = wl.Status.ClusterName; first == "" {
-			return fmt.Errorf("no winner yet")
-		}
-		if n, err := podsOn(first, job); err != nil || n != 2 {
-			return fmt.Errorf("%d pods running on %s (%v)", n, first, err)
-		}
-		return nil
-	})
+	first := runningOn(t, job)
 	restore := cutOff(t, first)
 	eventually(t, "the agent of "+first+" stopping the gang", timeout+time.Minute, time.Second, func() error {
 		if n, err := podsOn(first, job); err != nil || n != 0 {
