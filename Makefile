@@ -27,8 +27,12 @@ push:
 generate:
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 
+# manifests generates the CRDs, copies them into the chart, and renders the kustomize bases and overlays
+# of deploy/ from the chart.
 manifests:
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=deploy/crd
+	rm -f deploy/charts/gantry/crds/*.yaml && cp deploy/crd/gantry.dev_*.yaml deploy/charts/gantry/crds/
+	go run ./hack/manifests -chart deploy/charts/gantry -out deploy
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -39,8 +43,8 @@ vet:
 # verify regenerates every generated file and fails when the checked-in copy differs.
 verify: generate manifests
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@git diff --exit-code -- apis deploy/crd || { echo "generated files are out of date: run make generate manifests"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis deploy/crd)" || { echo "untracked generated files:"; git status --porcelain -- apis deploy/crd; exit 1; }
+	@git diff --exit-code -- apis deploy || { echo "generated files are out of date: run make generate manifests"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- apis deploy)" || { echo "untracked generated files:"; git ls-files --others --exclude-standard -- apis deploy; exit 1; }
 
 tools:
 	@hack/install-tools.sh >/dev/null

@@ -241,8 +241,8 @@ log "fake GPU nodes ready"
 # --- 4. CRDs and hub manifests -----------------------------------------------
 if compgen -G "${ROOT}/deploy/crd/*.yaml" >/dev/null; then
   for k in khub "kworker 1" "kworker 2"; do
-    ${k} apply --server-side --force-conflicts -f "${ROOT}/deploy/crd/" >/dev/null
-    ${k} wait --for=condition=Established -f "${ROOT}/deploy/crd/" --timeout=60s >/dev/null \
+    ${k} apply --server-side --force-conflicts -k "${ROOT}/deploy/crd/" >/dev/null
+    ${k} wait --for=condition=Established crd --all --timeout=60s >/dev/null \
       || die "CRDs did not become Established (${k})"
   done
   log "CRDs installed"
@@ -251,14 +251,17 @@ elif ((GANTRY)); then
 else
   log "no CRDs in deploy/crd/ yet; skipping"
 fi
-khub create namespace gantry-system --dry-run=client -o yaml | khub apply -f - >/dev/null
-if [[ -d "${ROOT}/deploy/hub" ]] && compgen -G "${ROOT}/deploy/hub/*.yaml" >/dev/null; then
-  khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/" >/dev/null
-fi
+# The testbed runs Gantry's programs on the host: the clusters get the namespace, the RBAC and the
+# policies of deploy/, not the Deployments.
+for k in khub "kworker 1" "kworker 2"; do
+  ${k} apply --server-side --force-conflicts -f "${ROOT}/deploy/namespace/namespace.yaml" >/dev/null
+done
+khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/rbac.yaml" \
+  -f "${ROOT}/deploy/hub/job-admission-policy.yaml" >/dev/null
 
 # --- 5. least-privilege hub identity on each worker ----------------------------
 for n in "${WORKERS[@]}"; do
-  kworker "${n}" apply --server-side --force-conflicts -f "${ROOT}/deploy/worker/" >/dev/null
+  kworker "${n}" apply --server-side --force-conflicts -f "${ROOT}/deploy/worker/hub-access.yaml" >/dev/null
   server=$(kworker "${n}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
   ca=$(kworker "${n}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
   [[ -n "${ca}" ]] || die "worker-${n}'s kubeconfig has no embedded CA data"

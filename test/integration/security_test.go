@@ -192,15 +192,20 @@ func TestTheHubAccessServiceAccountHoldsTheAllowlistOnly(t *testing.T) {
 	}
 }
 
-// installHubAccess applies deploy/worker/hub-access.yaml to the worker; what it created goes at the end
-// of the test, but the namespace stays (no namespace controller runs here to finish its deletion).
+// installHubAccess applies deploy/namespace and deploy/worker/hub-access.yaml to the worker; what it
+// created goes at the end of the test, but the namespace stays (no namespace controller runs here to
+// finish its deletion).
 func installHubAccess(t *testing.T, w *cluster) {
 	t.Helper()
-	ctx := context.Background()
-	data, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "worker", "hub-access.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	var data []byte
+	for _, f := range []string{filepath.Join("namespace", "namespace.yaml"), filepath.Join("worker", "hub-access.yaml")} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(append(data, b...), "\n---\n"...)
 	}
+	ctx := context.Background()
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		var u unstructured.Unstructured

@@ -1,0 +1,36 @@
+{{/*
+Names do not depend on the release: users and the other clusters refer to them (the namespace, the
+ServiceAccounts whose tokens go into kubeconfigs, the Lease names the programs use).
+*/}}
+
+{{- define "gantry.hub" -}}
+{{- if has .Values.role (list "hub" "both") }}true{{ end -}}
+{{- end }}
+
+{{- define "gantry.agent" -}}
+{{- if has .Values.role (list "agent" "both") -}}
+{{- if ne .Release.Namespace "gantry-system" -}}
+{{- fail (printf "role %s installs the agent, which lives in gantry-system as the hub expects on every worker: install with --namespace gantry-system (not %s)" .Values.role .Release.Namespace) -}}
+{{- end -}}
+{{- if not .Values.agent.clusterName -}}
+{{- fail (printf "role %s needs agent.clusterName, the name this worker is registered under on the hub" .Values.role) -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/* gantry.labels takes (dict "root" $ "component" "hub"). */}}
+{{- define "gantry.labels" -}}
+{{ include "gantry.selectorLabels" . }}
+app.kubernetes.io/part-of: gantry
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+{{- end }}
+
+{{- define "gantry.selectorLabels" -}}
+app.kubernetes.io/name: gantry
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "gantry.image" -}}
+{{ .root.Values.image.registry }}/gantry-{{ .component }}:{{ .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- end }}

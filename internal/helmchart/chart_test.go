@@ -1,0 +1,351 @@
+package helmchart
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+var (
+	chartDir  = filepath.Join("..", "..", "deploy", "charts", "gantry")
+	deployDir = filepath.Join("..", "..", "deploy")
+)
+
+// roleValues are the least a user passes for each role.
+var roleValues = map[string]map[string]any{
+	"hub":   {"role": "hub"},
+	"agent": {"role": "agent", "agent": map[string]any{"clusterName": "worker-1"}},
+	"both":  {"role": "both", "agent": map[string]any{"clusterName": "worker-1"}},
+}
+
+// nonDefault turns on every optional part and changes every kind of value.
+var nonDefault = map[string]any{
+	"role":             "both",
+	"namespace":        map[string]any{"create": true, "podSecurityLevel": "baseline"},
+	"image":            map[string]any{"registry": "registry.example/gantry", "tag": "v9.9.9", "pullPolicy": "Always"},
+	"imagePullSecrets": []any{map[string]any{"name": "pull"}},
+	"logLevel":         "debug",
+	"hub": map[string]any{"replicas": 3, "leaderElect": false, "admissionPolicies": false, "workloadWorkers": 8,
+		"allowLoopbackWorkers": true, "extraArgs": []any{"--pprof-bind-address=:6060"},
+		"nodeSelector": map[string]any{"pool": "system"}, "priorityClassName": "system-cluster-critical",
+		"tolerations": []any{map[string]any{"key": "system", "operator": "Exists"}}},
+	"agent": map[string]any{"clusterName": "gpu-east", "replicas": 2, "reservationTTL": "90s",
+		"starvationTimeout": "10m", "placementTimeout": "0", "podAnnotations": map[string]any{"team": "ml"}},
+	"workerAccess":  map[string]any{"longLivedToken": true},
+	"metrics":       map[string]any{"service": true, "serviceMonitor": map[string]any{"enabled": true, "interval": "15s", "labels": map[string]any{"release": "prom"}}, "prometheusRule": map[string]any{"enabled": true}},
+	"networkPolicy": map[string]any{"enabled": true},
+}
+
+func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	ch, err := Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := Render(ch, Namespace, values)
+	if err != nil {
+		t.Fatalf("rendering %v: %v", values, err)
+	}
+	objs, err := Objects(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func key(u *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+}
+
+func keys(objs []*unstructured.Unstructured) []string {
+	var ks []string
+	for _, u := range objs {
+		ks = append(ks, key(u))
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func TestLintStrict(t *testing.T) {
+	kv, err := common.ParseKubeVersion(KubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, values := range map[string]map[string]any{"hub": roleValues["hub"], "agent": roleValues["agent"],
+		"both": roleValues["both"], "non-default": nonDefault} {
+		lint := action.NewLint()
+		lint.Strict, lint.Namespace, lint.KubeVersion = true, Namespace, kv
+		res := lint.Run([]string{chartDir}, values)
+		if res.TotalChartsLinted != 1 || len(res.Errors) > 0 {
+			t.Errorf("%s: %d charts linted, errors %v", name, res.TotalChartsLinted, res.Errors)
+		}
+	}
+}
+
+// Each role installs its own part and nothing of the others.
+func TestRolesRenderTheirParts(t *testing.T) {
+	hub := []string{"ClusterRole /gantry-hub", "ClusterRoleBinding /gantry-hub", "Deployment gantry-system/gantry-hub",
+		"MutatingAdmissionPolicy /gantry-queued-jobs", "MutatingAdmissionPolicyBinding /gantry-queued-jobs",
+		"PodDisruptionBudget gantry-system/gantry-hub", "Role gantry-system/gantry-hub", "RoleBinding gantry-system/gantry-hub",
+		"Service gantry-system/gantry-hub-metrics", "ServiceAccount gantry-system/gantry-hub",
+		"ValidatingAdmissionPolicy /gantry-job-placement", "ValidatingAdmissionPolicyBinding /gantry-job-placement"}
+	agent := []string{"ClusterRole /gantry-agent", "ClusterRole /gantry-hub-remote", "ClusterRoleBinding /gantry-agent",
+		"ClusterRoleBinding /gantry-hub-remote", "ConfigMap gantry-system/gantry-agent", "Deployment gantry-system/gantry-agent",
+		"PodDisruptionBudget gantry-system/gantry-agent", "Role gantry-system/gantry-agent-leader-election",
+		"Role gantry-system/gantry-hub-remote", "RoleBinding gantry-system/gantry-agent-leader-election",
+		"RoleBinding gantry-system/gantry-hub-remote", "Service gantry-system/gantry-agent-metrics",
+		"ServiceAccount gantry-system/gantry-agent", "ServiceAccount gantry-system/gantry-hub-remote"}
+	want := map[string][]string{"hub": hub, "agent": agent, "both": append(slices.Clone(hub), agent...)}
+	for role, values := range roleValues {
+		got := keys(render(t, values))
+		w := slices.Clone(want[role])
+		slices.Sort(w)
+		if !slices.Equal(got, w) {
+			t.Errorf("role %s renders\n%s\nwant\n%s", role, strings.Join(got, "\n"), strings.Join(w, "\n"))
+		}
+	}
+}
+
+// Every Deployment meets the restricted Pod Security level and runs what the values say.
+func TestDeploymentsAreRestrictedAndLeaderElected(t *testing.T) {
+	for _, d := range deployments(t, render(t, roleValues["both"])) {
+		pod := d.Spec.Template.Spec
+		c := pod.Containers[0]
+		psc, sc := pod.SecurityContext, c.SecurityContext
+		if psc == nil || sc == nil || !*psc.RunAsNonRoot || *psc.RunAsUser != 65532 ||
+			psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+			*sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s: security contexts %+v %+v", d.Name, psc, sc)
+		}
+		if !slices.Contains(c.Args, "--leader-elect=true") || !slices.Contains(c.Args, "--namespace=gantry-system") {
+			t.Errorf("%s: args %v", d.Name, c.Args)
+		}
+		if c.LivenessProbe == nil || c.ReadinessProbe == nil || c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: probes or resources missing: %+v", d.Name, c)
+		}
+		if c.Image != "ghcr.io/gantry-dev/"+d.Name+":v0.2.0" {
+			t.Errorf("%s: image %s", d.Name, c.Image)
+		}
+		wantReplicas := map[string]int32{"gantry-hub": 2, "gantry-agent": 1}[d.Name]
+		if *d.Spec.Replicas != wantReplicas {
+			t.Errorf("%s: %d replicas, want %d", d.Name, *d.Spec.Replicas, wantReplicas)
+		}
+	}
+}
+
+func deployments(t *testing.T, objs []*unstructured.Unstructured) map[string]*appsv1.Deployment {
+	t.Helper()
+	out := map[string]*appsv1.Deployment{}
+	for _, u := range objs {
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, d, true); err != nil {
+			t.Fatalf("%s: %v", u.GetName(), err)
+		}
+		out[d.Name] = d
+	}
+	if len(out) == 0 {
+		t.Fatal("no Deployment rendered")
+	}
+	return out
+}
+
+func TestNonDefaultValues(t *testing.T) {
+	objs := render(t, nonDefault)
+	ks := keys(objs)
+	for _, want := range []string{"Namespace /gantry-system", "Secret gantry-system/gantry-hub-remote-token",
+		"ServiceMonitor gantry-system/gantry-hub", "ServiceMonitor gantry-system/gantry-agent", "PrometheusRule gantry-system/gantry",
+		"NetworkPolicy gantry-system/gantry-hub", "NetworkPolicy gantry-system/gantry-agent"} {
+		if !slices.Contains(ks, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if slices.Contains(ks, "MutatingAdmissionPolicy /gantry-queued-jobs") {
+		t.Error("hub.admissionPolicies=false still renders the policies")
+	}
+	ds := deployments(t, objs)
+	hub, agent := ds["gantry-hub"], ds["gantry-agent"]
+	if *hub.Spec.Replicas != 3 || *agent.Spec.Replicas != 2 {
+		t.Errorf("replicas %d, %d", *hub.Spec.Replicas, *agent.Spec.Replicas)
+	}
+	hc, ac := hub.Spec.Template.Spec.Containers[0], agent.Spec.Template.Spec.Containers[0]
+	for _, a := range []string{"--leader-elect=false", "--workload-workers=8", "--allow-loopback-workers",
+		"--pprof-bind-address=:6060", "--zap-log-level=debug"} {
+		if !slices.Contains(hc.Args, a) {
+			t.Errorf("hub args %v lack %s", hc.Args, a)
+		}
+	}
+	for _, a := range []string{"--reservation-ttl=90s", "--starvation-timeout=10m", "--placement-timeout=0"} {
+		if !slices.Contains(ac.Args, a) {
+			t.Errorf("agent args %v lack %s", ac.Args, a)
+		}
+	}
+	if hc.Image != "registry.example/gantry/gantry-hub:v9.9.9" || hc.ImagePullPolicy != corev1.PullAlways ||
+		hub.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" || hub.Spec.Template.Spec.NodeSelector["pool"] != "system" ||
+		len(hub.Spec.Template.Spec.Tolerations) != 1 || hub.Spec.Template.Spec.ImagePullSecrets[0].Name != "pull" ||
+		agent.Spec.Template.Annotations["team"] != "ml" {
+		t.Errorf("hub pod %+v, agent annotations %v", hub.Spec.Template.Spec, agent.Spec.Template.Annotations)
+	}
+	checkMonitoringObjects(t, objs)
+}
+
+// The Prometheus Operator's objects decode strictly into its own types: no field is misspelled.
+func checkMonitoringObjects(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, u := range objs {
+		var into any
+		switch u.GetKind() {
+		case "ServiceMonitor":
+			into = &monitoringv1.ServiceMonitor{}
+		case "PrometheusRule":
+			into = &monitoringv1.PrometheusRule{}
+		default:
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, into, true); err != nil {
+			t.Errorf("%s: %v", key(u), err)
+		}
+		if sm, ok := into.(*monitoringv1.ServiceMonitor); ok && (sm.Labels["release"] != "prom" || sm.Spec.Endpoints[0].Port != "metrics") {
+			t.Errorf("%s: %+v", key(u), sm)
+		}
+		if pr, ok := into.(*monitoringv1.PrometheusRule); ok && len(pr.Spec.Groups) != 2 {
+			t.Errorf("%s: groups %+v", key(u), pr.Spec.Groups)
+		}
+	}
+}
+
+// Bad values are refused with a message that names what to fix.
+func TestBadValuesAreRefused(t *testing.T) {
+	ch, err := Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, namespace string
+		values          map[string]any
+		want            string
+	}{
+		{"unknown role", Namespace, map[string]any{"role": "worker"}, "role"},
+		{"agent without cluster name", Namespace, map[string]any{"role": "agent"}, "needs agent.clusterName"},
+		{"agent outside gantry-system", "gantry", roleValues["agent"], "install with --namespace gantry-system"},
+		{"misspelled key", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"replica": 3}}, "replica"},
+		{"cluster name not an object name", Namespace, map[string]any{"role": "agent", "agent": map[string]any{"clusterName": "GPU_East"}}, "clusterName"},
+		{"no replicas", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"replicas": 0}}, "replicas"},
+		{"bad duration", Namespace, map[string]any{"role": "agent", "agent": map[string]any{"clusterName": "w", "placementTimeout": "ten minutes"}}, "placementTimeout"},
+		{"extra arg without dashes", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"extraArgs": []any{"leader-elect=false"}}}, "extraArgs"},
+	} {
+		_, err := Render(ch, tc.namespace, tc.values)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestChartCRDsAreDeployCRDs(t *testing.T) {
+	want, err := filepath.Glob(filepath.Join(deployDir, "crd", "gantry.dev_*.yaml"))
+	if err != nil || len(want) == 0 {
+		t.Fatalf("no CRDs in deploy/crd: %v", err)
+	}
+	got, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("the chart has %d CRDs, deploy/crd %d", len(got), len(want))
+	}
+	for _, f := range want {
+		a, errA := os.ReadFile(f)
+		b, errB := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(f)))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs in the chart (%v, %v): run make manifests", filepath.Base(f), errA, errB)
+		}
+	}
+}
+
+// kustomize builds each overlay of deploy/ into the objects the chart installs for that role, with the
+// CRDs, less the agent's ConfigMap that each worker writes itself.
+func TestKustomizeOverlaysAreTheChart(t *testing.T) {
+	for overlay, role := range map[string]string{"hub": "hub", "worker": "agent", "both": "both"} {
+		values := map[string]any{"namespace": map[string]any{"create": true}}
+		for k, v := range roleValues[role] {
+			values[k] = v
+		}
+		want := map[string]*unstructured.Unstructured{}
+		for _, u := range append(render(t, values), crds(t)...) {
+			if key(u) != "ConfigMap gantry-system/gantry-agent" {
+				want[key(u)] = u
+			}
+		}
+		res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(deployDir, "overlays", overlay))
+		if err != nil {
+			t.Fatalf("kustomize build deploy/overlays/%s: %v", overlay, err)
+		}
+		got := map[string]*unstructured.Unstructured{}
+		for _, r := range res.Resources() {
+			m, err := r.Map()
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{Object: m}
+			got[key(u)] = u
+		}
+		if !slices.Equal(sortedKeys(got), sortedKeys(want)) {
+			t.Errorf("overlay %s builds\n%s\nthe chart renders\n%s", overlay, strings.Join(sortedKeys(got), "\n"), strings.Join(sortedKeys(want), "\n"))
+			continue
+		}
+		for k, u := range want {
+			a, _ := yaml.Marshal(u.Object)
+			b, _ := yaml.Marshal(got[k].Object)
+			if !bytes.Equal(a, b) {
+				t.Errorf("overlay %s: %s differs from the chart's:\n%s\nchart:\n%s", overlay, k, b, a)
+			}
+		}
+	}
+}
+
+func crds(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]*unstructured.Unstructured) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
