@@ -204,7 +204,8 @@ export_kubeconfig() {
   mv "${out}.tmp" "${out}"
 }
 
-# Nothing runs on the hub, so it needs neither a scheduler nor a kwok controller.
+# The hub has no nodes: a Job submitted there has nowhere to run. Its scheduler and kwok controller are
+# there for the e2e test that installs the chart, which adds a node for the pods of gantry-hub.
 # The e2e tests watch each cluster's etcd directly: its client URL goes to DEV/NAME.etcd.
 record_etcd_url() {
   local cluster=$1 out=$2 etcd_url
@@ -214,7 +215,7 @@ record_etcd_url() {
   echo "${etcd_url}" > "${out}"
 }
 
-create_cluster gantry-hub --disable kube-scheduler,kwok-controller
+create_cluster gantry-hub
 export_kubeconfig gantry-hub "${DEV}/hub.kubeconfig"
 record_etcd_url gantry-hub "${DEV}/hub.etcd"
 for n in "${WORKERS[@]}"; do

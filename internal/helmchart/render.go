@@ -28,6 +28,9 @@ const (
 	KubeVersion = "v1.36.0"
 )
 
+// Chart is a loaded chart.
+type Chart = chart.Chart
+
 // Document is one rendered object, with the comments its template carries.
 type Document struct {
 	// Source is the template it came from, relative to the chart: templates/hub/rbac.yaml.

@@ -16,7 +16,10 @@ type AuditEvent struct {
 	RequestURI string `json:"requestURI"`
 	UserAgent  string `json:"userAgent"`
 	Stage      string `json:"stage"`
-	Response   struct {
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	Response struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	Received time.Time `json:"requestReceivedTimestamp"`
@@ -32,6 +35,20 @@ func kwokName(cluster string) string { return "gantry-" + cluster }
 
 // Audit returns the writes the cluster's API server recorded whose user agent contains agent.
 func (tb *Testbed) Audit(cluster, agent string) ([]AuditEvent, error) {
+	return tb.auditEvents(cluster, agent, func(e AuditEvent) bool { return strings.Contains(e.UserAgent, agent) })
+}
+
+// Refused returns the requests of user (a user name, or the prefix of several) that the cluster's API
+// server answered 401 or 403 since then.
+func (tb *Testbed) Refused(cluster, user string, since time.Time) ([]AuditEvent, error) {
+	return tb.auditEvents(cluster, user, func(e AuditEvent) bool {
+		return strings.HasPrefix(e.User.Username, user) && !e.Received.Before(since) &&
+			(e.Response.Code == 401 || e.Response.Code == 403)
+	})
+}
+
+// auditEvents decodes the lines of the audit log that contain hint and keeps those keep accepts.
+func (tb *Testbed) auditEvents(cluster, hint string, keep func(AuditEvent) bool) ([]AuditEvent, error) {
 	path := filepath.Join(tb.Dir, "kwok", "clusters", kwokName(cluster), "logs", "audit.log")
 	f, err := os.Open(path)
 	if err != nil {
@@ -43,14 +60,14 @@ func (tb *Testbed) Audit(cluster, agent string) ([]AuditEvent, error) {
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !strings.Contains(string(line), agent) {
+		if !strings.Contains(string(line), hint) {
 			continue
 		}
 		var e AuditEvent
 		if err := json.Unmarshal(line, &e); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if strings.Contains(e.UserAgent, agent) {
+		if keep(e) {
 			events = append(events, e)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net"
 	"os"
 	"os/exec"
@@ -71,6 +72,9 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := gantry.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -1,0 +1,470 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/helmchart"
+	"github.com/gantry-dev/gantry/test/e2e/testbed"
+)
+
+// chartProcess is a Gantry process of the testbed and the ServiceAccount the chart gives it.
+type chartProcess struct{ name, serviceAccount string }
+
+var chartProcesses = []chartProcess{
+	{"gantry-hub", "gantry-hub"},
+	{"gantry-agent-1", "gantry-agent"},
+	{"gantry-agent-2", "gantry-agent"},
+}
+
+// TestTheChartInstallsUpgradesAndUninstalls installs the Helm chart into the hub (role hub) and each
+// worker (role agent) with the Helm SDK; kwok runs the Deployments' pods, which become Available. The
+// real gantry-hub and gantry-agent then run on the host under tokens of the chart's ServiceAccounts,
+// the workers are registered with tokens of the chart's gantry-hub-remote, and jobs run to completion:
+// the API servers' audit logs must show no request of those identities refused, so the chart's rights
+// are enough. An upgrade while a job runs keeps the job, the WorkerClusters and the queues; uninstalling
+// removes the chart's objects and rights and keeps the CRDs and every object of Gantry's kinds.
+func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
+	ns := newNamespace(t, "e2e-chart")
+	dumpOnFailure(t, ns)
+	since := time.Now().Add(-time.Second)
+	ch, err := helmchart.Load(filepath.Join("..", "..", "deploy", "charts", "gantry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	releases := installChart(t, ch)
+	// Before the testbed is restored, and also when a refusal left a job stuck.
+	t.Cleanup(func() { checkNothingRefused(t, since) })
+	runUnderChartIdentities(t)
+	for _, w := range testbed.WorkerNames {
+		eventually(t, w+" Connected under the chart's identity", 2*time.Minute, time.Second, func() error { return connected(w) })
+	}
+
+	long := makeJob(ns, "long").gpus(2).runsFor("40s").obj()
+	submit(t, long)
+	at := runningOn(t, long)
+	kept := userObjects(t)
+	upgradeChart(t, ch, releases)
+	checkStayed(t, long, at)
+	if now := userObjects(t); !slices.Equal(now, kept) {
+		t.Errorf("the upgrade changed the user objects:\n%v\nwas\n%v", now, kept)
+	}
+	submitted := []*batchv1.Job{long}
+	priority := priorityClass(t)
+	for i := range 3 {
+		job := makeJob(ns, fmt.Sprintf("after-upgrade-%d", i)).gpus(4).runsFor("3s").obj()
+		// The hub reads a job's PriorityClass: its rights must cover that too.
+		job.Spec.Template.Spec.PriorityClassName = priority
+		submit(t, job)
+		submitted = append(submitted, job)
+	}
+	allComplete(t, submitted, 3*time.Minute)
+	checkPromiseKept(t, submitted)
+
+	stopChartProcesses(t)
+	for c, r := range releases {
+		if err := r.Uninstall(); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+	}
+	checkUninstalled(t, kept)
+}
+
+// priorityClass creates a PriorityClass on every cluster, for the rest of the test.
+func priorityClass(t *testing.T) string {
+	t.Helper()
+	for _, c := range tb.All() {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-chart-high"}, Value: 1000}
+		if err := c.Client.Create(context.Background(), pc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Client.Delete(context.Background(), pc) })
+	}
+	return "e2e-chart-high"
+}
+
+// installChart installs role hub into the hub and role agent into each worker, on a kwok node of the
+// hub's for the hub's pods. The objects hack/dev-up.sh applied from deploy/ are taken over, as an
+// administrator who applied the kustomize overlays before would. The testbed as it was comes back at
+// the end (restoreTestbed).
+func installChart(t *testing.T, ch *helmchart.Chart) map[*testbed.Cluster]*helmchart.Releases {
+	t.Helper()
+	ctx := context.Background()
+	node := systemNode()
+	if err := tb.Hub.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	originals := map[string][]string{}
+	for _, p := range chartProcesses {
+		proc, err := tb.Process(p.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		originals[p.name] = proc.Args
+	}
+	releases := map[*testbed.Cluster]*helmchart.Releases{}
+	t.Cleanup(func() { restoreTestbed(t, releases, originals, node) })
+	for _, c := range tb.All() {
+		r, err := helmchart.NewReleases(filepath.Join(tb.Dir, c.Name+".kubeconfig"), helmchart.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases[c] = r
+		if err := r.Install(ctx, ch, chartValues(c, nil), true); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+	}
+	for c := range releases {
+		checkAvailable(t, c, deploymentOf(c), 0)
+	}
+	return releases
+}
+
+// chartValues are the values each cluster is installed with, over extra.
+func chartValues(c *testbed.Cluster, extra map[string]any) map[string]any {
+	v := map[string]any{"role": "hub", "hub": map[string]any{"allowLoopbackWorkers": true}}
+	if c != tb.Hub {
+		v = map[string]any{"role": "agent", "agent": map[string]any{"clusterName": c.Name}}
+	}
+	for k, e := range extra {
+		if m, ok := v[k].(map[string]any); ok {
+			for kk, ee := range e.(map[string]any) {
+				m[kk] = ee
+			}
+			continue
+		}
+		v[k] = e
+	}
+	return v
+}
+
+func deploymentOf(c *testbed.Cluster) string {
+	if c == tb.Hub {
+		return "gantry-hub"
+	}
+	return "gantry-agent"
+}
+
+// systemNode is a kwok node without GPUs for the pods of the hub's Deployment.
+func systemNode() *corev1.Node {
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"),
+		corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "hub-system-0",
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels:      map[string]string{"type": "kwok", "kubernetes.io/os": "linux", "kubernetes.io/hostname": "hub-system-0"}},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity, Phase: corev1.NodeRunning},
+	}
+}
+
+// checkAvailable checks that the Deployment is Available with all its replicas (want of them, unless 0).
+func checkAvailable(t *testing.T, c *testbed.Cluster, name string, want int32) {
+	t.Helper()
+	eventually(t, name+" Available on "+c.Name, 2*time.Minute, time.Second, func() error {
+		var d appsv1.Deployment
+		if err := c.Client.Get(context.Background(), types.NamespacedName{Namespace: helmchart.Namespace, Name: name}, &d); err != nil {
+			return err
+		}
+		if want != 0 && *d.Spec.Replicas != want {
+			return fmt.Errorf("%d replicas, want %d", *d.Spec.Replicas, want)
+		}
+		if d.Status.AvailableReplicas != *d.Spec.Replicas || d.Status.UpdatedReplicas != *d.Spec.Replicas {
+			return fmt.Errorf("%d of %d available, %d updated", d.Status.AvailableReplicas, *d.Spec.Replicas, d.Status.UpdatedReplicas)
+		}
+		return nil
+	})
+}
+
+// runUnderChartIdentities restarts the hub and the agents with kubeconfigs holding tokens of the
+// chart's ServiceAccounts, and registers each worker with a token of the chart's gantry-hub-remote.
+func runUnderChartIdentities(t *testing.T) {
+	t.Helper()
+	for _, p := range chartProcesses {
+		c := clusterOf(p.name)
+		kubeconfig := filepath.Join(tb.Dir, c.Name+".chart-"+p.serviceAccount+".kubeconfig")
+		if err := writeTokenKubeconfig(c, p.serviceAccount, kubeconfig); err != nil {
+			t.Fatal(err)
+		}
+		proc, err := tb.Process(p.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proc.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.Start(p.name, withFlag(proc.Args, "--kubeconfig", kubeconfig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range tb.Workers {
+		token, err := serviceAccountToken(w, "gantry-hub-remote")
+		if err != nil {
+			t.Fatal(err)
+		}
+		setHubToken(t, w.Name, token)
+	}
+}
+
+func clusterOf(process string) *testbed.Cluster {
+	if w, ok := strings.CutPrefix(process, "gantry-agent-"); ok {
+		return tb.Worker("worker-" + w)
+	}
+	return tb.Hub
+}
+
+func withFlag(args []string, flag, value string) []string {
+	args = slices.Clone(args)
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		args[i+1] = value
+	}
+	return args
+}
+
+func serviceAccountToken(c *testbed.Cluster, sa string) (string, error) {
+	tr, err := c.Clientset.CoreV1().ServiceAccounts(helmchart.Namespace).CreateToken(context.Background(), sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("a token of %s on %s: %w", sa, c.Name, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// writeTokenKubeconfig writes a kubeconfig for the cluster's API server with a token of the
+// ServiceAccount and nothing else.
+func writeTokenKubeconfig(c *testbed.Cluster, sa, path string) error {
+	token, err := serviceAccountToken(c, sa)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[c.Name] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: sa}
+	cfg.CurrentContext = c.Name
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// upgradeChart upgrades every release with other values: three hub replicas, two agent replicas.
+func upgradeChart(t *testing.T, ch *helmchart.Chart, releases map[*testbed.Cluster]*helmchart.Releases) {
+	t.Helper()
+	for c, r := range releases {
+		component := strings.TrimPrefix(deploymentOf(c), "gantry-")
+		replicas := map[string]int32{"hub": 3, "agent": 2}[component]
+		extra := map[string]any{component: map[string]any{"replicas": replicas}, "logLevel": "debug"}
+		if err := r.Upgrade(context.Background(), ch, chartValues(c, extra)); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		checkAvailable(t, c, deploymentOf(c), replicas)
+	}
+}
+
+// userObjects names, with their UIDs, what users and administrators created: WorkerClusters, their
+// Secrets, GlobalQueues, Queues, and the agents' CapacityReports.
+func userObjects(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	add := func(c *testbed.Cluster, list client.ObjectList) {
+		if err := c.Client.List(context.Background(), list); err != nil {
+			t.Fatal(err)
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range items {
+			o := item.(client.Object)
+			out = append(out, fmt.Sprintf("%s %T %s/%s %s", c.Name, o, o.GetNamespace(), o.GetName(), o.GetUID()))
+		}
+	}
+	add(tb.Hub, &gantry.WorkerClusterList{})
+	add(tb.Hub, &gantry.GlobalQueueList{})
+	add(tb.Hub, &gantry.QueueList{})
+	for _, w := range testbed.WorkerNames {
+		var s corev1.Secret
+		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: helmchart.Namespace, Name: w + "-kubeconfig"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("hub Secret %s %s", s.Name, s.UID))
+	}
+	for _, w := range tb.Workers {
+		add(w, &gantry.CapacityReportList{})
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkNothingRefused fails the test for each request of the chart's identities an API server refused.
+func checkNothingRefused(t *testing.T, since time.Time) {
+	t.Helper()
+	for _, c := range tb.All() {
+		refused, err := tb.Refused(c.Name, "system:serviceaccount:"+helmchart.Namespace+":", since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range refused {
+			t.Errorf("%s refused %s %s of %s: %d", c.Name, e.Verb, e.RequestURI, e.User.Username, e.Response.Code)
+		}
+	}
+}
+
+func stopChartProcesses(t *testing.T) {
+	t.Helper()
+	for _, p := range chartProcesses {
+		if proc, err := tb.Process(p.name); err == nil {
+			if err := proc.Stop(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// checkUninstalled checks that the chart's objects are gone from every cluster, and that the CRDs and
+// the objects of Gantry's kinds are all still there.
+func checkUninstalled(t *testing.T, kept []string) {
+	t.Helper()
+	ctx := context.Background()
+	gone := func(c *testbed.Cluster, obj client.Object, name string) {
+		key := types.NamespacedName{Name: name}
+		if _, clusterScoped := obj.(*rbacv1.ClusterRole); !clusterScoped {
+			key.Namespace = helmchart.Namespace
+		}
+		if err := c.Client.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: %T %s after uninstall: %v", c.Name, obj, name, err)
+		}
+	}
+	for _, c := range tb.All() {
+		component := deploymentOf(c)
+		gone(c, &appsv1.Deployment{}, component)
+		gone(c, &corev1.ServiceAccount{}, component)
+		gone(c, &rbacv1.ClusterRole{}, component)
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		if err := c.Client.List(ctx, &crds); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, crd := range crds.Items {
+			if crd.Spec.Group == gantry.GroupVersion.Group {
+				n++
+			}
+		}
+		if n != 5 {
+			t.Errorf("%s: %d of Gantry's CRDs after uninstall, want 5", c.Name, n)
+		}
+	}
+	for _, w := range tb.Workers {
+		gone(w, &corev1.ServiceAccount{}, "gantry-hub-remote")
+	}
+	if now := userObjects(t); !slices.Equal(now, kept) {
+		t.Errorf("uninstall changed the user objects:\n%v\nwas\n%v", now, kept)
+	}
+}
+
+// restoreTestbed puts back what the other tests run on: the objects of deploy/ as hack/dev-up.sh
+// applies them, fresh tokens for the hub on the workers, and the original processes.
+func restoreTestbed(t *testing.T, releases map[*testbed.Cluster]*helmchart.Releases, originals map[string][]string, node *corev1.Node) {
+	stopChartProcesses(t)
+	for c, r := range releases {
+		if err := r.Uninstall(); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+	}
+	files := map[*testbed.Cluster][]string{tb.Hub: {"namespace/namespace.yaml", "hub/rbac.yaml", "hub/job-admission-policy.yaml"}}
+	for _, w := range tb.Workers {
+		files[w] = []string{"namespace/namespace.yaml", "worker/hub-access.yaml"}
+	}
+	for c, fs := range files {
+		for _, f := range fs {
+			if err := applyFile(c, filepath.Join("..", "..", "deploy", f)); err != nil {
+				t.Errorf("restoring %s on %s: %v", f, c.Name, err)
+			}
+		}
+	}
+	for _, w := range tb.Workers {
+		if token, err := serviceAccountToken(w, "gantry-hub-remote"); err != nil {
+			t.Error(err)
+		} else {
+			setHubToken(t, w.Name, token)
+		}
+	}
+	for _, p := range chartProcesses {
+		if _, err := tb.Start(p.name, originals[p.name]); err != nil {
+			t.Error(err)
+		}
+	}
+	_ = tb.Hub.Client.Delete(context.Background(), node)
+	for _, w := range testbed.WorkerNames {
+		eventually(t, w+" Connected again", 2*time.Minute, time.Second, func() error { return connected(w) })
+	}
+	waitForJobPolicy(t)
+}
+
+// applyFile applies every object of a YAML file with server-side apply, as kubectl apply --server-side.
+func applyFile(c *testbed.Cluster, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// waitForJobPolicy waits until the hub's API server applies the restored admission policy: a queued
+// Job created in a dry run comes back suspended and managed by Gantry.
+func waitForJobPolicy(t *testing.T) {
+	t.Helper()
+	eventually(t, "the job admission policy in force", time.Minute, 250*time.Millisecond, func() error {
+		job := makeJob("default", "policy-probe").obj()
+		job.Spec.Suspend = nil
+		if err := tb.Hub.Client.Create(context.Background(), job, client.DryRunAll); err != nil {
+			return err
+		}
+		if !ptr.Deref(job.Spec.Suspend, false) || ptr.Deref(job.Spec.ManagedBy, "") != "gantry.dev/hub" {
+			return fmt.Errorf("a queued Job is created with suspend %v, managedBy %v", job.Spec.Suspend, job.Spec.ManagedBy)
+		}
+		return nil
+	})
+}
