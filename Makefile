@@ -6,7 +6,7 @@ export GANTRY_CACHE
 CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_FLAGS ?=
 
-.PHONY: all build generate manifests verify fmt vet test test-unit test-integration test-e2e bench bench-dispatch dev-up dev-down demo tools images push
+.PHONY: all build generate manifests verify fmt vet test test-unit test-integration test-e2e bench bench-dispatch dev-up dev-down demo tools images push kind-up kind-e2e kind-down
 
 all: build
 
@@ -54,7 +54,7 @@ test: verify vet
 	hack/test.sh
 
 test-unit:
-	go test $(GO_TEST_FLAGS) ./apis/... ./dispatch/... ./agent/... ./hub/... ./internal/... ./cmd/... ./hack/images/...
+	go test $(GO_TEST_FLAGS) ./apis/... ./dispatch/... ./agent/... ./hub/... ./internal/... ./cmd/... ./hack/images/... ./kind-configs/...
 
 test-integration:
 	KUBEBUILDER_ASSETS=$$(hack/install-tools.sh --envtest | tail -n 1) go test $(GO_TEST_FLAGS) ./test/integration/...
@@ -76,3 +76,14 @@ dev-down:
 
 demo:
 	hack/demo.sh
+
+# The kind path, for hosts with a container runtime (hack/kind.sh): three kind clusters with Gantry
+# installed from the chart, the demo's jobs on them, and their removal.
+kind-up:
+	hack/kind.sh up
+
+kind-e2e:
+	hack/kind.sh e2e
+
+kind-down:
+	hack/kind.sh down

@@ -37,13 +37,14 @@ import (
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
-// chartProcess is a Gantry process of the testbed and the ServiceAccount the chart gives it.
-type chartProcess struct{ name, serviceAccount string }
+// chartProcess is a Gantry process of the testbed, the ServiceAccount the chart gives it and the Lease
+// its replicas elect a leader with.
+type chartProcess struct{ name, serviceAccount, lease string }
 
 var chartProcesses = []chartProcess{
-	{"gantry-hub", "gantry-hub"},
-	{"gantry-agent-1", "gantry-agent"},
-	{"gantry-agent-2", "gantry-agent"},
+	{"gantry-hub", "gantry-hub", "gantry-hub"},
+	{"gantry-agent-1", "gantry-agent", "gantry-agent.gantry.dev"},
+	{"gantry-agent-2", "gantry-agent", "gantry-agent.gantry.dev"},
 }
 
 // TestTheChartInstallsUpgradesAndUninstalls installs the Helm chart into the hub (role hub) and each
@@ -206,6 +207,7 @@ func checkAvailable(t *testing.T, c *testbed.Cluster, name string, want int32) {
 
 // runUnderChartIdentities restarts the hub and the agents with kubeconfigs holding tokens of the
 // chart's ServiceAccounts, and registers each worker with a token of the chart's gantry-hub-remote.
+// Each is stopped as a Deployment stops its pods, with SIGTERM, which releases its lease.
 func runUnderChartIdentities(t *testing.T) {
 	t.Helper()
 	for _, p := range chartProcesses {
@@ -220,6 +222,10 @@ func runUnderChartIdentities(t *testing.T) {
 		}
 		if err := proc.Stop(); err != nil {
 			t.Fatal(err)
+		}
+		// SIGTERM hands the lease on: the next leader need not wait for it to expire.
+		if holder, err := leaseHolder(c, p.lease); err != nil || holder != "" {
+			t.Errorf("%s stopped with SIGTERM: its lease is held by %q (%v), want it released", p.name, holder, err)
 		}
 		if _, err := tb.Start(p.name, withFlag(proc.Args, "--kubeconfig", kubeconfig)); err != nil {
 			t.Fatal(err)
