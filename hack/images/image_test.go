@@ -170,19 +170,8 @@ func checkImage(t *testing.T, img v1.Image, bin Binary) {
 // TestArchiveIsAnOCILayout reads the archive back as go-containerregistry's layout package and crane
 // push read an unpacked OCI layout.
 func TestArchiveIsAnOCILayout(t *testing.T) {
-	idx, err := Index("gantry-hub", testSource, fakeBinaries())
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	archive := filepath.Join(dir, "gantry-hub.tar")
-	var buf bytes.Buffer
-	if err := writeArchive(&buf, idx, "ghcr.io/gantry-dev/gantry-hub:v0.3.0", "v0.3.0", testSource.Created); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(archive, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	archive, idx := testArchive(t, dir)
 	unpacked := filepath.Join(dir, "layout")
 	if err := unpackArchive(archive, unpacked); err != nil {
 		t.Fatal(err)
@@ -220,4 +209,22 @@ func TestArchiveIsAnOCILayout(t *testing.T) {
 			t.Errorf("image %s read back as %s, %v", desc.Digest, d, err)
 		}
 	}
+}
+
+// testArchive writes the archive of the fake binaries' index into dir, named as make images names it.
+func testArchive(t *testing.T, dir string) (string, v1.ImageIndex) {
+	t.Helper()
+	idx, err := Index("gantry-hub", testSource, fakeBinaries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "gantry-hub.tar")
+	var buf bytes.Buffer
+	if err := writeArchive(&buf, idx, "ghcr.io/gantry-dev/gantry-hub:v0.3.0", "v0.3.0", testSource.Created); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(archive, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return archive, idx
 }
