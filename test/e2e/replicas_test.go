@@ -28,23 +28,7 @@ func hubLeader() (string, error) { return leaseHolder(tb.Hub, "gantry-hub") }
 func TestAPausedHubLeaderIsReplacedAndWritesNothingWhenItWakes(t *testing.T) {
 	ns := newNamespace(t, "e2e-replicas")
 	dumpOnFailure(t, ns)
-	first, err := tb.Process("gantry-hub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader, err := hubLeader()
-	if err != nil || leader == "" {
-		t.Fatalf("no hub leader before the test: %q %v", leader, err)
-	}
-	args, err := first.WithPorts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := tb.Start("gantry-hub-2", args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { restoreOneHub(t, first, second) })
+	first, leader := twoHubs(t)
 
 	var submitted []*batchv1.Job
 	for i := range 6 {
@@ -61,12 +45,7 @@ func TestAPausedHubLeaderIsReplacedAndWritesNothingWhenItWakes(t *testing.T) {
 	if err := first.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the second replica leading", 2*time.Minute, time.Second, func() error {
-		if now, err := hubLeader(); err != nil || now == leader || now == "" {
-			return fmt.Errorf("leader %q (%v)", now, err)
-		}
-		return nil
-	})
+	waitForAnotherLeader(t, leader)
 	for i := range 4 {
 		job := makeJob(ns, fmt.Sprintf("after-%d", i)).gpus(4).runsFor("5s").obj()
 		submitted = append(submitted, job)
@@ -96,6 +75,72 @@ func TestAPausedHubLeaderIsReplacedAndWritesNothingWhenItWakes(t *testing.T) {
 	allComplete(t, submitted, 4*time.Minute)
 	checkOneRun(t, ns)
 	nothingLeftAfterDeletion(t, ns)
+}
+
+// twoHubs starts a second hub replica, a standby of the testbed's, and returns the leading one and its
+// identity; the testbed gets its one hub back at the end.
+func twoHubs(t *testing.T) (*testbed.Process, string) {
+	t.Helper()
+	first, err := tb.Process("gantry-hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := hubLeader()
+	if err != nil || leader == "" {
+		t.Fatalf("no hub leader before the test: %q %v", leader, err)
+	}
+	args, err := first.WithPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tb.Start("gantry-hub-2", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restoreOneHub(t, first, second) })
+	return first, leader
+}
+
+// waitForAnotherLeader waits until a hub replica other than old holds the lease.
+func waitForAnotherLeader(t *testing.T, old string) {
+	t.Helper()
+	eventually(t, "another hub replica leading", 2*time.Minute, time.Second, func() error {
+		if now, err := hubLeader(); err != nil || now == old || now == "" {
+			return fmt.Errorf("leader %q (%v)", now, err)
+		}
+		return nil
+	})
+}
+
+// TestTheHubLeaderKilledMidBurstIsReplacedByTheStandby kills the leader of two hub replicas with SIGKILL
+// while a burst is being dispatched, as a node lost under it would: the standby takes the lease once it
+// lapses and finishes the burst and the jobs after it. Every job completes once, each Job created once
+// on its winner.
+func TestTheHubLeaderKilledMidBurstIsReplacedByTheStandby(t *testing.T) {
+	ns := newNamespace(t, "e2e-leader-killed")
+	dumpOnFailure(t, ns)
+	first, leader := twoHubs(t)
+	var submitted []*batchv1.Job
+	for i := range 8 {
+		job := makeJob(ns, fmt.Sprintf("burst-%d", i)).gpus(4).runsFor("5s").obj()
+		submitted = append(submitted, job)
+		submit(t, job)
+	}
+	eventually(t, "the burst being dispatched", time.Minute, 100*time.Millisecond, func() error {
+		_, err := winnerOf(submitted[0])
+		return err
+	})
+	if err := first.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitForAnotherLeader(t, leader)
+	for i := range 4 {
+		job := makeJob(ns, fmt.Sprintf("after-%d", i)).gpus(4).runsFor("3s").obj()
+		submitted = append(submitted, job)
+		submit(t, job)
+	}
+	allComplete(t, submitted, 4*time.Minute)
+	checkPromiseKept(t, submitted)
 }
 
 // checkNoWritesSince reads the audit logs of the hub and the workers: the replica wrote before, and no
