@@ -2,7 +2,9 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -85,12 +87,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.failRanBefore(ctx, &job)
 	}
 	priority, err := r.priority(ctx, &job)
+	var invalid invalidJobError
+	if err != nil && !errors.As(err, &invalid) {
+		return ctrl.Result{}, err // the API server's answer, not the Job's fault: retried with backoff
+	}
 	if err == nil {
 		_, _, err = PlacementOf(&job)
 	}
 	if err != nil {
 		r.Recorder.Eventf(&job, nil, corev1.EventTypeWarning, EventInvalidJob, "Dispatch", "%v", err)
-		return ctrl.Result{}, nil
+		// The PriorityClass may be created later, and no watch brings the Job back then.
+		return ctrl.Result{RequeueAfter: invalidJobRecheck}, nil
 	}
 	wl := NewWorkload(&job, priority)
 	if err := r.Client.Create(ctx, wl); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -129,6 +136,12 @@ func (r *Reconciler) failRanBefore(ctx context.Context, job *batchv1.Job) error 
 	return nil
 }
 
+// invalidJobRecheck is how often a Job that cannot be queued as it is gets looked at again.
+const invalidJobRecheck = time.Minute
+
+// invalidJobError is what is wrong with the Job itself, as opposed to a failed request.
+type invalidJobError struct{ error }
+
 func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (int32, error) {
 	name := job.Spec.Template.Spec.PriorityClassName
 	if name == "" {
@@ -137,9 +150,9 @@ func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (int32, err
 	var pc schedulingv1.PriorityClass
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &pc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("PriorityClass %q of the pod template not found", name)
+			return 0, invalidJobError{fmt.Errorf("PriorityClass %q of the pod template not found", name)}
 		}
-		return 0, err
+		return 0, fmt.Errorf("reading PriorityClass %q: %w", name, err)
 	}
 	return pc.Value, nil
 }

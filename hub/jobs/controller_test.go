@@ -1,0 +1,81 @@
+package jobs
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// A Job whose PriorityClass cannot be read is never given up: a refused or failed read is retried with
+// backoff, a missing class is reported and looked at again, and the Workload comes once the class does.
+func TestAPriorityClassThatCannotBeReadHoldsTheJobWithoutLosingIt(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := gantry.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "team-a", UID: "u1", Labels: map[string]string{gantry.QueueLabel: "gpu"}},
+		Spec: batchv1.JobSpec{ManagedBy: ptr.To(gantry.JobManagedBy), Suspend: ptr.To(true),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{PriorityClassName: "high",
+				Containers: []corev1.Container{{Name: "main"}}}}},
+	}
+	forbidden := true
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*schedulingv1.PriorityClass); ok && forbidden {
+				return apierrors.NewForbidden(schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, key.Name, nil)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	recorder := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, Recorder: recorder}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "train"}}
+	wlKey := types.NamespacedName{Namespace: "team-a", Name: WorkloadName("train")}
+
+	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsForbidden(err) {
+		t.Fatalf("a refused read: %v, want the error back for a retry", err)
+	}
+	forbidden = false
+	res, err := r.Reconcile(context.Background(), req)
+	if err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("a missing PriorityClass: %+v %v, want it looked at again later", res, err)
+	}
+	if ev := <-recorder.Events; !strings.Contains(ev, EventInvalidJob) || !strings.Contains(ev, `"high"`) {
+		t.Errorf("event %q", ev)
+	}
+	if err := c.Get(context.Background(), wlKey, &gantry.Workload{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a Workload before the PriorityClass exists: %v", err)
+	}
+	if err := c.Create(context.Background(), &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var wl gantry.Workload
+	if err := c.Get(context.Background(), wlKey, &wl); err != nil || wl.Spec.Priority != 1000 {
+		t.Fatalf("the Workload once the class exists: priority %d, %v", wl.Spec.Priority, err)
+	}
+}
