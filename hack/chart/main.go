@@ -45,7 +45,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig of the cluster; required.")
 	chartDir := fs.String("chart", "deploy/charts/gantry", "The chart's directory.")
-	wait := fs.Duration("wait", 5*time.Minute, "How long to wait for the Deployments to become Available, or for the objects to go.")
+	wait := fs.Duration("wait", 5*time.Minute, "How long to wait for the Deployments to become Available, or for the objects to go; 0 does not wait.")
 	takeOwnership := fs.Bool("take-ownership", false, "install: adopt objects of the same names already there (applied from deploy/ before).")
 	var files, sets repeated
 	fs.Var(&files, "f", "A values file; may be repeated.")

@@ -19,7 +19,7 @@ import (
 type Releases struct {
 	cfg       *action.Configuration
 	namespace string
-	// Wait bounds each wait.
+	// Wait bounds each wait; 0 does not wait.
 	Wait time.Duration
 }
 
@@ -40,7 +40,7 @@ func (r *Releases) Install(ctx context.Context, ch *chart.Chart, values map[stri
 	install := action.NewInstall(r.cfg)
 	install.ReleaseName, install.Namespace = ReleaseName, r.namespace
 	install.ServerSideApply, install.TakeOwnership, install.ForceConflicts = true, takeOwnership, takeOwnership
-	install.WaitStrategy, install.Timeout = kube.StatusWatcherStrategy, r.Wait
+	install.WaitStrategy, install.Timeout = r.strategy(), r.Wait
 	if _, err := install.RunWithContext(ctx, ch, values); err != nil {
 		return fmt.Errorf("installing %s: %w", ReleaseName, err)
 	}
@@ -51,7 +51,7 @@ func (r *Releases) Install(ctx context.Context, ch *chart.Chart, values map[stri
 func (r *Releases) Upgrade(ctx context.Context, ch *chart.Chart, values map[string]any) error {
 	upgrade := action.NewUpgrade(r.cfg)
 	upgrade.Namespace, upgrade.ServerSideApply = r.namespace, "auto"
-	upgrade.WaitStrategy, upgrade.Timeout = kube.StatusWatcherStrategy, r.Wait
+	upgrade.WaitStrategy, upgrade.Timeout = r.strategy(), r.Wait
 	if _, err := upgrade.RunWithContext(ctx, ReleaseName, ch, values); err != nil {
 		return fmt.Errorf("upgrading %s: %w", ReleaseName, err)
 	}
@@ -62,10 +62,17 @@ func (r *Releases) Upgrade(ctx context.Context, ch *chart.Chart, values map[stri
 // stay.
 func (r *Releases) Uninstall() error {
 	uninstall := action.NewUninstall(r.cfg)
-	uninstall.WaitStrategy, uninstall.Timeout = kube.StatusWatcherStrategy, r.Wait
+	uninstall.WaitStrategy, uninstall.Timeout = r.strategy(), r.Wait
 	uninstall.IgnoreNotFound = true
 	if _, err := uninstall.Run(ReleaseName); err != nil {
 		return fmt.Errorf("uninstalling %s: %w", ReleaseName, err)
 	}
 	return nil
+}
+
+func (r *Releases) strategy() kube.WaitStrategy {
+	if r.Wait == 0 {
+		return kube.HookOnlyStrategy
+	}
+	return kube.StatusWatcherStrategy
 }
