@@ -11,9 +11,9 @@ GO_TEST_FLAGS ?=
 all: build
 
 build:
-	go build -o bin/ ./cmd/gantry-hub ./cmd/gantry-agent
+	go build -o bin/ ./cmd/gantry-hub ./cmd/gantry-agent ./cmd/kubectl-gantry
 
-# images writes bin/images/gantry-hub.tar and bin/images/gantry-agent.tar: OCI image layouts in a tar, each
+# images writes bin/images/gantry-hub.tar, gantry-agent.tar and kubectl-gantry.tar: OCI image layouts in a tar, each
 # an index of linux/amd64 and linux/arm64, built without a container engine; equal commits give equal bytes.
 images:
 	go run ./hack/images -out bin/images

@@ -1,7 +1,7 @@
-// Command images builds the OCI images of gantry-hub and gantry-agent for linux/amd64 and linux/arm64
+// Command images builds the OCI images of gantry-hub, gantry-agent and kubectl-gantry for linux/amd64 and linux/arm64
 // without a container engine, and pushes them. Run from the repository root:
 //
-//	go run ./hack/images                       # writes bin/images/gantry-hub.tar, bin/images/gantry-agent.tar
+//	go run ./hack/images                       # writes bin/images/<binary>.tar for each binary
 //	go run ./hack/images -push registry.example/gantry
 //
 // Each image is one layer that this program writes itself: the static binary at /<name> and an /etc/passwd
@@ -33,7 +33,7 @@ const (
 )
 
 var (
-	binaries  = []string{"gantry-hub", "gantry-agent"}
+	binaries  = []string{"gantry-hub", "gantry-agent", "kubectl-gantry"}
 	platforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 )
 

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
+
+func fleet() []client.Object {
+	q := resource.MustParse
+	return []client.Object{
+		&gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"},
+			Status: gantry.WorkerClusterStatus{
+				Conditions: []metav1.Condition{
+					{Type: gantry.ClusterConnected, Status: "True", Reason: "Connected"},
+					{Type: gantry.ClusterAgentReady, Status: "True", Reason: "AgentReporting"}},
+				Capacity: &gantry.CapacitySummary{GPUProducts: []gantry.GPUProductCapacity{
+					{Product: "NVIDIA-A100-SXM4-80GB", Free: 24, Allocatable: 32}}}}},
+		&gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "worker-2"},
+			Spec: gantry.WorkerClusterSpec{Cordoned: true, Failover: gantry.Failover{Policy: gantry.FailoverFence}},
+			Status: gantry.WorkerClusterStatus{Conditions: []metav1.Condition{
+				{Type: gantry.ClusterConnected, Status: "False", Reason: gantry.ReasonUnauthorized}}}},
+		&gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-a", Namespace: "team-a"},
+			Status: gantry.WorkloadStatus{ClusterName: "worker-1"}},
+		&gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
+			Spec: gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{
+				{Name: "worker-1", Quota: corev1.ResourceList{gantry.GPUResource: q("32"), corev1.ResourceCPU: q("256")}},
+				{Name: "worker-2", Quota: corev1.ResourceList{gantry.GPUResource: q("16")}}}},
+			Status: gantry.GlobalQueueStatus{PendingWorkloads: 2, AdmittedWorkloads: 1, Usage: []gantry.ClusterUsage{
+				{Name: "worker-1", Admitted: corev1.ResourceList{gantry.GPUResource: q("8"), corev1.ResourceCPU: q("8")}}}}},
+	}
+}
+
+func run(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	o := &Options{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}
+	o.NewClient = func() (client.Client, error) {
+		return fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(fleet()...).Build(), nil
+	}
+	o.ConfigFlags = NewOptions(o.IOStreams).ConfigFlags
+	cmd := NewRootCommand(o)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("kubectl gantry %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String()
+}
+
+// Each command's output is its golden file's (go test ./internal/cli -update rewrites them).
+func TestGoldenOutputs(t *testing.T) {
+	for name, args := range map[string][]string{
+		"clusters":      {"clusters"},
+		"clusters-wide": {"clusters", "-o", "wide"},
+		"queues":        {"queues"},
+	} {
+		got := run(t, args...)
+		path := filepath.Join("testdata", name+".golden")
+		if *update {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != string(want) {
+			t.Errorf("kubectl gantry %s:\n%s\nwant (%s):\n%s", strings.Join(args, " "), got, path, want)
+		}
+	}
+}
+
+func TestJSONAndYAMLAreTheObjects(t *testing.T) {
+	if out := run(t, "clusters", "-o", "json"); !strings.Contains(out, `"kind": "WorkerClusterList"`) || !strings.Contains(out, `"name": "worker-2"`) {
+		t.Errorf("clusters -o json:\n%s", out)
+	}
+	if out := run(t, "queues", "-o", "yaml"); !strings.Contains(out, "kind: GlobalQueueList") || !strings.Contains(out, "pendingWorkloads: 2") {
+		t.Errorf("queues -o yaml:\n%s", out)
+	}
+}
+
+func TestAnUnknownOutputFormatIsAnError(t *testing.T) {
+	var out bytes.Buffer
+	o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+	o.NewClient = func() (client.Client, error) {
+		return fake.NewClientBuilder().WithScheme(Scheme()).Build(), nil
+	}
+	cmd := NewRootCommand(o)
+	cmd.SetArgs([]string{"clusters", "-o", "xml"})
+	if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "table, wide, json or yaml") {
+		t.Errorf("-o xml: %v", err)
+	}
+}

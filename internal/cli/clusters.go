@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/cli/view"
+)
+
+func newClustersCommand(o *Options) *cobra.Command {
+	var out output
+	cmd := &cobra.Command{
+		Use:   "clusters",
+		Short: "The worker clusters: connection, agent, state, failover, GPUs free by product, jobs running",
+		Example: `  kubectl gantry clusters
+  kubectl gantry clusters -o wide     # with the failover policy
+  kubectl gantry clusters -o yaml     # the WorkerCluster objects`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.NewClient()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var clusters gantry.WorkerClusterList
+			if err := c.List(ctx, &clusters); err != nil {
+				return errorf("listing WorkerClusters on the hub: %w", err)
+			}
+			var workloads gantry.WorkloadList
+			if err := c.List(ctx, &workloads); err != nil {
+				return errorf("listing Workloads on the hub: %w", err)
+			}
+			return out.print(o.Out, clustersTable(view.Clusters(clusters.Items, workloads.Items)), &clusters)
+		},
+	}
+	out.addFlag(cmd)
+	return cmd
+}
+
+func clustersTable(rows []view.ClusterRow) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("Name", 0), column("Connected", 0), column("Agent", 0), column("State", 0),
+		column("Failover", 1), column("GPUs free/allocatable", 0), column("Running", 0),
+	}}
+	for _, r := range rows {
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{r.Name, r.Connected, r.Agent, r.State, r.Failover,
+			view.Join(r.GPUs), int64(r.Running)}})
+	}
+	return t
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// output is the -o flag of a command: table (the default), wide, json or yaml.
+type output struct{ format string }
+
+func (o *output) addFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.format, "output", "o", "table", "Output format: table, wide, json or yaml.")
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"table", "wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// print writes the table, or the objects it was made from as JSON or YAML.
+func (o *output) print(w io.Writer, table *metav1.Table, objects runtime.Object) error {
+	switch o.format {
+	case "table", "":
+		return printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(table, w)
+	case "wide":
+		return printers.NewTablePrinter(printers.PrintOptions{Wide: true}).PrintObj(table, w)
+	case "json", "yaml":
+		if err := setKinds(objects); err != nil {
+			return err
+		}
+		if o.format == "json" {
+			return (&printers.JSONPrinter{}).PrintObj(objects, w)
+		}
+		return (&printers.YAMLPrinter{}).PrintObj(objects, w)
+	}
+	return fmt.Errorf("unknown output format %q: use table, wide, json or yaml", o.format)
+}
+
+// setKinds fills in apiVersion and kind on a typed list and its items, which the client leaves empty.
+func setKinds(list runtime.Object) error {
+	s := Scheme()
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, obj := range append(items, list) {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	return apimeta.SetList(list, items)
+}
+
+// column is a table column; priority 1 shows only with -o wide.
+func column(name string, priority int32) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: "string", Priority: priority}
+}

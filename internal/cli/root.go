@@ -1,0 +1,73 @@
+// Package cli is kubectl-gantry: the fleet as Gantry sees it, read from the hub with the user's own
+// kubeconfig and rights. Commands read through Options.NewClient and print with kubectl's printers; what
+// they show is computed by the pure functions of package view.
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/version"
+)
+
+// Options are what every command shares.
+type Options struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	// NewClient reaches the hub; tests give a fake one.
+	NewClient func() (client.Client, error)
+}
+
+// NewOptions reads the hub from kubeconfig flags, as kubectl does.
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	o := &Options{ConfigFlags: genericclioptions.NewConfigFlags(true), IOStreams: streams}
+	o.NewClient = func() (client.Client, error) {
+		cfg, err := o.ConfigFlags.ToRESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return client.New(cfg, client.Options{Scheme: Scheme()})
+	}
+	return o
+}
+
+// Scheme holds the kinds the commands read.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = gantry.AddToScheme(s)
+	return s
+}
+
+// NewRootCommand is kubectl gantry with its subcommands.
+func NewRootCommand(o *Options) *cobra.Command {
+	root := &cobra.Command{
+		Use: "kubectl-gantry",
+		// kubectl runs the plugin as kubectl gantry; help and completion say so.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl gantry"},
+		Short:       "Gantry's fleet seen from the hub: worker clusters, queues and jobs",
+		Long: `kubectl gantry reads the hub cluster of a Gantry fleet with your kubeconfig and your rights,
+and shows its worker clusters and global queues.`,
+		Version:       versionString(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	o.ConfigFlags.AddFlags(root.PersistentFlags())
+	root.AddCommand(newClustersCommand(o), newQueuesCommand(o))
+	return root
+}
+
+func versionString() string {
+	v, commit := version.Get()
+	return fmt.Sprintf("%s (commit %s)", v, commit)
+}
+
+// errorf is an error for the user, with what to do about it.
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
