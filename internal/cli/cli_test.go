@@ -48,18 +48,22 @@ func fleet() []client.Object {
 
 func run(t *testing.T, args ...string) string {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	o := &Options{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}
-	o.NewClient = func() (client.Client, error) {
-		return fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(fleet()...).Build(), nil
+	out, err := runOn(fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(fleet()...).Build(), args...)
+	if err != nil {
+		t.Fatalf("kubectl gantry %s: %v", strings.Join(args, " "), err)
 	}
-	o.ConfigFlags = NewOptions(o.IOStreams).ConfigFlags
+	return out
+}
+
+// runOn runs kubectl gantry with args against c.
+func runOn(c client.Client, args ...string) (string, error) {
+	var out bytes.Buffer
+	o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+	o.NewClient = func() (client.Client, error) { return c, nil }
 	cmd := NewRootCommand(o)
 	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
-		t.Fatalf("kubectl gantry %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
-	}
-	return out.String()
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
 }
 
 // Each command's output is its golden file's (go test ./internal/cli -update rewrites them).
@@ -97,14 +101,35 @@ func TestJSONAndYAMLAreTheObjects(t *testing.T) {
 }
 
 func TestAnUnknownOutputFormatIsAnError(t *testing.T) {
-	var out bytes.Buffer
-	o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
-	o.NewClient = func() (client.Client, error) {
-		return fake.NewClientBuilder().WithScheme(Scheme()).Build(), nil
-	}
-	cmd := NewRootCommand(o)
-	cmd.SetArgs([]string{"clusters", "-o", "xml"})
-	if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "table, wide, json or yaml") {
+	if _, err := runOn(fake.NewClientBuilder().WithScheme(Scheme()).Build(), "clusters", "-o", "xml"); err == nil ||
+		!strings.Contains(err.Error(), "table, wide, json or yaml") {
 		t.Errorf("-o xml: %v", err)
+	}
+}
+
+// cordon and uncordon set spec.cordoned; fence sets spec.fenced only with --confirm.
+func TestCordonUncordonFence(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(fleet()...).Build()
+	spec := func() gantry.WorkerClusterSpec {
+		var wc gantry.WorkerCluster
+		if err := c.Get(context.Background(), client.ObjectKey{Name: "worker-1"}, &wc); err != nil {
+			t.Fatal(err)
+		}
+		return wc.Spec
+	}
+	if out, err := runOn(c, "cordon", "worker-1"); err != nil || out != "workercluster/worker-1 cordoned\n" || !spec().Cordoned {
+		t.Errorf("cordon: %q %v %+v", out, err, spec())
+	}
+	if out, err := runOn(c, "uncordon", "worker-1"); err != nil || out != "workercluster/worker-1 uncordoned\n" || spec().Cordoned {
+		t.Errorf("uncordon: %q %v %+v", out, err, spec())
+	}
+	if _, err := runOn(c, "fence", "worker-1"); err == nil || !strings.Contains(err.Error(), "--confirm") || spec().Fenced {
+		t.Errorf("fence without --confirm: %v %+v", err, spec())
+	}
+	if _, err := runOn(c, "fence", "worker-1", "--confirm"); err != nil || !spec().Fenced {
+		t.Errorf("fence --confirm: %v %+v", err, spec())
+	}
+	if _, err := runOn(c, "cordon", "worker-9"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("cordon of a cluster that does not exist: %v", err)
 	}
 }

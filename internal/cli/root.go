@@ -54,13 +54,14 @@ func NewRootCommand(o *Options) *cobra.Command {
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl gantry"},
 		Short:       "Gantry's fleet seen from the hub: worker clusters, queues and jobs",
 		Long: `kubectl gantry reads the hub cluster of a Gantry fleet with your kubeconfig and your rights,
-and shows its worker clusters and global queues.`,
+shows its worker clusters and global queues, and cordons, uncordons or fences a worker cluster.`,
 		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newClustersCommand(o), newQueuesCommand(o))
+	root.AddCommand(newStateCommands(o)...)
 	return root
 }
 
