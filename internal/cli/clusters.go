@@ -1,41 +1,34 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/internal/cli/view"
 )
 
 func newClustersCommand(o *Options) *cobra.Command {
-	var out output
-	cmd := &cobra.Command{
-		Use:   "clusters",
-		Short: "The worker clusters: connection, agent, state, failover, GPUs free by product, jobs running",
-		Example: `  kubectl gantry clusters
+	return listCommand(o, "clusters",
+		"The worker clusters: connection, agent, state, failover, GPUs free by product, jobs running",
+		`  kubectl gantry clusters
   kubectl gantry clusters -o wide     # with the failover policy
   kubectl gantry clusters -o yaml     # the WorkerCluster objects`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.NewClient()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
+		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
 			var clusters gantry.WorkerClusterList
 			if err := c.List(ctx, &clusters); err != nil {
-				return errorf("listing WorkerClusters on the hub: %w", err)
+				return nil, nil, errorf("listing WorkerClusters on the hub: %w", err)
 			}
 			var workloads gantry.WorkloadList
 			if err := c.List(ctx, &workloads); err != nil {
-				return errorf("listing Workloads on the hub: %w", err)
+				return nil, nil, errorf("listing Workloads on the hub: %w", err)
 			}
-			return out.print(o.Out, clustersTable(view.Clusters(clusters.Items, workloads.Items)), &clusters)
-		},
-	}
-	out.addFlag(cmd)
-	return cmd
+			return clustersTable(view.Clusters(clusters.Items, workloads.Items)), &clusters, nil
+		})
 }
 
 func clustersTable(rows []view.ClusterRow) *metav1.Table {

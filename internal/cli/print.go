@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -9,8 +10,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
+
+// listCommand is a command that reads from the hub and prints a table of what it read, or (-o json,
+// yaml) the objects themselves.
+func listCommand(o *Options, use, short, example string,
+	read func(context.Context, client.Client) (*metav1.Table, runtime.Object, error)) *cobra.Command {
+	var out output
+	cmd := &cobra.Command{
+		Use: use, Short: short, Example: example, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.NewClient()
+			if err != nil {
+				return err
+			}
+			table, objects, err := read(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			return out.print(o.Out, table, objects)
+		},
+	}
+	out.addFlag(cmd)
+	return cmd
+}
 
 // output is the -o flag of a command: table (the default), wide, json or yaml.
 type output struct{ format string }

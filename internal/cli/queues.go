@@ -1,35 +1,29 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/internal/cli/view"
 )
 
 func newQueuesCommand(o *Options) *cobra.Command {
-	var out output
-	cmd := &cobra.Command{
-		Use:   "queues",
-		Short: "The global queues per worker cluster: usage against quota, reservations, pending and admitted jobs",
-		Example: `  kubectl gantry queues
+	return listCommand(o, "queues",
+		"The global queues per worker cluster: usage against quota, reservations, pending and admitted jobs",
+		`  kubectl gantry queues
   kubectl gantry queues -o json       # the GlobalQueue objects`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.NewClient()
-			if err != nil {
-				return err
-			}
+		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
 			var gqs gantry.GlobalQueueList
-			if err := c.List(cmd.Context(), &gqs); err != nil {
-				return errorf("listing GlobalQueues on the hub: %w", err)
+			if err := c.List(ctx, &gqs); err != nil {
+				return nil, nil, errorf("listing GlobalQueues on the hub: %w", err)
 			}
-			return out.print(o.Out, queuesTable(view.Queues(gqs.Items)), &gqs)
-		},
-	}
-	out.addFlag(cmd)
-	return cmd
+			return queuesTable(view.Queues(gqs.Items)), &gqs, nil
+		})
 }
 
 func queuesTable(rows []view.QueueRow) *metav1.Table {
