@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,11 +22,11 @@ func newClustersCommand(o *Options) *cobra.Command {
 		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
 			var clusters gantry.WorkerClusterList
 			if err := c.List(ctx, &clusters); err != nil {
-				return nil, nil, errorf("listing WorkerClusters on the hub: %w", err)
+				return nil, nil, fmt.Errorf("listing WorkerClusters on the hub: %w", err)
 			}
 			var workloads gantry.WorkloadList
 			if err := c.List(ctx, &workloads); err != nil {
-				return nil, nil, errorf("listing Workloads on the hub: %w", err)
+				return nil, nil, fmt.Errorf("listing Workloads on the hub: %w", err)
 			}
 			return clustersTable(view.Clusters(clusters.Items, workloads.Items)), &clusters, nil
 		})

@@ -52,7 +52,7 @@ func stateCommand(o *Options, verb, field string, value bool, short string) *cob
 			wc := &gantry.WorkerCluster{}
 			wc.Name = args[0]
 			if err := c.Patch(cmd.Context(), wc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				return errorf("%s %s: %w", verb, args[0], err)
+				return fmt.Errorf("%s %s: %w", verb, args[0], err)
 			}
 			fmt.Fprintf(o.Out, "workercluster/%s %s\n", args[0], map[bool]string{true: field, false: "un" + field}[value])
 			return nil

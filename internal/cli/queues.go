@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,7 @@ func newQueuesCommand(o *Options) *cobra.Command {
 		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
 			var gqs gantry.GlobalQueueList
 			if err := c.List(ctx, &gqs); err != nil {
-				return nil, nil, errorf("listing GlobalQueues on the hub: %w", err)
+				return nil, nil, fmt.Errorf("listing GlobalQueues on the hub: %w", err)
 			}
 			return queuesTable(view.Queues(gqs.Items)), &gqs, nil
 		})

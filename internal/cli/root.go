@@ -69,6 +69,3 @@ func versionString() string {
 	v, commit := version.Get()
 	return fmt.Sprintf("%s (commit %s)", v, commit)
 }
-
-// errorf is an error for the user, with what to do about it.
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -16,7 +16,8 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+
+	"github.com/gantry-dev/gantry/internal/manifest"
 )
 
 const (
@@ -102,11 +103,11 @@ func split(manifest string) []Document {
 func Objects(docs []Document) ([]*unstructured.Unstructured, error) {
 	objs := make([]*unstructured.Unstructured, 0, len(docs))
 	for _, d := range docs {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(d.YAML), &u.Object); err != nil {
+		u, err := manifest.Decode([]byte(d.YAML))
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.Source, err)
 		}
-		objs = append(objs, u)
+		objs = append(objs, u...)
 	}
 	return objs, nil
 }

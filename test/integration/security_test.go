@@ -3,9 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,15 +15,14 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/manifest"
 )
 
 // registerRefusedWorker creates a kubeconfig Secret and a WorkerCluster of that name on the hub, removed at
@@ -206,21 +203,18 @@ func installHubAccess(t *testing.T, w *cluster) {
 		data = append(append(data, b...), "\n---\n"...)
 	}
 	ctx := context.Background()
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		err := w.client.Create(ctx, &u)
+	objs, err := manifest.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objs {
+		err := w.client.Create(ctx, u)
 		switch {
 		case apierrors.IsAlreadyExists(err):
 		case err != nil:
 			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
 		case u.GetKind() != "Namespace":
-			t.Cleanup(func() { _ = w.client.Delete(ctx, &u) })
+			t.Cleanup(func() { _ = w.client.Delete(ctx, u) })
 		}
 	}
 }
