@@ -69,7 +69,7 @@ func Plan(s *Snapshot) Result {
 			pending = append(pending, w)
 		}
 	}
-	sortByQueueOrder(pending)
+	SortByQueueOrder(pending)
 
 	needNomination := make(map[string][]*Workload) // by queue
 	for _, w := range pending {
@@ -157,8 +157,9 @@ func copyRejected(m map[string]bool) map[string]bool {
 	return out
 }
 
-// sortByQueueOrder orders workloads by queue, then priority (higher first), creation time and key.
-func sortByQueueOrder(ws []*Workload) {
+// SortByQueueOrder orders workloads as the dispatcher takes them: by GlobalQueue, then priority (higher
+// first), creation time and key. Within a queue, the index is the workload's position.
+func SortByQueueOrder(ws []*Workload) {
 	sort.Slice(ws, func(i, j int) bool {
 		a, b := ws[i], ws[j]
 		if a.GlobalQueue != b.GlobalQueue {
@@ -571,4 +572,30 @@ func formatMilli(v int64) string {
 		return fmt.Sprint(v / 1000)
 	}
 	return fmt.Sprintf("%dm", v)
+}
+
+// AgentWords splits a Pending message written by waitingMessage back into what each nominated cluster's
+// agent said ("Reason: message"), so that a reader of the hub can show it per cluster. Clusters whose
+// agent said nothing are absent; a message of another form gives nil.
+func AgentWords(pendingMessage string, nominated []string) map[string]string {
+	rest, ok := strings.CutPrefix(pendingMessage, "waiting for "+strings.Join(nominated, ", ")+" to admit; ")
+	if !ok || len(nominated) == 0 {
+		return nil
+	}
+	words := map[string]string{}
+	for i, c := range nominated {
+		body, ok := strings.CutPrefix(rest, c+": ")
+		if !ok {
+			continue
+		}
+		end := len(body)
+		for _, later := range nominated[i+1:] {
+			if j := strings.Index(body, "; "+later+": "); j >= 0 && j < end {
+				end = j
+			}
+		}
+		words[c] = body[:end]
+		rest = strings.TrimPrefix(body[end:], "; ")
+	}
+	return words
 }

@@ -101,7 +101,7 @@ func snapshotClusters(clusters []gantry.WorkerCluster, copies CopyReader) map[st
 			AgentReady: apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady),
 			Cordoned:   wc.Spec.Cordoned,
 			Fenced:     wc.Spec.Fenced,
-			GPUs:       gpuCapacity(wc.Status.Capacity),
+			GPUs:       dispatch.GPUCapacityOf(wc.Status.Capacity),
 		}
 	}
 	return out
@@ -267,7 +267,7 @@ func newRequestCache() *requestCache { return &requestCache{byUID: map[types.UID
 // of returns the Workload's total requests. A nil cache computes them every time.
 func (c *requestCache) of(wl *gantry.Workload) dispatch.Resources {
 	if c == nil {
-		return totalRequests(wl)
+		return dispatch.RequestsOf(&wl.Spec)
 	}
 	return c.entry(wl).requests
 }
@@ -275,7 +275,7 @@ func (c *requestCache) of(wl *gantry.Workload) dispatch.Resources {
 // gpuOf returns the Workload's GPU demand.
 func (c *requestCache) gpuOf(wl *gantry.Workload) dispatch.GPUDemand {
 	if c == nil {
-		return gpuDemand(wl)
+		return dispatch.GPUDemandOf(&wl.Spec)
 	}
 	return c.entry(wl).gpu
 }
@@ -284,7 +284,7 @@ func (c *requestCache) entry(wl *gantry.Workload) cachedRequests {
 	if e, ok := c.byUID[wl.UID]; ok && e.generation == wl.Generation {
 		return e
 	}
-	e := cachedRequests{generation: wl.Generation, requests: totalRequests(wl), gpu: gpuDemand(wl)}
+	e := cachedRequests{generation: wl.Generation, requests: dispatch.RequestsOf(&wl.Spec), gpu: dispatch.GPUDemandOf(&wl.Spec)}
 	c.byUID[wl.UID] = e
 	return e
 }
@@ -296,17 +296,6 @@ func (c *requestCache) keepOnly(live map[types.UID]bool) {
 			delete(c.byUID, uid)
 		}
 	}
-}
-
-// totalRequests sums the requests of all pods of all pod sets.
-func totalRequests(wl *gantry.Workload) dispatch.Resources {
-	total := dispatch.Resources{}
-	for _, ps := range wl.Spec.PodSets {
-		for name, q := range ps.Requests {
-			total[name] += q.MilliValue() * int64(ps.Count)
-		}
-	}
-	return total
 }
 
 // MaxEvictionsPerCluster is how many times a workload may be evicted from one cluster before the
@@ -323,41 +312,6 @@ func evictionsPerCluster(wl *gantry.Workload) map[string]int {
 		n[e.Cluster]++
 	}
 	return n
-}
-
-// gpuDemand is what the Workload needs of nvidia.com/gpu: in total, for its largest pod, and the products
-// that pod accepts (its gpuProducts, else the product its nodeSelector names).
-func gpuDemand(wl *gantry.Workload) dispatch.GPUDemand {
-	var d dispatch.GPUDemand
-	for i := range wl.Spec.PodSets {
-		ps := &wl.Spec.PodSets[i]
-		q, ok := ps.Requests[gantry.GPUResource]
-		if !ok || q.Value() <= 0 {
-			continue
-		}
-		d.Total += q.Value() * int64(ps.Count)
-		if q.Value() > d.PerPod {
-			d.PerPod = q.Value()
-			d.Products = ps.GPUProducts
-			if p, ok := ps.NodeSelector[gantry.GPUProductLabel]; ok && len(ps.GPUProducts) == 0 {
-				d.Products = []string{p}
-			}
-		}
-	}
-	return d
-}
-
-// gpuCapacity is a cluster's reported free GPUs per product; nil when it reports none.
-func gpuCapacity(c *gantry.CapacitySummary) []dispatch.GPUCapacity {
-	if c == nil || len(c.GPUProducts) == 0 {
-		return nil
-	}
-	out := make([]dispatch.GPUCapacity, len(c.GPUProducts))
-	for i, g := range c.GPUProducts {
-		out[i] = dispatch.GPUCapacity{Product: g.Product, Allocatable: g.Allocatable, Free: g.Free,
-			LargestFreeOnNode: g.LargestFreeOnNode, LargestAllocatableOnNode: g.LargestAllocatableOnNode}
-	}
-	return out
 }
 
 // jobRef is the hub Job a Workload stands for, for Events.

@@ -8,11 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -35,8 +40,27 @@ func fleet() []client.Object {
 			Spec: gantry.WorkerClusterSpec{Cordoned: true, Failover: gantry.Failover{Policy: gantry.FailoverFence}},
 			Status: gantry.WorkerClusterStatus{Conditions: []metav1.Condition{
 				{Type: gantry.ClusterConnected, Status: "False", Reason: gantry.ReasonUnauthorized}}}},
-		&gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-a", Namespace: "team-a"},
-			Status: gantry.WorkloadStatus{ClusterName: "worker-1"}},
+		&gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: "qa", Namespace: "team-a"}, Spec: gantry.QueueSpec{GlobalQueue: "gpus"}},
+		job("a"), job("b"), job("c"),
+		&gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-a", Namespace: "team-a", CreationTimestamp: at(0),
+			Labels: map[string]string{gantry.JobNameLabel: "a"}, OwnerReferences: []metav1.OwnerReference{jobOwner("a")}},
+			Spec: gantry.WorkloadSpec{QueueName: "qa", PodSets: []gantry.PodSet{{Name: "main", Count: 1,
+				Requests: corev1.ResourceList{gantry.GPUResource: q("8"), corev1.ResourceCPU: q("8")}}}},
+			Status: gantry.WorkloadStatus{ClusterName: "worker-1", DispatchEpoch: 1, GlobalQueue: "gpus",
+				NominatedClusters: []string{"worker-1"},
+				Admission:         &gantry.Admission{PodSets: []gantry.PodSetAdmission{{Name: "main", GPUProduct: "NVIDIA-A100-SXM4-80GB"}}},
+				Conditions: []metav1.Condition{
+					{Type: gantry.WorkloadAdmitted, Status: "True", Reason: gantry.ReasonAdmittedByCluster, LastTransitionTime: at(1)},
+					{Type: gantry.WorkloadJobCreated, Status: "True", Reason: gantry.ReasonJobCreated, LastTransitionTime: at(1)}}}},
+		&gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-b", Namespace: "team-a", CreationTimestamp: at(2),
+			Labels: map[string]string{gantry.JobNameLabel: "b"}, OwnerReferences: []metav1.OwnerReference{jobOwner("b")}},
+			Spec: gantry.WorkloadSpec{QueueName: "qa", PodSets: []gantry.PodSet{{Name: "main", Count: 4,
+				Requests: corev1.ResourceList{gantry.GPUResource: q("8")}}}},
+			Status: gantry.WorkloadStatus{Conditions: []metav1.Condition{{Type: gantry.WorkloadPending, Status: "True",
+				Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gpus on 1 cluster(s)", LastTransitionTime: at(3)}}}},
+		&eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "c.1", Namespace: "team-a"}, Type: corev1.EventTypeWarning,
+			Regarding: corev1.ObjectReference{Kind: "Job", Name: "c", Namespace: "team-a"}, Reason: "InvalidJob",
+			Note: "gantry.dev/topology-key: not a label key", EventTime: metav1.NewMicroTime(at(4).Time)},
 		&gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
 			Spec: gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{
 				{Name: "worker-1", Quota: corev1.ResourceList{gantry.GPUResource: q("32"), corev1.ResourceCPU: q("256")}},
@@ -44,6 +68,23 @@ func fleet() []client.Object {
 			Status: gantry.GlobalQueueStatus{PendingWorkloads: 2, AdmittedWorkloads: 1, Usage: []gantry.ClusterUsage{
 				{Name: "worker-1", Admitted: corev1.ResourceList{gantry.GPUResource: q("8"), corev1.ResourceCPU: q("8")}}}}},
 	}
+}
+
+// start is when the fleet's first Workload was created; the commands count ages to an hour later.
+var start = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func at(minutes int) metav1.Time {
+	return metav1.NewTime(start.Add(time.Duration(minutes) * time.Minute))
+}
+
+func job(name string) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", UID: types.UID("uid-" + name),
+		CreationTimestamp: at(0), Labels: map[string]string{gantry.QueueLabel: "qa"}},
+		Status: batchv1.JobStatus{Active: 1}}
+}
+
+func jobOwner(name string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true)}
 }
 
 func run(t *testing.T, args ...string) string {
@@ -60,6 +101,7 @@ func runOn(c client.Client, args ...string) (string, error) {
 	var out bytes.Buffer
 	o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
 	o.NewClient = func() (client.Client, error) { return c, nil }
+	o.Now = func() time.Time { return start.Add(time.Hour) }
 	cmd := NewRootCommand(o)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())
@@ -72,6 +114,11 @@ func TestGoldenOutputs(t *testing.T) {
 		"clusters":      {"clusters"},
 		"clusters-wide": {"clusters", "-o", "wide"},
 		"queues":        {"queues"},
+		"jobs":          {"jobs", "-n", "team-a"},
+		"workloads-all": {"workloads", "-A", "-o", "wide"},
+		"explain-a":     {"explain", "a", "-n", "team-a"},
+		"explain-b":     {"explain", "b", "-n", "team-a"},
+		"explain-c":     {"explain", "c", "-n", "team-a"},
 	} {
 		got := run(t, args...)
 		path := filepath.Join("testdata", name+".golden")

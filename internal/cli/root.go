@@ -5,6 +5,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,11 +24,13 @@ type Options struct {
 	genericiooptions.IOStreams
 	// NewClient reaches the hub; tests give a fake one.
 	NewClient func() (client.Client, error)
+	// Now is the time ages are counted to; tests fix it.
+	Now func() time.Time
 }
 
 // NewOptions reads the hub from kubeconfig flags, as kubectl does.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	o := &Options{ConfigFlags: genericclioptions.NewConfigFlags(true), IOStreams: streams}
+	o := &Options{ConfigFlags: genericclioptions.NewConfigFlags(true), IOStreams: streams, Now: time.Now}
 	o.NewClient = func() (client.Client, error) {
 		cfg, err := o.ConfigFlags.ToRESTConfig()
 		if err != nil {
@@ -36,6 +39,17 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 		return client.New(cfg, client.Options{Scheme: Scheme()})
 	}
 	return o
+}
+
+func (o *Options) now() time.Time { return o.Now() }
+
+// namespace is the one of --namespace, else of the kubeconfig's context, else default.
+func (o *Options) namespace() (string, error) {
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	return ns, nil
 }
 
 // Scheme holds the kinds the commands read.
@@ -54,13 +68,15 @@ func NewRootCommand(o *Options) *cobra.Command {
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl gantry"},
 		Short:       "Gantry's fleet seen from the hub: worker clusters, queues and jobs",
 		Long: `kubectl gantry reads the hub cluster of a Gantry fleet with your kubeconfig and your rights,
-shows its worker clusters and global queues, and cordons, uncordons or fences a worker cluster.`,
+shows its worker clusters, global queues and jobs, explains why a job waits and where it runs, and
+cordons, uncordons or fences a worker cluster.`,
 		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newClustersCommand(o), newQueuesCommand(o))
+	root.AddCommand(newClustersCommand(o), newQueuesCommand(o), newJobsCommand(o), newWorkloadsCommand(o),
+		newExplainCommand(o))
 	root.AddCommand(newStateCommands(o)...)
 	return root
 }

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/cli/view"
+)
+
+// scope is where a command lists: one namespace or all, and a label selector.
+type scope struct {
+	allNamespaces bool
+	selector      string
+}
+
+func (s *scope) addFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVarP(&s.allNamespaces, "all-namespaces", "A", false, "List in all namespaces.")
+	cmd.Flags().StringVarP(&s.selector, "selector", "l", "", "Label selector, as kubectl takes it: -l team=vision,tier!=dev")
+}
+
+// listOptions are the client options of the scope, plus extra label requirements.
+func (s *scope) listOptions(o *Options, extra ...labels.Requirement) ([]client.ListOption, string, error) {
+	sel, err := labels.Parse(s.selector)
+	if err != nil {
+		return nil, "", fmt.Errorf("bad --selector %q: %w", s.selector, err)
+	}
+	sel = sel.Add(extra...)
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
+	if s.allNamespaces {
+		return opts, "", nil
+	}
+	ns, err := o.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return append(opts, client.InNamespace(ns)), ns, nil
+}
+
+func newWorkloadsCommand(o *Options) *cobra.Command {
+	var s scope
+	cmd := listCommand(o, "workloads",
+		"The hub's Workloads: state and why, position in the GlobalQueue, cluster, epoch, GPU product",
+		`  kubectl gantry workloads -n team-a
+  kubectl gantry workloads -A -o wide`,
+		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
+			opts, ns, err := s.listOptions(o)
+			if err != nil {
+				return nil, nil, err
+			}
+			var wls gantry.WorkloadList
+			if err := c.List(ctx, &wls, opts...); err != nil {
+				return nil, nil, fmt.Errorf("listing Workloads on the hub: %w", err)
+			}
+			rows, err := o.workloadRows(ctx, c, wls.Items, ns)
+			return workloadsTable(rows, s.allNamespaces, o.now()), &wls, err
+		})
+	s.addFlags(cmd)
+	return cmd
+}
+
+func newJobsCommand(o *Options) *cobra.Command {
+	var s scope
+	cmd := listCommand(o, "jobs",
+		"The Jobs submitted to Gantry queues: state and why, position in the GlobalQueue, cluster, epoch, GPU product",
+		`  kubectl gantry jobs                         # in the current namespace
+  kubectl gantry jobs -A -l team=vision
+  kubectl gantry jobs -o wide                 # with GlobalQueue, GPUs and priority`,
+		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
+			queued, _ := labels.NewRequirement(gantry.QueueLabel, selection.Exists, nil)
+			opts, ns, err := s.listOptions(o, *queued)
+			if err != nil {
+				return nil, nil, err
+			}
+			var jobs batchv1.JobList
+			if err := c.List(ctx, &jobs, opts...); err != nil {
+				return nil, nil, fmt.Errorf("listing Jobs on the hub: %w", err)
+			}
+			wls, err := workloadsOfJobs(ctx, c, jobs.Items, ns)
+			if err != nil {
+				return nil, nil, err
+			}
+			rows, err := o.workloadRows(ctx, c, wls, ns)
+			return workloadsTable(view.JobRows(jobs.Items, rows), s.allNamespaces, o.now()), &jobs, err
+		})
+	s.addFlags(cmd)
+	return cmd
+}
+
+// workloadsOfJobs reads the Workloads in ns (all namespaces when empty) that stand for the jobs.
+func workloadsOfJobs(ctx context.Context, c client.Client, jobs []batchv1.Job, ns string) ([]gantry.Workload, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	var wls gantry.WorkloadList
+	if err := c.List(ctx, &wls, client.InNamespace(ns), client.HasLabels{gantry.JobNameLabel}); err != nil {
+		return nil, fmt.Errorf("listing Workloads on the hub: %w", err)
+	}
+	return wls.Items, nil
+}
+
+// workloadRows builds the rows, with positions.
+func (o *Options) workloadRows(ctx context.Context, c client.Client, shown []gantry.Workload, ns string) ([]view.WorkloadRow, error) {
+	var queues gantry.QueueList
+	if err := c.List(ctx, &queues, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing Queues on the hub: %w", err)
+	}
+	positions, err := o.positions(ctx, c, ns)
+	if err != nil {
+		return nil, err
+	}
+	return view.Workloads(shown, queues.Items, positions), nil
+}
+
+// positions counts positions over every Workload the reader may list: all namespaces when allowed,
+// else ns only, which it says on stderr.
+func (o *Options) positions(ctx context.Context, c client.Client, ns string) (map[string]view.Position, error) {
+	var all gantry.WorkloadList
+	var queues gantry.QueueList
+	err := c.List(ctx, &all)
+	if err == nil {
+		err = c.List(ctx, &queues)
+	}
+	if apierrors.IsForbidden(err) && ns != "" {
+		fmt.Fprintf(o.ErrOut, "Positions count only the workloads of namespace %s: you may not list Workloads and Queues in all namespaces.\n", ns)
+		err = c.List(ctx, &all, client.InNamespace(ns))
+		if err == nil {
+			err = c.List(ctx, &queues, client.InNamespace(ns))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing Workloads and Queues on the hub: %w", err)
+	}
+	return view.Positions(all.Items, queues.Items), nil
+}
+
+func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time) *metav1.Table {
+	t := &metav1.Table{}
+	if withNamespace {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, column("Namespace", 0))
+	}
+	t.ColumnDefinitions = append(t.ColumnDefinitions, column("Name", 0), column("Queue", 0), column("GlobalQueue", 1),
+		column("State", 0), column("Reason", 0), column("Position", 0), column("Cluster", 0), column("Epoch", 0),
+		column("GPU product", 0), column("GPUs", 1), column("Priority", 1), column("Age", 0))
+	for _, r := range rows {
+		var cells []any
+		if withNamespace {
+			cells = append(cells, r.Namespace)
+		}
+		cells = append(cells, r.Name, r.Queue, dash(r.GlobalQueue), r.State, r.Reason, r.Position, dash(r.Cluster),
+			r.Epoch, dash(r.GPUProduct), r.GPUs, int64(r.Priority), duration.HumanDuration(now.Sub(r.Created)))
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells})
+	}
+	return t
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

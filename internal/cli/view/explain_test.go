@@ -1,0 +1,164 @@
+package view
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// fleetFacts: GlobalQueue gpus over w1 (quota 16 GPUs, 8 used, 4 reserved; 24 of 32 A100s free) and w2
+// (quota 32 GPUs, nothing used; 2 of 32 H100s free, at most 2 on one node).
+func fleetFacts(wl *gantry.Workload) Facts {
+	q := resource.MustParse
+	connected := []metav1.Condition{
+		{Type: gantry.ClusterConnected, Status: "True", Reason: gantry.ReasonConnected},
+		{Type: gantry.ClusterAgentReady, Status: "True", Reason: gantry.ReasonAgentReporting}}
+	cluster := func(name, product string, free, largest int64) *gantry.WorkerCluster {
+		return &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: gantry.WorkerClusterStatus{
+			Conditions: connected, Capacity: &gantry.CapacitySummary{GPUProducts: []gantry.GPUProductCapacity{
+				{Product: product, Allocatable: 32, Free: free, LargestFreeOnNode: largest, LargestAllocatableOnNode: 8}}}}}
+	}
+	qa := queue(wl.Namespace, wl.Spec.QueueName, "gpus")
+	return Facts{
+		Workload: wl, Queue: &qa, Now: t0.Add(time.Hour),
+		GlobalQueue: &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
+			Spec: gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{
+				{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: q("16")}},
+				{Name: "w2", Quota: corev1.ResourceList{gantry.GPUResource: q("32")}}}},
+			Status: gantry.GlobalQueueStatus{Usage: []gantry.ClusterUsage{
+				{Name: "w1", Admitted: corev1.ResourceList{gantry.GPUResource: q("8")}, Reserved: corev1.ResourceList{gantry.GPUResource: q("4")}}}}},
+		Clusters: map[string]*gantry.WorkerCluster{"w1": cluster("w1", "A100", 24, 8), "w2": cluster("w2", "H100", 2, 2)},
+		Position: Position{GlobalQueue: "gpus", Index: 2, Of: 5},
+	}
+}
+
+func TestExplain(t *testing.T) {
+	waiting := func(reason, msg string) *gantry.Workload {
+		return with(workload("team-a", "train", "qa", 0, 2, 4), pending(reason, msg))
+	}
+	for name, tc := range map[string]struct {
+		facts Facts
+		want  []string
+	}{
+		"blocked by quota on one cluster, by capacity on the other": {
+			facts: fleetFacts(waiting(gantry.ReasonWaitingForCapacity, "waiting for GPUs")),
+			want: []string{
+				"Job team-a/train (Workload job-train)",
+				"  Queue:     qa, GlobalQueue gpus",
+				"  Demand:    main: 2 × {cpu 1, nvidia.com/gpu 4}; in all cpu 2, nvidia.com/gpu 8",
+				"State: Pending (WaitingForCapacity) for 50m",
+				"  Position 2 of 5 pending in GlobalQueue gpus (higher priority first, then older first).",
+				"  w1  blocked by quota: needs nvidia.com/gpu 8, 4 left of 16 (8 used, 4 reserved)",
+				"  w2  blocked by capacity: quota allows it, but the last capacity report has no room",
+				"      capacity: needs 8 nvidia.com/gpu, 4 on one node; reported H100 2 free of 32, at most 2 on one node",
+			},
+		},
+		"a missing queue": {
+			facts: func() Facts {
+				f := fleetFacts(waiting(gantry.ReasonQueueNotFound, "Queue team-a/qa does not exist"))
+				f.Queue, f.GlobalQueue = nil, nil
+				return f
+			}(),
+			want: []string{
+				"  Queue:     qa (no such Queue in namespace team-a)",
+				"State: Pending (QueueNotFound) for 50m",
+				"  Queue team-a/qa does not exist",
+				"  To do: create the Queue in this namespace, or fix the job's label gantry.dev/queue-name.",
+			},
+		},
+		"nominated, with the agent's words; a rejection; a cordoned cluster": {
+			facts: func() Facts {
+				wl := waiting(gantry.ReasonWaitingForAdmission, "waiting for w2 to admit; w2: InsufficientResources: 0/4 nodes have 4 nvidia.com/gpu free")
+				wl.Status.DispatchEpoch, wl.Status.NominatedClusters = 3, []string{"w2"}
+				wl.Status.RejectedClusters = []gantry.RejectedCluster{{Name: "w1", Reason: gantry.ReasonNeverFits,
+					Message: "no node has 4 nvidia.com/gpu", Time: metav1.NewTime(t0.Add(30 * time.Minute))}}
+				f := fleetFacts(wl)
+				f.GlobalQueue.Spec.Clusters = append(f.GlobalQueue.Spec.Clusters, gantry.ClusterQuota{Name: "w3"}, gantry.ClusterQuota{Name: "w4"})
+				f.Clusters["w3"] = &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w3"}, Spec: gantry.WorkerClusterSpec{Cordoned: true},
+					Status: gantry.WorkerClusterStatus{Conditions: f.Clusters["w1"].Status.Conditions}}
+				return f
+			}(),
+			want: []string{
+				"  w1  rejected by its agent 30m ago: NeverFits: no node has 4 nvidia.com/gpu",
+				"  w2  has a copy of epoch 3; its agent says InsufficientResources: 0/4 nodes have 4 nvidia.com/gpu free",
+				"  w3  unavailable: cordoned",
+				"  w4  no WorkerCluster of that name",
+				"  Dispatch epoch 3: copies on w2",
+			},
+		},
+		"running, after an eviction": {
+			facts: func() Facts {
+				wl := with(workload("team-a", "train", "qa", 0, 2, 4), won("w2", true))
+				wl.Status.Evictions = []gantry.Eviction{{Cluster: "w1", Epoch: 1, Reason: gantry.ReasonPlacementTimeout,
+					Message: "1 of 2 pods not placed in 5m", Time: metav1.NewTime(t0.Add(5 * time.Minute))}}
+				f := fleetFacts(wl)
+				f.Job = &batchv1.Job{Status: batchv1.JobStatus{Active: 2}}
+				return f
+			}(),
+			want: []string{
+				"State: Running on w2",
+				"  Job: 2 active (0 ready), 0 succeeded, 0 failed",
+				"  Evicted from w1 (epoch 1) 55m ago: PlacementTimeout: 1 of 2 pods not placed in 5m",
+				"  Won by w2 in epoch 2, 50m ago; GPU product H100; quota of GlobalQueue gpus",
+				"  Job created on w2 50m ago",
+			},
+		},
+		"what the reader may not read": {
+			facts: func() Facts {
+				f := fleetFacts(waiting(gantry.ReasonWaitingForQuota, "waiting for quota"))
+				f.Clusters, f.Unreadable = nil, []string{"WorkerClusters"}
+				return f
+			}(),
+			want: []string{
+				"  w1  blocked by quota: needs nvidia.com/gpu 8, 4 left of 16 (8 used, 4 reserved)",
+				"  w2  quota and the last capacity report leave room: it can be nominated on its turn",
+				"Left out: you may not read WorkerClusters on the hub.",
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := Explain(tc.facts)
+			for _, line := range tc.want {
+				if !hasLine(got, line) {
+					t.Errorf("no line %q in:\n%s", line, strings.Join(got, "\n"))
+				}
+			}
+		})
+	}
+}
+
+func hasLine(lines []string, want string) bool {
+	for _, l := range lines {
+		if l == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestExplainWithoutWorkload(t *testing.T) {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad", Labels: map[string]string{gantry.QueueLabel: "qa"},
+		CreationTimestamp: metav1.NewTime(t0)}}
+	refused := eventsv1.Event{Regarding: corev1.ObjectReference{Kind: "Job", Name: "bad"}, Type: corev1.EventTypeWarning,
+		Reason: "InvalidJob", Note: "gantry.dev/gpu-products names a product twice", EventTime: metav1.NewMicroTime(t0)}
+	other := refused
+	other.Regarding.Name = "good"
+	got := ExplainWithoutWorkload(job, []eventsv1.Event{other, refused}, t0.Add(time.Minute))
+	want := "    60s ago: InvalidJob: gantry.dev/gpu-products names a product twice"
+	if !hasLine(got, want) || len(got) != 3 {
+		t.Errorf("got:\n%s\nwant the one warning on the Job: %q", strings.Join(got, "\n"), want)
+	}
+	unlabelled := job.DeepCopy()
+	unlabelled.Labels = nil
+	if got := ExplainWithoutWorkload(unlabelled, nil, t0); !strings.Contains(strings.Join(got, "\n"), "does not dispatch it") {
+		t.Errorf("a Job without queue label: got %q", got)
+	}
+}

@@ -1,0 +1,210 @@
+package view
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
+)
+
+// States of a workload as kubectl gantry shows them.
+const (
+	StatePending  = "Pending"
+	StateAdmitted = "Admitted"
+	StateRunning  = "Running"
+	StateFinished = "Finished"
+	StateDeleting = "Deleting"
+)
+
+// WorkloadRow is one job as kubectl gantry jobs and workloads show it.
+type WorkloadRow struct {
+	Namespace, Name string
+	Queue           string
+	// GlobalQueue is the one whose quota the workload uses or waits for; empty when its Queue is unknown.
+	GlobalQueue string
+	// State is one of the State constants; Reason says why it is in it.
+	State, Reason string
+	// Position is "3/7": third of the 7 pending workloads of its GlobalQueue the reader may see.
+	Position string
+	Cluster  string
+	Epoch    int64
+	// GPUProduct is what the winner's agent chose; GPUs the total the job asks for.
+	GPUProduct string
+	GPUs       int64
+	Priority   int32
+	Created    time.Time
+}
+
+// StateOf says where a Workload is, and why.
+func StateOf(wl *gantry.Workload) (state, reason string) {
+	conds := wl.Status.Conditions
+	if c := apimeta.FindStatusCondition(conds, gantry.WorkloadDeleting); wl.DeletionTimestamp != nil || (c != nil && c.Status == "True") {
+		return StateDeleting, reasonOf(c)
+	}
+	if c := apimeta.FindStatusCondition(conds, gantry.WorkloadFinished); c != nil && c.Status == "True" {
+		return StateFinished, c.Reason
+	}
+	if wl.Status.ClusterName != "" {
+		if c := apimeta.FindStatusCondition(conds, gantry.WorkloadClusterReachable); c != nil && c.Status == "False" {
+			return stateOfWinner(conds), c.Reason
+		}
+		return stateOfWinner(conds), reasonOf(apimeta.FindStatusCondition(conds, gantry.WorkloadAdmitted))
+	}
+	return StatePending, reasonOf(apimeta.FindStatusCondition(conds, gantry.WorkloadPending))
+}
+
+func stateOfWinner(conds []metav1.Condition) string {
+	if apimeta.IsStatusConditionTrue(conds, gantry.WorkloadJobCreated) {
+		return StateRunning
+	}
+	return StateAdmitted
+}
+
+func reasonOf(c *metav1.Condition) string {
+	if c == nil || c.Reason == "" {
+		return "-"
+	}
+	return c.Reason
+}
+
+// Position is where a pending workload stands in its GlobalQueue.
+type Position struct {
+	GlobalQueue string
+	// Index counts from 1; Of is how many pending workloads the queue holds.
+	Index, Of int
+}
+
+func (p Position) String() string {
+	if p.Of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", p.Index, p.Of)
+}
+
+// Positions orders the pending Workloads of each GlobalQueue as the dispatcher takes them and says where
+// each stands, keyed by namespace/name. A pending workload belongs to the GlobalQueue its Queue names
+// now; one whose Queue is unknown has no position.
+func Positions(wls []gantry.Workload, queues []gantry.Queue) map[string]Position {
+	globalOf := globalQueues(queues)
+	var pending []*dispatch.Workload
+	for i := range wls {
+		wl := &wls[i]
+		if state, _ := StateOf(wl); state != StatePending {
+			continue
+		}
+		gq, ok := globalOf[wl.Namespace+"/"+wl.Spec.QueueName]
+		if !ok {
+			continue
+		}
+		pending = append(pending, &dispatch.Workload{Key: wl.Namespace + "/" + wl.Name, GlobalQueue: gq,
+			Priority: wl.Spec.Priority, Created: wl.CreationTimestamp.Time})
+	}
+	dispatch.SortByQueueOrder(pending)
+	count := map[string]int{}
+	for _, w := range pending {
+		count[w.GlobalQueue]++
+	}
+	out := make(map[string]Position, len(pending))
+	index := map[string]int{}
+	for _, w := range pending {
+		index[w.GlobalQueue]++
+		out[w.Key] = Position{GlobalQueue: w.GlobalQueue, Index: index[w.GlobalQueue], Of: count[w.GlobalQueue]}
+	}
+	return out
+}
+
+// globalQueues maps namespace/name of each Queue to the GlobalQueue it names.
+func globalQueues(queues []gantry.Queue) map[string]string {
+	out := make(map[string]string, len(queues))
+	for _, q := range queues {
+		out[q.Namespace+"/"+q.Name] = q.Spec.GlobalQueue
+	}
+	return out
+}
+
+// Workloads builds one row per Workload, sorted by namespace and name, with the positions Positions
+// computed (over as many Workloads as the reader may see).
+func Workloads(wls []gantry.Workload, queues []gantry.Queue, positions map[string]Position) []WorkloadRow {
+	globalOf := globalQueues(queues)
+	rows := make([]WorkloadRow, 0, len(wls))
+	for i := range wls {
+		wl := &wls[i]
+		state, reason := StateOf(wl)
+		gq := wl.Status.GlobalQueue
+		if gq == "" || state == StatePending {
+			gq = globalOf[wl.Namespace+"/"+wl.Spec.QueueName]
+		}
+		rows = append(rows, WorkloadRow{
+			Namespace: wl.Namespace, Name: JobOrWorkloadName(wl), Queue: wl.Spec.QueueName, GlobalQueue: gq,
+			State: state, Reason: reason, Position: positions[wl.Namespace+"/"+wl.Name].String(),
+			Cluster: wl.Status.ClusterName, Epoch: wl.Status.DispatchEpoch, GPUProduct: gpuProductOf(wl),
+			GPUs: dispatch.GPUDemandOf(&wl.Spec).Total, Priority: wl.Spec.Priority, Created: wl.CreationTimestamp.Time,
+		})
+	}
+	sortRows(rows)
+	return rows
+}
+
+// JobOrWorkloadName is the name of the Job a Workload stands for, or the Workload's own name.
+func JobOrWorkloadName(wl *gantry.Workload) string {
+	if n := wl.Labels[gantry.JobNameLabel]; n != "" {
+		return n
+	}
+	return wl.Name
+}
+
+// gpuProductOf lists the GPU products the winner's agent chose, one per product.
+func gpuProductOf(wl *gantry.Workload) string {
+	if wl.Status.Admission == nil {
+		return ""
+	}
+	var products []string
+	for _, ps := range wl.Status.Admission.PodSets {
+		if ps.GPUProduct != "" && !slices.Contains(products, ps.GPUProduct) {
+			products = append(products, ps.GPUProduct)
+		}
+	}
+	return strings.Join(products, ",")
+}
+
+// ReasonNoWorkload: the hub has no Workload for a Job. It has not seen the Job yet, or refused it; the
+// Job's events say why, and kubectl gantry explain shows them.
+const ReasonNoWorkload = "NoWorkload"
+
+// JobRows is one row per Job, sorted by namespace and name: the row of its Workload, or a pending row
+// saying it has none.
+func JobRows(jobs []batchv1.Job, workloadRows []WorkloadRow) []WorkloadRow {
+	byJob := make(map[string]WorkloadRow, len(workloadRows))
+	for _, r := range workloadRows {
+		byJob[r.Namespace+"/"+r.Name] = r
+	}
+	rows := make([]WorkloadRow, 0, len(jobs))
+	for i := range jobs {
+		job := &jobs[i]
+		r, ok := byJob[job.Namespace+"/"+job.Name]
+		if !ok {
+			r = WorkloadRow{Namespace: job.Namespace, Name: job.Name, Queue: job.Labels[gantry.QueueLabel],
+				State: StatePending, Reason: ReasonNoWorkload, Position: "-", Created: job.CreationTimestamp.Time}
+		}
+		rows = append(rows, r)
+	}
+	sortRows(rows)
+	return rows
+}
+
+func sortRows(rows []WorkloadRow) {
+	sort.Slice(rows, func(a, b int) bool {
+		if rows[a].Namespace != rows[b].Namespace {
+			return rows[a].Namespace < rows[b].Namespace
+		}
+		return rows[a].Name < rows[b].Name
+	})
+}
