@@ -14,10 +14,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/dispatcher"
 	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/hub/workercluster"
 	"github.com/gantry-dev/gantry/hub/workload"
@@ -56,6 +58,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	if opts.JobWorkers < 1 {
 		opts.JobWorkers = 16
 	}
+	if opts.Remote.Clock == nil {
+		opts.Remote.Clock = opts.Clock
+	}
+	timeline := metrics.NewTimeline()
 	h := &Hub{
 		Connections:    remote.NewManager(mgr.GetScheme(), opts.Remote),
 		client:         mgr.GetClient(),
@@ -68,6 +74,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 		Copies:    copyReader{h.Connections},
 		Recorder:  mgr.GetEventRecorder("gantry-dispatcher"),
 		Clock:     opts.Clock,
+		Timeline:  timeline,
 	}
 	h.Connections.SetHandler(h)
 	recorder := mgr.GetEventRecorder("gantry-hub")
@@ -81,7 +88,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	}
 	if err := (&workload.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: h.Connections, Leases: leases,
-		Recorder: recorder, Remote: h.workloadEvents, Clock: opts.Clock,
+		Recorder: recorder, Remote: h.workloadEvents, Clock: opts.Clock, Timeline: timeline,
 	}).SetupWithManager(mgr, opts.WorkloadWorkers); err != nil {
 		return nil, fmt.Errorf("setting up the workload controller: %w", err)
 	}
@@ -94,6 +101,18 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	if err := mgr.Add(h.Dispatcher); err != nil {
 		return nil, err
 	}
+	if err := h.registerMetrics(mgr, leases, opts.Clock); err != nil {
+		return nil, err
+	}
+	if err := h.watch(mgr); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// watch asks for a dispatch pass on any change the dispatcher decides over, and requeues the Workloads
+// of a cluster fenced or unfenced.
+func (h *Hub) watch(mgr ctrl.Manager) error {
 	// Any change the dispatcher decides over asks for a pass.
 	trigger := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { h.Dispatcher.Trigger() },
@@ -103,16 +122,16 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	for _, obj := range []client.Object{&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.WorkerCluster{}, &corev1.Namespace{}} {
 		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
 		if err != nil {
-			return nil, fmt.Errorf("watching %T: %w", obj, err)
+			return fmt.Errorf("watching %T: %w", obj, err)
 		}
 		if _, err := inf.AddEventHandler(trigger); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// A cluster fenced or unfenced changes what its Workloads may do.
 	wcInformer, err := mgr.GetCache().GetInformer(context.Background(), &gantry.WorkerCluster{})
 	if err != nil {
-		return nil, fmt.Errorf("watching WorkerClusters: %w", err)
+		return fmt.Errorf("watching WorkerClusters: %w", err)
 	}
 	if _, err := wcInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
 		o, ok1 := oldObj.(*gantry.WorkerCluster)
@@ -121,9 +140,34 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 			go h.requeueWorkloadsOf(n.Name)
 		}
 	}}); err != nil {
-		return nil, err
+		return err
 	}
-	return h, nil
+	return nil
+}
+
+// registerMetrics registers the Collector of the fleet's state, read from the hub's caches and the
+// connections at scrape time.
+func (h *Hub) registerMetrics(mgr ctrl.Manager, leases *remote.LeaseRenewer, clk clock.PassiveClock) error {
+	err := metrics.Register(crmetrics.Registry, metrics.NewCollector(metrics.Source{
+		Reader: mgr.GetCache(), Leading: leading(mgr.Elected()), Clock: clk,
+		Connected: h.Connections.IsConnected, LastContact: h.Connections.LastContact, LeaseRenewed: leases.RenewedAt,
+	}))
+	if err != nil {
+		return fmt.Errorf("registering the hub's metrics: %w", err)
+	}
+	return nil
+}
+
+// leading tells whether the channel of the manager's election is closed: this replica leads.
+func leading(elected <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-elected:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // WorkerObjectChanged requeues the hub Workload of a changed copy or Job on a worker; a copy's change may

@@ -21,6 +21,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub"
+	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/leadership"
 	"github.com/gantry-dev/gantry/internal/version"
@@ -87,6 +88,8 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		return err
 	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
+	// Inside the Guard (wrapped below), so that only the writes sent are counted.
+	cfg = remote.CountWrites(cfg, metrics.TargetHub, "")
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err

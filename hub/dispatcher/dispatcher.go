@@ -21,6 +21,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
@@ -51,6 +52,9 @@ type Dispatcher struct {
 	Resync time.Duration
 	// RejectionTTL is how long a cluster's rejection of a workload holds; 0 means DefaultRejectionTTL.
 	RejectionTTL time.Duration
+	// Timeline receives the times of the nominations and winners persisted, for the latency of the
+	// steps that follow; nil remembers none.
+	Timeline *metrics.Timeline
 
 	trigger chan struct{}
 	once    sync.Once
@@ -145,7 +149,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		if wait > 0 {
 			statusDue = d.Clock.After(wait)
 		}
-		passDuration.Observe(d.Clock.Since(start).Seconds())
+		metrics.DispatchPass(d.Clock.Since(start))
 	}
 }
 
@@ -162,6 +166,7 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 		live[wl.UID] = true
 	}
 	d.requests.keepOnly(live)
+	d.Timeline.KeepOnly(func(uid types.UID) bool { return live[uid] })
 	d.mu.Lock()
 	for key := range d.agentNews {
 		if _, ok := byKey[key]; !ok {

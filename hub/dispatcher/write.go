@@ -11,6 +11,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/metrics"
 )
 
 // unknownWrite is a status write that failed without the API server saying it was not applied: a
@@ -86,14 +87,22 @@ func (d *Dispatcher) triggerAfter(wait time.Duration) {
 // follows from it.
 func (d *Dispatcher) written(wl *gantry.Workload, c *change, event func(client.Object)) {
 	d.Trigger()
+	now := d.Clock.Now()
+	for _, r := range c.rejections {
+		metrics.Rejected(r.Cluster, r.Reason)
+	}
 	if c.winner != "" {
-		winners.Inc()
-		if created := wl.CreationTimestamp.Time; !created.IsZero() {
-			admissionLatency.Observe(d.Clock.Since(created).Seconds())
+		metrics.Won(c.winner, wl.CreationTimestamp.Time, now)
+		if since, ok := d.Timeline.Won(wl.UID, now); ok {
+			metrics.Step(metrics.StepNominatedToWinner, since)
 		}
 	}
-	if c.nomination != nil {
-		nominations.Inc()
+	if n := c.nomination; n != nil {
+		metrics.Nominated(n.Clusters)
+		d.Timeline.Nominated(wl.UID, now)
+		if created := wl.CreationTimestamp.Time; n.Epoch == 1 && !created.IsZero() {
+			metrics.Step(metrics.StepCreatedToNominated, now.Sub(created))
+		}
 	}
 	if job := jobRef(wl); job != nil && event != nil {
 		event(job)

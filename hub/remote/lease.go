@@ -54,7 +54,9 @@ type LeaseRenewer struct {
 	due     map[string]time.Time       // next renewal
 	renewed map[string]Worker          // the connection on which the last renewal succeeded
 	wrote   map[string]gantry.Failover // what the last renewal that succeeded carried
-	busy    map[string]bool
+	// renewedAt is the start of the last renewal that succeeded, on any connection.
+	renewedAt map[string]time.Time
+	busy      map[string]bool
 }
 
 // Start renews until ctx ends. It runs only on the elected hub.
@@ -80,7 +82,7 @@ func (r *LeaseRenewer) init() {
 	defer r.mu.Unlock()
 	if r.last == nil {
 		r.last, r.due, r.renewed, r.busy = map[string]time.Time{}, map[string]time.Time{}, map[string]Worker{}, map[string]bool{}
-		r.wrote = map[string]gantry.Failover{}
+		r.wrote, r.renewedAt = map[string]gantry.Failover{}, map[string]time.Time{}
 	}
 }
 
@@ -120,6 +122,7 @@ func (r *LeaseRenewer) renew(ctx context.Context, name string, w Worker, f gantr
 	}
 	if err == nil {
 		r.renewed[name] = w
+		r.renewedAt[name] = start
 		r.wrote[name] = f
 		r.due[name] = start.Add(LeaseRenewInterval(timeout))
 		return
@@ -202,4 +205,14 @@ func (r *LeaseRenewer) Renewed(cluster string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return ok && r.renewed[cluster] == w
+}
+
+// RenewedAt is the start of the last renewal of the lease on the cluster that succeeded, from which its
+// agent counts the failover timeout at the latest; false when this hub renewed none there.
+func (r *LeaseRenewer) RenewedAt(cluster string) (time.Time, bool) {
+	r.init()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.renewedAt[cluster]
+	return t, ok
 }

@@ -69,4 +69,10 @@ func TestLeaseRenewer(t *testing.T) {
 	if r.Renewed("w1") {
 		t.Errorf("renewed while not connected")
 	}
+	if at, ok := r.RenewedAt("w1"); !ok || !at.Equal(start) {
+		t.Errorf("RenewedAt of a cluster no longer connected: %v %v, want its last renewal %v", at, ok, start)
+	}
+	if _, ok := r.RenewedAt("never-seen"); ok {
+		t.Errorf("RenewedAt of a cluster never renewed says it was")
+	}
 }

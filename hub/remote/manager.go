@@ -21,11 +21,13 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/metrics"
 )
 
 // Options tune connections.
@@ -45,6 +47,8 @@ type Options struct {
 	// GuardWrites, when set, wraps the config of every worker client, so that a hub replica that may
 	// have lost its leader lease writes nothing to workers (leadership.Guard.Wrap).
 	GuardWrites func(*rest.Config) *rest.Config
+	// Clock stamps the last contact with each worker; nil is the real clock.
+	Clock clock.PassiveClock
 }
 
 // Handler is told about changes on workers.
@@ -177,6 +181,8 @@ type Manager struct {
 
 	mu       sync.RWMutex
 	clusters map[string]*Cluster
+	// contact is when each cluster was last reached: a connection made or a health check passed.
+	contact map[string]time.Time
 }
 
 // NewManager returns a manager without connections.
@@ -184,7 +190,25 @@ func NewManager(scheme *runtime.Scheme, opts Options) *Manager {
 	if opts.SyncTimeout == 0 {
 		opts.SyncTimeout = 30 * time.Second
 	}
-	return &Manager{scheme: scheme, opts: opts, clusters: map[string]*Cluster{}}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Manager{scheme: scheme, opts: opts, clusters: map[string]*Cluster{}, contact: map[string]time.Time{}}
+}
+
+// LastContact is when the hub last reached the cluster: a connection made or a health check passed;
+// zero when never. It outlives the connection, to say how long the cluster has been out of reach.
+func (m *Manager) LastContact(name string) time.Time {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.contact[name]
+}
+
+func (m *Manager) contacted(name string) {
+	now := m.opts.Clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.contact[name] = now
 }
 
 // SetHandler sets who hears about worker changes. Call it before the first Connect.
@@ -234,6 +258,7 @@ func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, se
 		if c.source == secretVersion {
 			err := c.check(ctx)
 			if err == nil {
+				m.contacted(name)
 				return nil
 			}
 			m.Disconnect(name)
@@ -266,6 +291,7 @@ func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, se
 		c.cancel()
 		return duplicateError(other, c.identity)
 	}
+	m.contacted(name)
 	if m.handler != nil {
 		m.handler.ConnectionChanged(name)
 		// The cache's first events arrived before the cluster counted as connected; replay them so that
@@ -327,6 +353,8 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 	if dup { // before anything is cached
 		return nil, duplicateError(other, c.identity)
 	}
+	// Counted inside the Guard: a write it refuses is never sent.
+	cfg = CountWrites(cfg, metrics.TargetWorker, name)
 	if m.opts.GuardWrites != nil {
 		cfg = m.opts.GuardWrites(cfg)
 	}

@@ -31,6 +31,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
 	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/expectations"
 )
@@ -61,6 +62,9 @@ type Reconciler struct {
 	// Remote receives the hub Workload keys of changed objects on workers.
 	Remote chan event.GenericEvent
 	Clock  clock.Clock
+	// Timeline tells when the dispatcher persisted each winner, for the latency of the Job's creation;
+	// nil measures from creation only.
+	Timeline *metrics.Timeline
 
 	// mirrored is the last status mirror to each hub Job, by UID: when, and the version it replaced.
 	mirrored *expectations.Written[types.UID, time.Time]
@@ -276,7 +280,11 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 	case workersync.Resume:
 		return false, resume(ctx, w, a.Cluster, a.Object)
 	default:
-		return false, deleteExact(ctx, w, a.Cluster, a.Object, a.Op == workersync.DeleteForeground)
+		deleted, err := deleteExact(ctx, w, a.Cluster, a.Object, a.Op == workersync.DeleteForeground)
+		if cp, isCopy := a.Object.(*gantry.Workload); isCopy && deleted {
+			metrics.Withdrawn(a.Cluster, withdrawalReason(wl, a.Cluster, cp))
+		}
+		return false, err
 	}
 }
 
@@ -319,10 +327,12 @@ func (r *Reconciler) applyHub(ctx context.Context, wl *gantry.Workload, hubJob *
 		r.mirrored.Record(hubJob.UID, replaced, r.Clock.Now())
 	}
 	if plan.Status != nil {
+		before := wl.Status
 		wl.Status = *plan.Status
 		if err := r.Client.Status().Update(ctx, wl); err != nil {
 			return fmt.Errorf("writing the status of workload %s: %w", client.ObjectKeyFromObject(wl), err)
 		}
+		r.recordStatus(wl, &before)
 	}
 	if plan.RemoveFinalizer {
 		if err := r.removeFinalizer(ctx, wl, hubJob); err != nil {
@@ -406,9 +416,9 @@ func createInNamespace(ctx context.Context, w remote.Worker, cluster string, obj
 	return err
 }
 
-// deleteExact deletes exactly the object that was read (UID precondition). Gone or replaced meanwhile
-// is success.
-func deleteExact(ctx context.Context, w remote.Worker, cluster string, obj client.Object, foreground bool) error {
+// deleteExact deletes exactly the object that was read (UID precondition) and says whether this call
+// deleted it. Gone or replaced meanwhile is success.
+func deleteExact(ctx context.Context, w remote.Worker, cluster string, obj client.Object, foreground bool) (bool, error) {
 	uid := obj.GetUID()
 	policy := metav1.DeletePropagationBackground
 	if foreground {
@@ -416,9 +426,9 @@ func deleteExact(ctx context.Context, w remote.Worker, cluster string, obj clien
 	}
 	err := w.Writer().Delete(ctx, obj, client.PropagationPolicy(policy), client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), cluster, err)
+		return false, fmt.Errorf("deleting %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), cluster, err)
 	}
-	return nil
+	return err == nil, nil
 }
 
 // resume lifts the agent's suspension of a Job, guarded by its UID so that only that Job is changed.
@@ -458,11 +468,16 @@ func deleteOrphans(ctx context.Context, w remote.Worker, cluster string, key typ
 	var errs []error
 	var cp gantry.Workload
 	if err := w.Cached().Get(ctx, key, &cp); err == nil {
-		errs = append(errs, deleteExact(ctx, w, cluster, &cp, false))
+		deleted, err := deleteExact(ctx, w, cluster, &cp, false)
+		if deleted {
+			metrics.Withdrawn(cluster, metrics.WithdrawnOrphan)
+		}
+		errs = append(errs, err)
 	}
 	var job batchv1.Job
 	if err := w.Cached().Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: jobs.JobName(key.Name)}, &job); err == nil {
-		errs = append(errs, deleteExact(ctx, w, cluster, &job, false))
+		_, err := deleteExact(ctx, w, cluster, &job, false)
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
