@@ -27,6 +27,9 @@ func (d *Dispatcher) writeQueueStatus(ctx context.Context, st *hubState, snap *d
 	d.lastQueueStatus = now
 	globals, locals := queueStatuses(st, snap)
 	log := ctrllog.FromContext(ctx)
+	// A write fails with a conflict when the cache has not seen this queue's last write yet; it is
+	// retried after the interval rather than left stale until the next resync.
+	failed := false
 	for i := range st.globals {
 		gq := st.globals[i].DeepCopy() // the pass read the cache's own objects
 		want := globals[gq.Name]
@@ -37,6 +40,7 @@ func (d *Dispatcher) writeQueueStatus(ctx context.Context, st *hubState, snap *d
 		}
 		gq.Status = want
 		if err := d.Client.Status().Update(ctx, gq); err != nil {
+			failed = true
 			log.V(2).Info("Writing GlobalQueue status", "globalQueue", gq.Name, "err", err.Error())
 		}
 	}
@@ -54,8 +58,12 @@ func (d *Dispatcher) writeQueueStatus(ctx context.Context, st *hubState, snap *d
 		}
 		q.Status = want
 		if err := d.Client.Status().Update(ctx, q); err != nil {
+			failed = true
 			log.V(2).Info("Writing Queue status", "queue", q.Namespace+"/"+q.Name, "err", err.Error())
 		}
+	}
+	if failed {
+		return queueStatusInterval
 	}
 	return 0
 }
