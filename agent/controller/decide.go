@@ -35,6 +35,9 @@ type Input struct {
 	// Placements are the reservations of admitted copies from earlier passes, by copy UID. A copy
 	// admitted without a known placement (by an earlier agent process) is placed again.
 	Placements map[types.UID]admission.Placement
+	// Placing are the admitted copies whose pods were not all bound at the last pass (Plan.Placing), with
+	// when they were admitted; nil is none.
+	Placing map[types.UID]time.Time
 	// Assumed are the Admitted conditions earlier passes wrote, by copy UID, with the copy's version
 	// each write replaced: while a copy still shows that version, the cache is behind the write and the
 	// pass goes by the condition written. Decide only reads it; nil is empty.
@@ -65,6 +68,11 @@ type Plan struct {
 	Suspend []*batchv1.Job
 	// Placements are the reservations of the admitted copies, by copy UID, for the next pass.
 	Placements map[types.UID]admission.Placement
+	// Placing are the admitted copies whose room is held because their pods are not all bound, with when
+	// they were admitted: by this process's clock when it admitted them, else their condition's time.
+	Placing map[types.UID]time.Time
+	// Placed are the copies of in.Placing whose pods are all bound now, with the time since admission.
+	Placed map[types.UID]time.Duration
 	// Wake is how soon a pass must run again for a timeout to be noticed on time (placement timeout,
 	// reservation TTL, starvation timeout); 0 when none is pending.
 	Wake time.Duration
@@ -132,6 +140,8 @@ func Decide(in Input) Plan {
 	plan := Plan{
 		Snapshot:   snap,
 		Placements: map[types.UID]admission.Placement{},
+		Placing:    map[types.UID]time.Time{},
+		Placed:     map[types.UID]time.Duration{},
 	}
 	cs := plan.sortCopies(in)
 	plan.holdAdmitted(in, cs, podsByCopy, nodes)
@@ -217,6 +227,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 				placementTimeoutMessage(c, progress, copyPods, in.Now.Sub(since)), in.Now), nil)
 			continue
 		}
+		p.track(in, c, cur, progress)
 		if pl, ok := in.Placements[c.UID]; ok {
 			p.Placements[c.UID] = pl
 			if !progress.Done() {
@@ -230,6 +241,21 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 	}
 	if len(refit) > 0 {
 		p.placeAgain(refit, cs.byKey, nodes)
+	}
+}
+
+// track keeps an admitted copy whose room is held in Placing, and moves one whose pods are now all
+// bound to Placed, with the time its placement took.
+func (p *Plan) track(in Input, c *gantryv1alpha1.Workload, cur *metav1.Condition, progress Progress) {
+	admitted, known := in.Placing[c.UID]
+	switch {
+	case progress.Done() && known:
+		p.Placed[c.UID] = in.Now.Sub(admitted)
+	case progress.Done():
+	case known:
+		p.Placing[c.UID] = admitted
+	default:
+		p.Placing[c.UID] = cur.LastTransitionTime.Time
 	}
 }
 
@@ -262,6 +288,7 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 		c := cs.byKey[d.Key]
 		if d.Admitted {
 			p.Placements[c.UID] = d.Placement
+			p.Placing[c.UID] = in.Now
 			p.set(c, cs.current[d.Key], condition(c, metav1.ConditionTrue, gantryv1alpha1.ReasonFits,
 				describePlacement(d.Placement), in.Now), d.Placement)
 			continue
@@ -292,6 +319,7 @@ func (p *Plan) placeAgain(gangs []admission.Gang, byKey map[string]*gantryv1alph
 			var u *admission.Unfit
 			if placement, u = empty.Fit(byGang[d.Key]); u != nil {
 				// The nodes it was admitted to are gone: there is nothing left to hold.
+				delete(p.Placing, byKey[d.Key].UID)
 				continue
 			}
 			p.Snapshot.Reserve(d.Key, placement)

@@ -86,6 +86,7 @@ type Reconciler struct {
 	// pass is ever called directly.
 	mu         sync.Mutex
 	placements map[types.UID]admission.Placement
+	placing    map[types.UID]time.Time // admitted copies whose pods were not all bound, with when admitted
 	assumed    *expectations.Written[types.UID, metav1.Condition]
 	lastReport *expectations.Written[string, gantryv1alpha1.CapacityReportStatus]
 	leaseSeen  LeaseSighting
@@ -152,6 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	plan := Decide(in)
 	writeErr := r.apply(ctx, plan)
+	recordPlacements(plan.Placed, len(r.placing))
 	next, reportErr := r.syncReport(ctx, CapacityFromSummary(plan.Snapshot.Summary()))
 	if err := errors.Join(writeErr, reportErr); err != nil {
 		return reconcile.Result{}, err
@@ -189,6 +191,7 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 		Copies:     make([]*gantryv1alpha1.Workload, len(copies.Items)),
 		Jobs:       map[types.NamespacedName]*batchv1.Job{},
 		Placements: r.placements,
+		Placing:    r.placing,
 		Assumed:    r.assumed,
 		Now:        r.clock.Now(),
 
@@ -254,6 +257,7 @@ func (r *Reconciler) hubLease(ctx context.Context) (HubLease, error) {
 func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 	logger := log.FromContext(ctx)
 	r.placements = maps.Clone(plan.Placements)
+	r.placing = maps.Clone(plan.Placing)
 
 	// The writes are independent, so they go out together: a burst of copies is answered in one round
 	// trip's time, not one per copy.
@@ -286,6 +290,7 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			if u.Admits() {
 				plan.Snapshot.Release(GangKey(c))
 				delete(r.placements, c.UID)
+				delete(r.placing, c.UID)
 			}
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				logger.V(2).Info("Copy changed since the pass read it; deciding again", "workload", klog.KObj(c), "err", err)
@@ -299,7 +304,7 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			continue
 		}
 		r.assumed.Record(c.UID, u.Copy.ResourceVersion, u.Condition)
-		admissionsTotal.WithLabelValues(u.Result()).Inc()
+		admissionsTotal.WithLabelValues(boundedResult(u.Result()), admissionOutcome(u.Condition.Reason)).Inc()
 		if u.Admits() {
 			// No Event here: the hub records the admission on the Job the user watches.
 			logger.V(1).Info("Admitted workload copy", "workload", klog.KObj(c), "placement", u.Condition.Message)

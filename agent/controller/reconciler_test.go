@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,10 +36,10 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-func counterValue(t *testing.T, result string) float64 {
+func counterValue(t *testing.T, result, outcome string) float64 {
 	t.Helper()
 	var m dto.Metric
-	if err := admissionsTotal.WithLabelValues(result).Write(&m); err != nil {
+	if err := admissionsTotal.WithLabelValues(result, outcome).Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
@@ -59,7 +60,7 @@ func TestReconcilerPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admittedBefore := counterValue(t, "Admitted")
+	admittedBefore := counterValue(t, "Admitted", OutcomeAdmitted)
 
 	pass := func(wantRequeue time.Duration) {
 		t.Helper()
@@ -107,8 +108,11 @@ func TestReconcilerPass(t *testing.T) {
 	if cond := admitted("big"); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != gantryv1alpha1.ReasonNeverFits || cond.Message == "" {
 		t.Errorf("copy big: Admitted condition %+v, want False/NeverFits with a message", cond)
 	}
-	if got := counterValue(t, "Admitted") - admittedBefore; got != 1 {
-		t.Errorf("gantry_agent_admissions_total{result=Admitted} grew by %v, want 1", got)
+	if got := counterValue(t, "Admitted", OutcomeAdmitted) - admittedBefore; got != 1 {
+		t.Errorf("gantry_agent_admissions_total{result=Admitted,outcome=admitted} grew by %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(agent.reservations); got != 1 {
+		t.Errorf("gantry_agent_reservations is %v, want 1: copy a holds its room until its pods are bound", got)
 	}
 	var evs []string
 	for len(recorder.Events) > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	agentcontroller "github.com/gantry-dev/gantry/agent/controller"
 	hubmetrics "github.com/gantry-dev/gantry/hub/metrics"
 )
 
@@ -21,9 +22,9 @@ const Prefix = "gantry_"
 // definitions.
 func Gather() ([]*dto.MetricFamily, error) {
 	reg := prometheus.NewPedanticRegistry()
-	for _, c := range hubmetrics.Examples() {
+	for _, c := range append(hubmetrics.Examples(), agentcontroller.MetricExamples()...) {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering the hub's metrics: %w", err)
+			return nil, fmt.Errorf("registering %v: %w", c, err)
 		}
 	}
 	return reg.Gather()
