@@ -2,6 +2,7 @@ package helmchart
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,8 +47,9 @@ var nonDefault = map[string]any{
 		"tolerations": []any{map[string]any{"key": "system", "operator": "Exists"}}},
 	"agent": map[string]any{"clusterName": "gpu-east", "replicas": 2, "reservationTTL": "90s",
 		"starvationTimeout": "10m", "placementTimeout": "0", "podAnnotations": map[string]any{"team": "ml"}},
-	"workerAccess":  map[string]any{"longLivedToken": true},
-	"metrics":       map[string]any{"service": true, "serviceMonitor": map[string]any{"enabled": true, "interval": "15s", "labels": map[string]any{"release": "prom"}}, "prometheusRule": map[string]any{"enabled": true}},
+	"workerAccess": map[string]any{"longLivedToken": true},
+	"metrics": map[string]any{"service": true, "serviceMonitor": map[string]any{"enabled": true, "interval": "15s", "labels": map[string]any{"release": "prom"}}, "prometheusRule": map[string]any{"enabled": true},
+		"dashboard": map[string]any{"enabled": true, "labels": map[string]any{"team": "ops"}, "annotations": map[string]any{"grafana_folder": "Gantry"}}},
 	"networkPolicy": map[string]any{"enabled": true},
 }
 
@@ -172,7 +174,7 @@ func TestNonDefaultValues(t *testing.T) {
 	ks := keys(objs)
 	for _, want := range []string{"Namespace /gantry-system", "Secret gantry-system/gantry-hub-remote-token",
 		"ServiceMonitor gantry-system/gantry-hub", "ServiceMonitor gantry-system/gantry-agent", "PrometheusRule gantry-system/gantry",
-		"NetworkPolicy gantry-system/gantry-hub", "NetworkPolicy gantry-system/gantry-agent"} {
+		"NetworkPolicy gantry-system/gantry-hub", "NetworkPolicy gantry-system/gantry-agent", "ConfigMap gantry-system/gantry-dashboard"} {
 		if !slices.Contains(ks, want) {
 			t.Errorf("missing %s", want)
 		}
@@ -204,6 +206,30 @@ func TestNonDefaultValues(t *testing.T) {
 		t.Errorf("hub pod %+v, agent annotations %v", hub.Spec.Template.Spec, agent.Spec.Template.Annotations)
 	}
 	checkMonitoringObjects(t, objs)
+	checkDashboard(t, objs)
+}
+
+// The dashboard's ConfigMap carries the file as it is, labelled for Grafana's sidecar.
+func checkDashboard(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	want, err := os.ReadFile(filepath.Join(chartDir, "dashboards", "gantry.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objs {
+		if key(u) != "ConfigMap gantry-system/gantry-dashboard" {
+			continue
+		}
+		got, _, _ := unstructured.NestedString(u.Object, "data", "gantry.json")
+		if got != strings.TrimSpace(string(want)) || !json.Valid([]byte(got)) {
+			t.Errorf("the dashboard's ConfigMap does not hold dashboards/gantry.json as it is")
+		}
+		if l := u.GetLabels(); l["grafana_dashboard"] != "1" || l["team"] != "ops" || u.GetAnnotations()["grafana_folder"] != "Gantry" {
+			t.Errorf("dashboard labels %v, annotations %v", l, u.GetAnnotations())
+		}
+		return
+	}
+	t.Error("no dashboard ConfigMap")
 }
 
 // The Prometheus Operator's objects decode strictly into its own types: no field is misspelled.
