@@ -6,12 +6,18 @@ export GANTRY_CACHE
 CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_FLAGS ?=
 
-.PHONY: all build generate manifests verify fmt vet test test-unit test-integration test-e2e bench bench-dispatch dev-up dev-down demo tools images push kind-up kind-e2e kind-down
+.PHONY: all build generate manifests verify fmt vet test test-unit test-integration test-e2e bench bench-dispatch dev-up dev-down demo tools images push krew kind-up kind-e2e kind-down
 
 all: build
 
 build:
 	go build -o bin/ ./cmd/gantry-hub ./cmd/gantry-agent ./cmd/kubectl-gantry
+	install -m 0755 cmd/kubectl-gantry/kubectl_complete-gantry bin/
+
+# krew writes bin/krew/: kubectl-gantry_<os>_<arch>.tar.gz for linux and darwin, amd64 and arm64, and the krew
+# plugin manifest gantry.yaml pointing at RELEASE_URL/<archive> with their sha256.
+krew:
+	go run ./hack/krew -version "$${VERSION:?set VERSION, e.g. v0.2.0}" -url "$${RELEASE_URL:?set RELEASE_URL, the https URL the archives are published under}"
 
 # images writes bin/images/gantry-hub.tar, gantry-agent.tar and kubectl-gantry.tar: OCI image layouts in a tar, each
 # an index of linux/amd64 and linux/arm64, built without a container engine; equal commits give equal bytes.

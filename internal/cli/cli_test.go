@@ -180,3 +180,15 @@ func TestCordonUncordonFence(t *testing.T) {
 		t.Errorf("cordon of a cluster that does not exist: %v", err)
 	}
 }
+
+// Shell completion: the completion command writes a script for the binary, and explain completes the
+// namespace's job names (what kubectl_complete-gantry asks for when kubectl completes kubectl gantry).
+func TestCompletion(t *testing.T) {
+	if out := run(t, "completion", "bash"); !strings.Contains(out, "__kubectl-gantry_get_completion_results") {
+		t.Errorf("completion bash does not name kubectl gantry:\n%.300s", out)
+	}
+	out := run(t, "__complete", "explain", "-n", "team-a", "")
+	if !strings.HasPrefix(out, "a\nb\n:4\n") {
+		t.Errorf("completing explain's argument: %q, want the jobs a and b, no file completion", out)
+	}
+}

@@ -25,8 +25,9 @@ its GlobalQueue, and for each cluster of that queue what keeps it from taking th
 capacity its agent reported, the agent's own reason with numbers, rejections); then its dispatch history
 (epochs, copies, evictions, the winner) and the status of its Job on the cluster it runs on.
 JOB is the name of the Job (or of its Workload) in the namespace.`,
-		Example: `  kubectl gantry explain train-llm -n team-a`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  kubectl gantry explain train-llm -n team-a`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: jobNames(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := o.namespace()
 			if err != nil {
@@ -162,4 +163,30 @@ func (o *Options) explainWithoutWorkload(ctx context.Context, c client.Client, n
 		return nil, fmt.Errorf("listing events in %s on the hub: %w", ns, err)
 	}
 	return view.ExplainWithoutWorkload(&job, events.Items, o.now()), nil
+}
+
+// jobNames completes the names of the Jobs the hub has Workloads for in the namespace.
+func jobNames(o *Options) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ns, err := o.namespace()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		c, err := o.NewClient()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var wls gantry.WorkloadList
+		if err := c.List(cmd.Context(), &wls, client.InNamespace(ns)); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names := make([]string, 0, len(wls.Items))
+		for i := range wls.Items {
+			names = append(names, view.JobOrWorkloadName(&wls.Items[i]))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 }

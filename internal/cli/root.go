@@ -74,6 +74,8 @@ cordons, uncordons or fences a worker cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetOut(o.Out)
+	root.SetErr(o.ErrOut)
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newClustersCommand(o), newQueuesCommand(o), newJobsCommand(o), newWorkloadsCommand(o),
 		newExplainCommand(o))
