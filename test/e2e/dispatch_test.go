@@ -61,6 +61,7 @@ func TestGPUJobsRunOnExactlyOneWorker(t *testing.T) {
 		}
 	}
 	t.Logf("jobs per worker: %v", perWorker)
+	checkFleetMetrics(t, len(submitted))
 }
 
 // TestNodeSelectorPicksTheH100Worker submits a Job that only fits on H100 nodes, which only worker-2 has.
