@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/internal/cli/view"
+	"github.com/gantry-dev/gantry/internal/view"
 )
 
 func newClustersCommand(o *Options) *cobra.Command {

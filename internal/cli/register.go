@@ -28,7 +28,7 @@ import (
 	nsmanifest "github.com/gantry-dev/gantry/deploy/namespace"
 	workermanifest "github.com/gantry-dev/gantry/deploy/worker"
 	"github.com/gantry-dev/gantry/hub/remote"
-	"github.com/gantry-dev/gantry/internal/cli/view"
+	"github.com/gantry-dev/gantry/internal/view"
 	"github.com/gantry-dev/gantry/internal/manifest"
 )
 

@@ -1,5 +1,5 @@
-// Package view turns snapshots of Gantry's objects into what kubectl-gantry shows: pure functions,
-// table-tested, with no Kubernetes I/O.
+// Package view turns snapshots of Gantry's objects into what kubectl gantry and the hub's page show:
+// pure functions, table-tested, with no Kubernetes I/O.
 package view
 
 import (
