@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/facts"
 	"github.com/gantry-dev/gantry/internal/view"
 )
 
@@ -116,33 +116,11 @@ func (o *Options) workloadRows(ctx context.Context, c client.Client, shown []gan
 	if err := c.List(ctx, &queues, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing Queues on the hub: %w", err)
 	}
-	positions, err := o.positions(ctx, c, ns)
+	positions, err := facts.Positions(ctx, c, ns, o.warn)
 	if err != nil {
 		return nil, err
 	}
 	return view.Workloads(shown, queues.Items, positions), nil
-}
-
-// positions counts positions over every Workload the reader may list: all namespaces when allowed,
-// else ns only, which it says on stderr.
-func (o *Options) positions(ctx context.Context, c client.Client, ns string) (map[string]view.Position, error) {
-	var all gantry.WorkloadList
-	var queues gantry.QueueList
-	err := c.List(ctx, &all)
-	if err == nil {
-		err = c.List(ctx, &queues)
-	}
-	if apierrors.IsForbidden(err) && ns != "" {
-		fmt.Fprintf(o.ErrOut, "Positions count only the workloads of namespace %s: you may not list Workloads and Queues in all namespaces.\n", ns)
-		err = c.List(ctx, &all, client.InNamespace(ns))
-		if err == nil {
-			err = c.List(ctx, &queues, client.InNamespace(ns))
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing Workloads and Queues on the hub: %w", err)
-	}
-	return view.Positions(all.Items, queues.Items), nil
 }
 
 func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time) *metav1.Table {

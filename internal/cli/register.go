@@ -28,8 +28,8 @@ import (
 	nsmanifest "github.com/gantry-dev/gantry/deploy/namespace"
 	workermanifest "github.com/gantry-dev/gantry/deploy/worker"
 	"github.com/gantry-dev/gantry/hub/remote"
-	"github.com/gantry-dev/gantry/internal/view"
 	"github.com/gantry-dev/gantry/internal/manifest"
+	"github.com/gantry-dev/gantry/internal/view"
 )
 
 // fieldManager owns what kubectl gantry applies on workers.

@@ -43,6 +43,9 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 
 func (o *Options) now() time.Time { return o.Now() }
 
+// warn tells the user something on stderr that does not stop the command.
+func (o *Options) warn(msg string) { fmt.Fprintln(o.ErrOut, msg) }
+
 // namespace is the one of --namespace, else of the kubeconfig's context, else default.
 func (o *Options) namespace() (string, error) {
 	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
