@@ -28,8 +28,8 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
-	"github.com/gantry-dev/gantry/internal/view"
 	"github.com/gantry-dev/gantry/internal/manifest"
+	"github.com/gantry-dev/gantry/internal/view"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
