@@ -18,6 +18,13 @@ import (
 	"github.com/gantry-dev/gantry/internal/view"
 )
 
+// NotFoundError says the hub has neither a Job nor a Workload of that name.
+type NotFoundError struct{ Namespace, Name string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("no Job or Workload %s in namespace %s on the hub", e.Name, e.Namespace)
+}
+
 // Explain reads what the hub knows of the Job (or Workload) name in ns and tells it (view.Explain).
 // What the reader may not read is left out and said; warn hears how positions were counted.
 func Explain(ctx context.Context, c client.Reader, ns, name string, now time.Time, warn func(string)) ([]string, error) {
@@ -126,7 +133,7 @@ func explainWithoutWorkload(ctx context.Context, c client.Reader, ns, name strin
 	var job batchv1.Job
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no Job or Workload %s in namespace %s on the hub", name, ns)
+			return nil, &NotFoundError{Namespace: ns, Name: name}
 		}
 		return nil, fmt.Errorf("reading Job %s/%s on the hub: %w", ns, name, err)
 	}

@@ -1,0 +1,188 @@
+package web
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/facts"
+)
+
+// Access asks the hub's authorizer whether the request's user may do what attrs say.
+type Access func(ctx context.Context, attrs authorizationv1.ResourceAttributes) (bool, error)
+
+// Handler serves the page. Every request must carry an authenticated user, which Allowed checks.
+type Handler struct {
+	// Cache is the hub's cache; the page reads nothing else.
+	Cache   client.Reader
+	Allowed Access
+	Changes *Changes
+	Now     func() time.Time
+}
+
+//go:embed assets templates
+var files embed.FS
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"age": age}).ParseFS(files, "templates/*.html"))
+
+// Routes are the page's: the overview, a job's page, their parts for live updates, the change events
+// and the static assets.
+func (h *Handler) Routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { h.overview(w, r, "page") })
+	mux.HandleFunc("GET /fragment/{$}", func(w http.ResponseWriter, r *http.Request) { h.overview(w, r, "overview") })
+	mux.HandleFunc("GET /jobs/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) { h.job(w, r, "page") })
+	mux.HandleFunc("GET /fragment/jobs/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) { h.job(w, r, "job") })
+	mux.HandleFunc("GET /events", h.events)
+	assets, _ := fs.Sub(files, "assets")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(assets)))
+	return mux
+}
+
+// page is what the layout renders: a title and the part named Main.
+type page struct {
+	Title string
+	Main  string
+	Data  any
+}
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
+	o, err := h.readOverview(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, tmpl, page{Title: "Gantry fleet", Main: "overview", Data: o})
+}
+
+func (h *Handler) readOverview(ctx context.Context) (Overview, error) {
+	s, err := h.snapshot(ctx)
+	if err != nil {
+		return Overview{}, err
+	}
+	showClusters, err := h.Allowed(ctx, authorizationv1.ResourceAttributes{Verb: "list", Group: gantry.GroupVersion.Group, Resource: "workerclusters"})
+	if err != nil {
+		return Overview{}, err
+	}
+	showQueues, err := h.Allowed(ctx, authorizationv1.ResourceAttributes{Verb: "list", Group: gantry.GroupVersion.Group, Resource: "globalqueues"})
+	if err != nil {
+		return Overview{}, err
+	}
+	visible, err := h.visibleNamespaces(ctx, s.Workloads)
+	if err != nil {
+		return Overview{}, err
+	}
+	return BuildOverview(s, func(ns string) bool { return visible[ns] }, showClusters, showQueues, h.Now()), nil
+}
+
+// visibleNamespaces are the namespaces of the workloads whose Jobs the user may list: all at once when
+// the user may list Jobs everywhere, else asked per namespace.
+func (h *Handler) visibleNamespaces(ctx context.Context, wls []gantry.Workload) (map[string]bool, error) {
+	all, err := h.Allowed(ctx, listJobs(""))
+	if err != nil {
+		return nil, err
+	}
+	visible := map[string]bool{}
+	for _, wl := range wls {
+		if _, asked := visible[wl.Namespace]; asked {
+			continue
+		}
+		ok := all
+		if !all {
+			if ok, err = h.Allowed(ctx, listJobs(wl.Namespace)); err != nil {
+				return nil, err
+			}
+		}
+		visible[wl.Namespace] = ok
+	}
+	return visible, nil
+}
+
+func listJobs(namespace string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Verb: "list", Group: batchv1.GroupName, Resource: "jobs", Namespace: namespace}
+}
+
+func (h *Handler) snapshot(ctx context.Context) (Snapshot, error) {
+	var s Snapshot
+	var wcs gantry.WorkerClusterList
+	var gqs gantry.GlobalQueueList
+	var qs gantry.QueueList
+	var wls gantry.WorkloadList
+	for _, l := range []client.ObjectList{&wcs, &gqs, &qs, &wls} {
+		if err := h.Cache.List(ctx, l); err != nil {
+			return s, fmt.Errorf("reading the hub's cache: %w", err)
+		}
+	}
+	return Snapshot{Clusters: wcs.Items, GlobalQueues: gqs.Items, Queues: qs.Items, Workloads: wls.Items}, nil
+}
+
+// jobPage is a job's story.
+type jobPage struct {
+	Namespace, Name string
+	Story           []string
+}
+
+func (h *Handler) job(w http.ResponseWriter, r *http.Request, tmpl string) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	ok, err := h.Allowed(r.Context(), authorizationv1.ResourceAttributes{Verb: "get", Group: batchv1.GroupName, Resource: "jobs", Namespace: ns, Name: name})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !ok {
+		http.Error(w, fmt.Sprintf("you may not get jobs.batch in namespace %s on the hub", ns), http.StatusForbidden)
+		return
+	}
+	story, err := facts.Explain(r.Context(), h.Cache, ns, name, h.Now(), func(string) {})
+	if err != nil {
+		if notFound := (*facts.NotFoundError)(nil); errors.As(err, &notFound) {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, tmpl, page{Title: "Job " + ns + "/" + name, Main: "job", Data: jobPage{Namespace: ns, Name: name, Story: story}})
+}
+
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, tmpl string, p page) {
+	var buf strings.Builder
+	if err := templates.ExecuteTemplate(&buf, tmpl, p); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte(buf.String()))
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) {
+		return // the reader went away
+	}
+	ctrllog.FromContext(r.Context()).Error(err, "Serving the page", "path", r.URL.Path)
+	http.Error(w, "the hub could not serve the page: "+err.Error(), http.StatusInternalServerError)
+}
+
+func age(now, t time.Time) string {
+	d := now.Sub(t).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return d.String()
+	case d < time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return d.Round(time.Hour).String()
+}
