@@ -12,8 +12,8 @@ import (
 
 // CountWrites returns a copy of cfg whose mutating requests are counted in gantry_hub_api_writes_total,
 // by target (metrics.TargetHub or metrics.TargetWorker), worker cluster (empty for the hub), verb,
-// resource and status code. Every client of the hub is built from a config that passed here: the hub's
-// own in cmd/gantry-hub, each worker's in Manager.connect.
+// resource and status code. Every client through which the hub writes is built from a config that
+// passed here: the hub's own in cmd/gantry-hub, each worker's in Manager.connect.
 func CountWrites(cfg *rest.Config, target, cluster string) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
