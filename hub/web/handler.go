@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -176,13 +177,4 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	http.Error(w, "the hub could not serve the page: "+err.Error(), http.StatusInternalServerError)
 }
 
-func age(now, t time.Time) string {
-	d := now.Sub(t).Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return d.String()
-	case d < time.Hour:
-		return d.Round(time.Minute).String()
-	}
-	return d.Round(time.Hour).String()
-}
+func age(now, t time.Time) string { return duration.HumanDuration(now.Sub(t)) }

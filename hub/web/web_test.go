@@ -163,4 +163,3 @@ func TestSubscribersAreBounded(t *testing.T) {
 		t.Errorf("subscriber %d accepted, want at most %d", MaxSubscribers+1, MaxSubscribers)
 	}
 }
-
