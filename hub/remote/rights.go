@@ -18,7 +18,8 @@ import (
 )
 
 // hubAccessClusterRules and hubAccessNamespaceRules are the rules of deploy/worker/hub-access.yaml, its
-// ClusterRole and its Role in gantry-system; a test keeps them equal to the file.
+// ClusterRole gantry-hub-remote and its Role in gantry-system; hubAccessLogRules those of its ClusterRole
+// gantry-hub-remote-logs. A test keeps them equal to the file.
 var (
 	hubAccessClusterRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"gantry.dev"}, Resources: []string{"workloads"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
@@ -30,6 +31,13 @@ var (
 	}
 	hubAccessNamespaceRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+	}
+	// hubAccessLogRules let the hub's endpoint show the logs of a job's pods. They are the hub's own,
+	// not excess, but the hub connects without them: a worker set up before them, or whose operator
+	// withholds them, still runs jobs and only shows no logs.
+	hubAccessLogRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 	}
 )
 
@@ -202,7 +210,7 @@ func listed(verbs map[string]map[string]bool) []string {
 }
 
 func resourceAllowed(group, resource, verb string) bool {
-	for _, rules := range [][]rbacv1.PolicyRule{hubAccessClusterRules, hubAccessNamespaceRules, defaultResourceRules} {
+	for _, rules := range [][]rbacv1.PolicyRule{hubAccessClusterRules, hubAccessNamespaceRules, hubAccessLogRules, defaultResourceRules} {
 		for _, r := range rules {
 			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
 				return true

@@ -33,7 +33,7 @@ func TestAllowlistIsHubAccessYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var clusterRules, namespaceRules []rbacv1.PolicyRule
+	var clusterRules, logRules, namespaceRules []rbacv1.PolicyRule
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		var obj struct {
@@ -48,7 +48,11 @@ func TestAllowlistIsHubAccessYAML(t *testing.T) {
 		}
 		switch obj.Kind {
 		case "ClusterRole":
-			clusterRules = append(clusterRules, obj.Rules...)
+			if obj.Metadata.Name == "gantry-hub-remote-logs" {
+				logRules = append(logRules, obj.Rules...)
+			} else {
+				clusterRules = append(clusterRules, obj.Rules...)
+			}
 		case "Role":
 			if obj.Metadata.Namespace != gantry.GantryNamespace {
 				t.Errorf("Role %s is in namespace %q; the rights review looks at %s", obj.Metadata.Name, obj.Metadata.Namespace, gantry.GantryNamespace)
@@ -58,6 +62,9 @@ func TestAllowlistIsHubAccessYAML(t *testing.T) {
 	}
 	if diff := cmp.Diff(clusterRules, hubAccessClusterRules); diff != "" {
 		t.Errorf("ClusterRole rules of hub-access.yaml (-) and hubAccessClusterRules (+) differ:\n%s", diff)
+	}
+	if diff := cmp.Diff(logRules, hubAccessLogRules); diff != "" {
+		t.Errorf("ClusterRole gantry-hub-remote-logs of hub-access.yaml (-) and hubAccessLogRules (+) differ:\n%s", diff)
 	}
 	if diff := cmp.Diff(namespaceRules, hubAccessNamespaceRules); diff != "" {
 		t.Errorf("Role rules of hub-access.yaml (-) and hubAccessNamespaceRules (+) differ:\n%s", diff)
@@ -77,7 +84,7 @@ func nonResourceRule(urls, verbs string) authorizationv1.NonResourceRule {
 // says: its rules and Kubernetes' defaults for every authenticated user and service account.
 func leastPrivilege() authorizationv1.SubjectRulesReviewStatus {
 	var st authorizationv1.SubjectRulesReviewStatus
-	for _, r := range append(append(append([]rbacv1.PolicyRule{}, hubAccessNamespaceRules...), hubAccessClusterRules...), defaultResourceRules...) {
+	for _, r := range slices.Concat(hubAccessNamespaceRules, hubAccessClusterRules, hubAccessLogRules, defaultResourceRules) {
 		st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs})
 	}
 	st.NonResourceRules = []authorizationv1.NonResourceRule{
@@ -89,7 +96,8 @@ func leastPrivilege() authorizationv1.SubjectRulesReviewStatus {
 }
 
 func plus(st authorizationv1.SubjectRulesReviewStatus, rules ...authorizationv1.ResourceRule) authorizationv1.SubjectRulesReviewStatus {
-	st.ResourceRules = append(st.ResourceRules, rules...)
+	// A copy: cases built from one status must not share its backing array.
+	st.ResourceRules = append(slices.Clone(st.ResourceRules), rules...)
 	return st
 }
 
@@ -113,6 +121,8 @@ func TestRightsFrom(t *testing.T) {
 		"named secrets still count": {review: plus(leastPrivilege(), resourceRule("", "secrets", "get", "worker-token")),
 			want: Rights{Excess: []string{"secrets: get"}}},
 		"pods/exec": {review: plus(leastPrivilege(), resourceRule("", "pods/exec", "create")), want: Rights{Excess: []string{"pods/exec: create"}}},
+		"pods beyond reading them": {review: plus(leastPrivilege(), resourceRule("", "pods,pods/log", "get,watch,delete")),
+			want: Rights{Excess: []string{"pods: delete, watch", "pods/log: delete, watch"}}},
 		"a verb beyond": {review: plus(leastPrivilege(), resourceRule("batch", "jobs", "get,update"), resourceRule("coordination.k8s.io", "leases", "delete")),
 			want: Rights{Excess: []string{"jobs.batch: update", "leases.coordination.k8s.io: delete"}}},
 		"wildcard verbs on an allowed resource": {review: plus(leastPrivilege(), resourceRule("gantry.dev", "workloads", "*")),
@@ -176,6 +186,12 @@ func TestUncovered(t *testing.T) {
 			withoutLeases.ResourceRules = append(withoutLeases.ResourceRules, r)
 		}
 	}
+	withoutLogs := authorizationv1.SubjectRulesReviewStatus{}
+	for _, r := range leastPrivilege().ResourceRules {
+		if r.Resources[0] != "pods" && r.Resources[0] != "pods/log" {
+			withoutLogs.ResourceRules = append(withoutLogs.ResourceRules, r)
+		}
+	}
 	defaultsOnly := authorizationv1.SubjectRulesReviewStatus{}
 	for _, r := range defaultResourceRules {
 		defaultsOnly.ResourceRules = append(defaultsOnly.ResourceRules, authorizationv1.ResourceRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs})
@@ -201,6 +217,7 @@ func TestUncovered(t *testing.T) {
 		"nothing at all":                           {want: slices.Sorted(slices.Values(append(append([]string{}, all...), leases...)))},
 		"the ClusterRoleBinding removed":           {rules: defaultsOnly.ResourceRules, want: all},
 		"the lease RoleBinding removed":            {rules: withoutLeases.ResourceRules, want: leases},
+		"the logs ClusterRoleBinding removed":      {rules: withoutLogs.ResourceRules},
 		"a lease Role for the hub's Lease by name": {rules: plus(withoutLeases, lease("create"), lease("get,update", gantry.HubLeaseName)).ResourceRules},
 		"a lease Role for another name": {rules: plus(withoutLeases, lease("create"), lease("get,update", "other")).ResourceRules,
 			want: leases[1:]},

@@ -106,8 +106,8 @@ func TestRolesRenderTheirParts(t *testing.T) {
 		"PodDisruptionBudget gantry-system/gantry-hub", "Role gantry-system/gantry-hub", "RoleBinding gantry-system/gantry-hub",
 		"Service gantry-system/gantry-hub-metrics", "ServiceAccount gantry-system/gantry-hub",
 		"ValidatingAdmissionPolicy /gantry-job-placement", "ValidatingAdmissionPolicyBinding /gantry-job-placement"}
-	agent := []string{"ClusterRole /gantry-agent", "ClusterRole /gantry-hub-remote", "ClusterRoleBinding /gantry-agent",
-		"ClusterRoleBinding /gantry-hub-remote", "ConfigMap gantry-system/gantry-agent", "Deployment gantry-system/gantry-agent",
+	agent := []string{"ClusterRole /gantry-agent", "ClusterRole /gantry-hub-remote", "ClusterRole /gantry-hub-remote-logs", "ClusterRoleBinding /gantry-agent",
+		"ClusterRoleBinding /gantry-hub-remote", "ClusterRoleBinding /gantry-hub-remote-logs", "ConfigMap gantry-system/gantry-agent", "Deployment gantry-system/gantry-agent",
 		"PodDisruptionBudget gantry-system/gantry-agent", "Role gantry-system/gantry-agent-leader-election",
 		"Role gantry-system/gantry-hub-remote", "RoleBinding gantry-system/gantry-agent-leader-election",
 		"RoleBinding gantry-system/gantry-hub-remote", "Service gantry-system/gantry-agent-metrics",
