@@ -21,6 +21,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub"
+	"github.com/gantry-dev/gantry/hub/endpoint"
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/leadership"
@@ -43,6 +44,7 @@ func main() {
 		allowLoopback  bool
 		workloadWorker int
 		showVersion    bool
+		endpointOpts   endpoint.Options
 	)
 	// An own flag set: controller-runtime registers --kubeconfig on the global one.
 	fs := flag.NewFlagSet("gantry-hub", flag.ExitOnError)
@@ -60,6 +62,7 @@ func main() {
 	fs.BoolVar(&allowLoopback, "allow-loopback-workers", false, "Accept workers whose API server is on a loopback address (127.0.0.0/8, ::1, localhost), as local testbeds have.")
 	fs.IntVar(&workloadWorker, "workload-workers", 32, "Workloads synced with workers in parallel.")
 	fs.BoolVar(&showVersion, "version", false, "Print the version and commit and exit.")
+	bindEndpointFlags(fs, &endpointOpts)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -67,10 +70,14 @@ func main() {
 		fmt.Println(version.String("gantry-hub"))
 		return
 	}
+	if err := endpointOpts.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, "gantry-hub:", err)
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr, leaderElect, qps, burst,
+	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr, leaderElect, qps, burst, endpointOpts,
 		hub.Options{
 			Namespace:       namespace,
 			WorkloadWorkers: workloadWorker,
@@ -82,7 +89,8 @@ func main() {
 	}
 }
 
-func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leaderElect bool, qps float64, burst int, opts hub.Options) error {
+func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leaderElect bool, qps float64, burst int,
+	endpointOpts endpoint.Options, opts hub.Options) error {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
@@ -97,6 +105,7 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	if err := gantry.AddToScheme(scheme); err != nil {
 		return err
 	}
+	unguarded := cfg
 	var election *leadership.Election
 	if leaderElect {
 		// A replica that lost the lease while paused writes nothing when it wakes, to the hub or a worker.
@@ -125,6 +134,10 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		return err
 	}
 	defer h.Connections.DisconnectAll()
+	policy := remote.Policy{AllowInsecure: opts.Remote.AllowInsecureKubeconfigs, AllowLoopback: opts.Remote.AllowLoopback}
+	if err := addEndpoint(mgr, unguarded, endpointOpts, namespace, policy); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func TestLintStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, values := range map[string]map[string]any{"hub": roleValues["hub"], "agent": roleValues["agent"],
-		"both": roleValues["both"], "non-default": nonDefault} {
+		"both": roleValues["both"], "non-default": nonDefault, "endpoint": endpointValues} {
 		lint := action.NewLint()
 		lint.Strict, lint.Namespace, lint.KubeVersion = true, Namespace, kv
 		res := lint.Run([]string{chartDir}, values)
@@ -276,6 +276,12 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"no replicas", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"replicas": 0}}, "replicas"},
 		{"bad duration", Namespace, map[string]any{"role": "agent", "agent": map[string]any{"clusterName": "w", "placementTimeout": "ten minutes"}}, "placementTimeout"},
 		{"extra arg without dashes", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"extraArgs": []any{"leader-elect=false"}}}, "extraArgs"},
+		{"endpoint without its Secret", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"endpoint": map[string]any{"enabled": true}}},
+			"hub.endpoint.enabled needs hub.endpoint.tls.secretName"},
+		{"endpoint advertised but off", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"endpoint": map[string]any{"advertiseURL": "https://gantry.example.com"}}},
+			"turn it on with hub.endpoint.enabled"},
+		{"endpoint advertised over http", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"endpoint": map[string]any{"enabled": true,
+			"tls": map[string]any{"secretName": "tls"}, "advertiseURL": "http://gantry.example.com"}}}, "advertiseURL"},
 	} {
 		_, err := Render(ch, tc.namespace, tc.values)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -51,7 +51,8 @@ func TestChartDryRunsInRestrictedNamespace(t *testing.T) {
 		{"agent", workers["worker-1"], map[string]any{"role": "agent", "agent": agent}},
 		{"both", workers["worker-2"], map[string]any{"role": "both", "agent": agent}},
 		{"everything on", workers["worker-2"], map[string]any{"role": "both", "agent": agent,
-			"hub":          map[string]any{"replicas": 3, "extraArgs": []any{"--pprof-bind-address=:6060"}},
+			"hub": map[string]any{"replicas": 3, "extraArgs": []any{"--pprof-bind-address=:6060"},
+				"endpoint": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "gantry-endpoint-tls"}, "advertiseURL": "https://gantry.example.com:8443"}},
 			"workerAccess": map[string]any{"longLivedToken": true}, "networkPolicy": map[string]any{"enabled": true},
 			"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}}}},
 	} {

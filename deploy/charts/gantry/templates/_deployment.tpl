@@ -1,6 +1,7 @@
 {{/*
 gantry.deployment is the Deployment, PodDisruptionBudget and metrics Service of one component. It takes
-(dict "root" $ "component" "hub" "values" .Values.hub "args" (list ...)).
+(dict "root" $ "component" "hub" "values" .Values.hub "args" (list ...)), and optionally "ports",
+"volumes" and "volumeMounts": lists of the container's further ports and of the pod's volumes.
 */}}
 {{- define "gantry.deployment" -}}
 {{- $v := .values -}}
@@ -62,6 +63,13 @@ spec:
         ports:
         - {name: metrics, containerPort: 8080, protocol: TCP}
         - {name: probes, containerPort: 8081, protocol: TCP}
+        {{- with .ports }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+        {{- with .volumeMounts }}
+        volumeMounts:
+          {{- toYaml . | nindent 10 }}
+        {{- end }}
         livenessProbe:
           httpGet: {path: /healthz, port: probes}
           initialDelaySeconds: 15
@@ -76,6 +84,10 @@ spec:
           allowPrivilegeEscalation: false
           readOnlyRootFilesystem: true
           capabilities: {drop: [ALL]}
+      {{- with .volumes }}
+      volumes:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       {{- with $v.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

@@ -19,6 +19,21 @@ true
 {{- end -}}
 {{- end }}
 
+{{/*
+gantry.endpoint is true when the hub serves its endpoint; it serves HTTPS only, so it needs its Secret.
+*/}}
+{{- define "gantry.endpoint" -}}
+{{- $e := .Values.hub.endpoint -}}
+{{- if and (include "gantry.hub" .) $e.enabled -}}
+{{- if not $e.tls.secretName -}}
+{{- fail (printf "hub.endpoint.enabled needs hub.endpoint.tls.secretName: the endpoint serves HTTPS only, with the certificate and key of a kubernetes.io/tls Secret in %s (tls.crt, tls.key)" .Release.Namespace) -}}
+{{- end -}}
+true
+{{- else if and (include "gantry.hub" .) $e.advertiseURL -}}
+{{- fail "hub.endpoint.advertiseURL tells users where the endpoint is: turn it on with hub.endpoint.enabled" -}}
+{{- end -}}
+{{- end }}
+
 {{/* gantry.labels takes (dict "root" $ "component" "hub"). */}}
 {{- define "gantry.labels" -}}
 {{ include "gantry.selectorLabels" . }}
