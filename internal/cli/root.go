@@ -83,6 +83,7 @@ cordons, uncordons or fences a worker cluster.`,
 	root.AddCommand(newClustersCommand(o), newQueuesCommand(o), newJobsCommand(o), newWorkloadsCommand(o),
 		newExplainCommand(o))
 	root.AddCommand(newStateCommands(o)...)
+	root.AddCommand(newLogsCommand(o))
 	root.AddCommand(newRegistrationCommands(o)...)
 	return root
 }
