@@ -17,7 +17,8 @@
 # Environment:
 #   GANTRY_CACHE        tool cache (see hack/install-tools.sh)
 #   GANTRY_DEV_DIR      directory of this testbed (default .dev in the repo root)
-#   GANTRY_DEV_PORT     first of six loopback ports for metrics/health (default 18080)
+#   GANTRY_DEV_PORT     first of ten loopback ports (default 18080): metrics and health of the hub
+#                       and agents on +0 to +5, the hub's endpoint (kubectl gantry logs) on +9
 #   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 #   GANTRY_AGENT_FLAGS  extra flags for both gantry-agents, e.g. "--placement-timeout=30s"
@@ -133,6 +134,7 @@ Gantry testbed is up.
   worker-1:  ${DEV}/worker-1.kubeconfig  (etcd $(cat "${DEV}/worker-1.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[1]})
   worker-2:  ${DEV}/worker-2.kubeconfig  (etcd $(cat "${DEV}/worker-2.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[2]})
   logs:      ${DEV}/logs/
+  endpoint:  http://127.0.0.1:$((PORT_BASE + 9))  (kubectl gantry logs JOB; pods' logs from ${DEV}/job-logs.log)
   kubectl:   ${KUBECTL}
 
   export KUBECONFIG=${DEV}/hub.kubeconfig PATH=${BIN}:\$PATH
@@ -174,13 +176,24 @@ EOF
   echo "---"
   cat "${TESTBED}/stages.yaml"
 } > "${KWOK_CONFIG}"
+# The workers' kwok serves every container's log from one file (hack/testbed/cluster-logs.yaml); a test
+# may append lines to the copy to see them followed.
+LOGS_FILE="${DEV}/job-logs.log"
+cp "${TESTBED}/job-logs.log" "${LOGS_FILE}"
+KWOK_WORKER_CONFIG="${DEV}/kwokctl-worker-config.yaml"
+{
+  cat "${KWOK_CONFIG}"
+  echo "---"
+  sed -e "s|\${LOGS_FILE}|${LOGS_FILE}|g" "${TESTBED}/cluster-logs.yaml"
+} > "${KWOK_WORKER_CONFIG}"
 
+# create_cluster NAME KWOKCTL_CONFIG
 create_cluster() {
-  local name=$1 start=${SECONDS}
-  shift
+  local name=$1 config=$2 start=${SECONDS}
+  shift 2
   log "creating cluster ${name}"
   "${BIN}/kwokctl" create cluster --name "${name}" --runtime binary \
-    --config "${KWOK_CONFIG}" \
+    --config "${config}" \
     --kubeconfig "${DEV}/kwokctl.kubeconfig" \
     --timeout "${TIMEOUT}s" --wait "${TIMEOUT}s" \
     "$@" >>"${DEV}/logs/kwokctl.log" 2>&1 \
@@ -215,11 +228,11 @@ record_etcd_url() {
   echo "${etcd_url}" > "${out}"
 }
 
-create_cluster gantry-hub
+create_cluster gantry-hub "${KWOK_CONFIG}"
 export_kubeconfig gantry-hub "${DEV}/hub.kubeconfig"
 record_etcd_url gantry-hub "${DEV}/hub.etcd"
 for n in "${WORKERS[@]}"; do
-  create_cluster "gantry-worker-${n}"
+  create_cluster "gantry-worker-${n}" "${KWOK_WORKER_CONFIG}"
   export_kubeconfig "gantry-worker-${n}" "${DEV}/worker-${n}.kubeconfig"
   record_etcd_url "gantry-worker-${n}" "${DEV}/worker-${n}.etcd"
 done
@@ -305,10 +318,12 @@ fi
 
 # GANTRY_PPROF=1 serves Go profiles: the hub on PORT_BASE+6, agent N on PORT_BASE+6+N.
 pprof() { if [[ -n "${GANTRY_PPROF:-}" ]]; then echo --pprof-bind-address "127.0.0.1:$((PORT_BASE + 6 + $1))"; fi; }
+# The hub's endpoint (kubectl gantry logs) serves plain HTTP, which it allows on loopback only.
+ENDPOINT_ADDR="127.0.0.1:$((PORT_BASE + 9))"
 # shellcheck disable=SC2046 # pprof prints nothing or two words
 start_process gantry-hub "${PORT_BASE}" "$((PORT_BASE + 1))" \
   "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system \
-  --allow-loopback-workers $(pprof 0)
+  --allow-loopback-workers --endpoint-bind-address "${ENDPOINT_ADDR}" $(pprof 0)
 for n in "${WORKERS[@]}"; do
   # shellcheck disable=SC2046,SC2086 # pprof and GANTRY_AGENT_FLAGS split into words
   start_process "gantry-agent-${n}" "$((PORT_BASE + 2 * n))" "$((PORT_BASE + 2 * n + 1))" \
@@ -319,6 +334,15 @@ for name in gantry-hub gantry-agent-1 gantry-agent-2; do
   wait_healthy "${name}"
 done
 log "gantry-hub and agents healthy"
+# A request without a token gets 401 once the endpoint serves.
+deadline=$((SECONDS + TIMEOUT))
+until [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://${ENDPOINT_ADDR}/logs/default/none")" == 401 ]]; do
+  ((SECONDS < deadline)) || die "the hub's endpoint does not answer on ${ENDPOINT_ADDR}; see ${DEV}/logs/gantry-hub.log"
+  sleep 1
+done
+sed -e "s|\${ENDPOINT_URL}|http://${ENDPOINT_ADDR}|g" "${TESTBED}/hub-endpoint.yaml" \
+  | khub apply --server-side --force-conflicts -f - >/dev/null
+log "the hub's endpoint serves on http://${ENDPOINT_ADDR} (ConfigMap gantry-system/gantry-hub-endpoint)"
 
 # --- 7. hub objects ----------------------------------------------------------
 khub apply -f "${TESTBED}/hub-objects.yaml" >/dev/null

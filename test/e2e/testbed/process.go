@@ -99,12 +99,15 @@ func (p *Process) Stop() error {
 	return nil
 }
 
-// WithPorts returns the process's command line with its metrics and health probe addresses moved to two
-// free loopback ports, for a second replica of it.
+// WithPorts returns the process's command line with its metrics and health probe addresses, and the
+// hub's endpoint when it has one, moved to free loopback ports, for a second replica of it.
 func (p *Process) WithPorts() ([]string, error) {
 	args := slices.Clone(p.Args)
-	for _, flag := range []string{"--metrics-bind-address", "--health-probe-bind-address"} {
+	for _, flag := range []string{"--metrics-bind-address", "--health-probe-bind-address", "--endpoint-bind-address"} {
 		i := slices.Index(args, flag)
+		if i < 0 && flag == "--endpoint-bind-address" {
+			continue
+		}
 		if i < 0 || i+1 >= len(args) {
 			return nil, fmt.Errorf("%s has no %s", p.Name, flag)
 		}

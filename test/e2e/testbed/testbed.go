@@ -126,8 +126,8 @@ func Open(dir string, qps float32, burst int) (*Testbed, error) {
 // watch an eviction, long enough that pods of admitted jobs are always placed within it here.
 const PlacementTimeout = 30 * time.Second
 
-// Up runs hack/dev-up.sh for a testbed in dir whose Gantry processes listen on six loopback ports from
-// portBase, with audit logs of writes (Audit). The script's output goes to out.
+// Up runs hack/dev-up.sh for a testbed in dir whose Gantry processes listen on loopback ports from
+// portBase (see FreePortBase), with audit logs of writes (Audit). The script's output goes to out.
 func Up(ctx context.Context, root, dir string, portBase int, out io.Writer) error {
 	return script(ctx, root, "dev-up.sh", dir, out, "GANTRY_DEV_PORT="+strconv.Itoa(portBase), "GANTRY_AUDIT=1",
 		"GANTRY_AGENT_FLAGS=--placement-timeout="+PlacementTimeout.String())
@@ -152,12 +152,13 @@ func script(ctx context.Context, root, name, dir string, out io.Writer, env ...s
 	return nil
 }
 
-// FreePortBase returns the first port from start on, in steps of ten, where six consecutive loopback
-// ports are free.
+// FreePortBase returns the first port from start on, in steps of ten, where the ten consecutive loopback
+// ports hack/dev-up.sh may take are free: metrics and health probes on the first six, profiles on the
+// next three, the hub's endpoint on the last.
 func FreePortBase(start int) (int, error) {
 	for base := start; base < start+500; base += 10 {
 		free := true
-		for p := base; p < base+6 && free; p++ {
+		for p := base; p < base+10 && free; p++ {
 			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 			if err != nil {
 				free = false
@@ -169,7 +170,7 @@ func FreePortBase(start int) (int, error) {
 			return base, nil
 		}
 	}
-	return 0, fmt.Errorf("no six free consecutive loopback ports in [%d, %d)", start, start+500)
+	return 0, fmt.Errorf("no ten free consecutive loopback ports in [%d, %d)", start, start+500)
 }
 
 // Lock takes an exclusive lock for the testbed directory dir, so that two runs never bring up the same
