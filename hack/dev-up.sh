@@ -18,7 +18,7 @@
 #   GANTRY_CACHE        tool cache (see hack/install-tools.sh)
 #   GANTRY_DEV_DIR      directory of this testbed (default .dev in the repo root)
 #   GANTRY_DEV_PORT     first of ten loopback ports (default 18080): metrics and health of the hub
-#                       and agents on +0 to +5, the hub's endpoint (kubectl gantry logs) on +9
+#                       and agents on +0 to +5, the hub's endpoint (kubectl gantry logs, the page) on +9
 #   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 #   GANTRY_AGENT_FLAGS  extra flags for both gantry-agents, e.g. "--placement-timeout=30s"
@@ -134,7 +134,7 @@ Gantry testbed is up.
   worker-1:  ${DEV}/worker-1.kubeconfig  (etcd $(cat "${DEV}/worker-1.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[1]})
   worker-2:  ${DEV}/worker-2.kubeconfig  (etcd $(cat "${DEV}/worker-2.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[2]})
   logs:      ${DEV}/logs/
-  endpoint:  http://127.0.0.1:$((PORT_BASE + 9))  (kubectl gantry logs JOB; pods' logs from ${DEV}/job-logs.log)
+  endpoint:  http://127.0.0.1:$((PORT_BASE + 9))  (the live page: log in with a token; kubectl gantry logs JOB, pods' logs from ${DEV}/job-logs.log)
   kubectl:   ${KUBECTL}
 
   export KUBECONFIG=${DEV}/hub.kubeconfig PATH=${BIN}:\$PATH
@@ -323,7 +323,7 @@ ENDPOINT_ADDR="127.0.0.1:$((PORT_BASE + 9))"
 # shellcheck disable=SC2046 # pprof prints nothing or two words
 start_process gantry-hub "${PORT_BASE}" "$((PORT_BASE + 1))" \
   "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system \
-  --allow-loopback-workers --endpoint-bind-address "${ENDPOINT_ADDR}" $(pprof 0)
+  --allow-loopback-workers --endpoint-bind-address "${ENDPOINT_ADDR}" --endpoint-page $(pprof 0)
 for n in "${WORKERS[@]}"; do
   # shellcheck disable=SC2046,SC2086 # pprof and GANTRY_AGENT_FLAGS split into words
   start_process "gantry-agent-${n}" "$((PORT_BASE + 2 * n))" "$((PORT_BASE + 2 * n + 1))" \

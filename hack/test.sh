@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== unit tests"
-go test -count=1 ./apis/... ./dispatch/... ./agent/... ./hub/... ./internal/... ./cmd/...
+go test -count=1 ./apis/... ./dispatch/... ./agent/... ./hub/... ./internal/... ./cmd/... ./hack/... ./kind-configs/...
 
 echo "== integration tests (real kube-apiservers: one hub, two workers)"
 assets=$(hack/install-tools.sh --envtest | tail -n 1)
@@ -15,5 +15,5 @@ KUBEBUILDER_ASSETS="$assets" go test -count=1 -timeout 15m ./test/integration/..
 if compgen -G "test/e2e/*_test.go" >/dev/null; then
   echo "== end-to-end tests (kwok clusters, real gantry-hub and gantry-agent)"
   make --no-print-directory build
-  GANTRY_TOOLS="$(hack/install-tools.sh | tail -n 1)" go test -count=1 -timeout 25m ./test/e2e/...
+  GANTRY_CHROMIUM="$(hack/install-chromium.sh)" GANTRY_TOOLS="$(hack/install-tools.sh | tail -n 1)" go test -count=1 -timeout 25m ./test/e2e/...
 fi

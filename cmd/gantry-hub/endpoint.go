@@ -1,15 +1,23 @@
 package main
 
 import (
+	"context"
 	"flag"
+	"fmt"
+	"net/http"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
 
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/endpoint"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/hub/web"
 )
 
 // Bounds of the log streams the endpoint reads from workers: per request, and for all requests.
@@ -23,6 +31,8 @@ func bindEndpointFlags(fs *flag.FlagSet, o *endpoint.Options) {
 		"Any address but a loopback one needs --endpoint-tls-cert-file and --endpoint-tls-key-file.")
 	fs.StringVar(&o.CertFile, "endpoint-tls-cert-file", "", "PEM certificate (chain) the endpoint serves HTTPS with; read again when it changes.")
 	fs.StringVar(&o.KeyFile, "endpoint-tls-key-file", "", "PEM private key of --endpoint-tls-cert-file.")
+	fs.BoolVar(&o.Page, "endpoint-page", false, "Serve the hub's live page on the endpoint too: the fleet at a glance and each job's story, "+
+		"to users who log in with a token, showing what the hub's RBAC lets them read.")
 }
 
 // addEndpoint serves the endpoint, when it is on, on every replica. base is the hub's config outside
@@ -43,6 +53,38 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, namesp
 	workers := &remote.PodLogs{Hub: mgr.GetClient(), Namespace: namespace, Policy: policy, HubHost: mgr.GetConfig().Host}
 	logs := &endpoint.Logs{Hub: mgr.GetClient(), Allowed: endpoint.Authorizer(authz.SubjectAccessReviews()), Workers: workers,
 		MaxStreams: endpointStreamsPerRequest, MaxTotal: endpointStreams}
-	return mgr.Add(&endpoint.Server{Options: o,
-		Handler: endpoint.NewHandler(endpoint.Config{Reviews: authn.TokenReviews(), Logs: logs})})
+	cfg := endpoint.Config{Reviews: authn.TokenReviews(), Logs: logs, SecureCookies: o.CertFile != ""}
+	if o.Page {
+		page, err := addPage(mgr, endpoint.Authorizer(authz.SubjectAccessReviews()))
+		if err != nil {
+			return err
+		}
+		cfg.Page = page
+	}
+	return mgr.Add(&endpoint.Server{Options: o, Handler: endpoint.NewHandler(cfg)})
 }
+
+// addPage makes the hub's page, reading the manager's cache, and tells open pages of every change the
+// cache sees of the kinds it shows (on every replica: the standby's cache follows the API server too).
+func addPage(mgr ctrl.Manager, allowed web.Access) (http.Handler, error) {
+	changes := &web.Changes{}
+	h := &web.Handler{Cache: mgr.GetCache(), Allowed: allowed, Changes: changes, Now: time.Now}
+	watch := func(ctx context.Context) error {
+		if err := web.Watch(ctx, mgr.GetCache(), changes, &gantry.Workload{}, &gantry.WorkerCluster{},
+			&gantry.GlobalQueue{}, &gantry.Queue{}, &batchv1.Job{}); err != nil {
+			return fmt.Errorf("watching the hub's cache for the page: %w", err)
+		}
+		<-ctx.Done()
+		return nil
+	}
+	if err := mgr.Add(everyReplica(watch)); err != nil {
+		return nil, err
+	}
+	return h.Routes(), nil
+}
+
+// everyReplica is a runnable that runs on the standby too.
+type everyReplica func(ctx context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }

@@ -24,32 +24,55 @@ func UserFrom(ctx context.Context) (authenticationv1.UserInfo, bool) {
 }
 
 // Authenticate is the one place the endpoint authenticates: a request gets through to next only with a
-// bearer token the hub's API server accepts (TokenReview); anything else is answered 401. So every page the endpoint serves sees the user as the hub does.
-// next finds the user with UserFrom.
+// bearer token the hub's API server accepts (TokenReview); anything else is answered 401. So every page
+// the endpoint serves sees the user as the hub does. The token comes in the Authorization header (kubectl
+// gantry) or, for a browser, in the session cookie the login form sets. next finds the user with UserFrom.
 func Authenticate(reviews authenticationv1client.TokenReviewInterface, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
-			unauthorized(w, "no bearer token: send the token of your kubeconfig for the hub as Authorization: Bearer (kubectl gantry does)")
+			token, ok = sessionToken(r)
+		}
+		if !ok {
+			unauthorized(w, r, "no bearer token: send the token of your kubeconfig for the hub as Authorization: Bearer (kubectl gantry does), or log in at /login")
 			return
 		}
-		review, err := reviews.Create(r.Context(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
-		if err != nil {
-			ctrllog.FromContext(r.Context()).Error(err, "Reviewing a token failed")
-			http.Error(w, "the hub could not review the token with its API server; try again", http.StatusServiceUnavailable)
+		u, status, msg := review(r.Context(), reviews, token)
+		if status != http.StatusOK {
+			if status == http.StatusUnauthorized {
+				unauthorized(w, r, msg)
+			} else {
+				http.Error(w, msg, status)
+			}
 			return
 		}
-		if !review.Status.Authenticated {
-			ctrllog.FromContext(r.Context()).V(1).Info("Token refused", "error", review.Status.Error)
-			unauthorized(w, "the hub's API server does not accept the token: it expired, was revoked or is not the hub's")
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, review.Status.User)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
 }
 
-func unauthorized(w http.ResponseWriter, msg string) {
+// review asks the hub's API server who the token is; a status other than 200 comes with what to say.
+func review(ctx context.Context, reviews authenticationv1client.TokenReviewInterface, token string) (authenticationv1.UserInfo, int, string) {
+	tr, err := reviews.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		ctrllog.FromContext(ctx).Error(err, "Reviewing a token failed")
+		return authenticationv1.UserInfo{}, http.StatusServiceUnavailable, "the hub could not review the token with its API server; try again"
+	}
+	if !tr.Status.Authenticated {
+		ctrllog.FromContext(ctx).V(1).Info("Token refused", "error", tr.Status.Error)
+		return authenticationv1.UserInfo{}, http.StatusUnauthorized, "the hub's API server does not accept the token: it expired, was revoked or is not the hub's"
+	}
+	return tr.Status.User, http.StatusOK, ""
+}
+
+// unauthorized answers 401; a browser also gets a link to the login form.
+func unauthorized(w http.ResponseWriter, r *http.Request, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="gantry-hub"`)
+	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = loginPage.Execute(w, loginForm{Message: msg})
+		return
+	}
 	http.Error(w, msg, http.StatusUnauthorized)
 }
 

@@ -28,6 +28,8 @@ type Options struct {
 	// CertFile and KeyFile are the serving certificate and its key, PEM, both or neither; they are read
 	// again when they change. Without them the endpoint serves plain HTTP, on a loopback address only.
 	CertFile, KeyFile string
+	// Page serves the hub's page (hub/web) on the endpoint too, with its login form.
+	Page bool
 }
 
 // Check refuses options the endpoint must not serve with: plain HTTP would carry users' tokens in the
@@ -36,6 +38,9 @@ func (o Options) Check() error {
 	if o.BindAddress == "" {
 		if o.CertFile != "" || o.KeyFile != "" {
 			return errors.New("--endpoint-tls-cert-file and --endpoint-tls-key-file serve the endpoint, which is off without --endpoint-bind-address")
+		}
+		if o.Page {
+			return errors.New("--endpoint-page serves the page on the endpoint, which is off without --endpoint-bind-address")
 		}
 		return nil
 	}
@@ -72,13 +77,28 @@ type Config struct {
 	Reviews authenticationv1client.TokenReviewInterface
 	// Logs serves the logs of jobs.
 	Logs *Logs
+	// Page, when set, is the hub's page (hub/web), served behind Authenticate with a login form for
+	// browsers; SecureCookies marks the session cookie for HTTPS.
+	Page          http.Handler
+	SecureCookies bool
 }
 
 // NewHandler routes the endpoint's pages, every one behind Authenticate.
 func NewHandler(c Config) http.Handler {
+	authenticated := http.NewServeMux()
+	authenticated.Handle("GET /logs/{namespace}/{job}", c.Logs)
+	if c.Page == nil {
+		return Authenticate(c.Reviews, authenticated)
+	}
+	authenticated.Handle("/", c.Page)
 	mux := http.NewServeMux()
-	mux.Handle("GET /logs/{namespace}/{job}", c.Logs)
-	return Authenticate(c.Reviews, mux)
+	login := Login(c.Reviews, c.SecureCookies)
+	mux.Handle("/login", login)
+	mux.Handle("/logout", login)
+	// The login form's stylesheet is the page's; the page's assets are public.
+	mux.Handle("GET /static/", c.Page)
+	mux.Handle("/", Authenticate(c.Reviews, authenticated))
+	return mux
 }
 
 // Server serves the endpoint on every hub replica, the standby too: it reads, and needs no lease.

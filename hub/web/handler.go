@@ -13,6 +13,8 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -146,7 +148,7 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, tmpl string) {
 		http.Error(w, fmt.Sprintf("you may not get jobs.batch in namespace %s on the hub", ns), http.StatusForbidden)
 		return
 	}
-	story, err := facts.Explain(r.Context(), h.Cache, ns, name, h.Now(), func(string) {})
+	story, err := facts.Explain(r.Context(), withoutEvents{h.Cache}, ns, name, h.Now(), func(string) {})
 	if err != nil {
 		if notFound := (*facts.NotFoundError)(nil); errors.As(err, &notFound) {
 			http.Error(w, err.Error(), http.StatusNotFound)
@@ -178,3 +180,14 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func age(now, t time.Time) string { return duration.HumanDuration(now.Sub(t)) }
+
+// withoutEvents reads the cache but no Events: the hub does not cache them, and a page must not make
+// it watch every Event of the cluster. A job the hub refused is then told without its warnings.
+type withoutEvents struct{ client.Reader }
+
+func (r withoutEvents) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*eventsv1.EventList); ok {
+		return apierrors.NewForbidden(eventsv1.Resource("events"), "", errors.New("the hub's page does not read events"))
+	}
+	return r.Reader.List(ctx, list, opts...)
+}

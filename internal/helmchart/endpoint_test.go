@@ -14,7 +14,7 @@ import (
 // endpointValues turn the hub's endpoint on, advertised, behind a NetworkPolicy.
 var endpointValues = map[string]any{
 	"role": "hub",
-	"hub": map[string]any{"endpoint": map[string]any{"enabled": true, "port": 9443, "tls": map[string]any{"secretName": "gantry-endpoint-tls"},
+	"hub": map[string]any{"endpoint": map[string]any{"enabled": true, "page": true, "port": 9443, "tls": map[string]any{"secretName": "gantry-endpoint-tls"},
 		"advertiseURL": "https://gantry.example.com:9443", "caBundle": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
 		"service": map[string]any{"type": "LoadBalancer", "annotations": map[string]any{"lb": "internal"}}}},
 	"networkPolicy": map[string]any{"enabled": true},
@@ -59,7 +59,7 @@ func TestEndpointOn(t *testing.T) {
 	hub := deployments(t, objs)["gantry-hub"].Spec.Template.Spec
 	c := hub.Containers[0]
 	for _, a := range []string{"--endpoint-bind-address=:9443", "--endpoint-tls-cert-file=/etc/gantry/endpoint-tls/tls.crt",
-		"--endpoint-tls-key-file=/etc/gantry/endpoint-tls/tls.key"} {
+		"--endpoint-tls-key-file=/etc/gantry/endpoint-tls/tls.key", "--endpoint-page"} {
 		if !slices.Contains(c.Args, a) {
 			t.Errorf("hub args %v lack %s", c.Args, a)
 		}

@@ -85,7 +85,23 @@ func demandOf(spec *gantry.WorkloadSpec) string {
 	for _, ps := range spec.PodSets {
 		sets = append(sets, fmt.Sprintf("%s: %d × {%s}", ps.Name, ps.Count, resources(ps.Requests)))
 	}
-	return strings.Join(sets, "; ") + "; in all " + resources(dispatch.RequestsOf(spec).ToResourceList())
+	return strings.Join(sets, "; ") + "; in all " + resources(totalOf(spec))
+}
+
+// totalOf sums the requests of all pods, each resource in the format its pods asked in (1Gi stays binary).
+func totalOf(spec *gantry.WorkloadSpec) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, ps := range spec.PodSets {
+		for name, q := range ps.Requests {
+			sum := q.DeepCopy()
+			sum.Mul(int64(ps.Count))
+			if prev, ok := total[name]; ok {
+				sum.Add(prev)
+			}
+			total[name] = sum
+		}
+	}
+	return total
 }
 
 // resources lists a resource list in name order: "cpu 4, nvidia.com/gpu 8".

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// TestTheHubPageShowsTheFleetLive opens the hub's page in headless Chromium, as an operator who may
+// list the fleet: after logging in with a token, the overview shows the workers with their GPUs, the
+// queues and a running job; a job submitted while the page is open appears on it within seconds,
+// without a reload; its page tells its story. Without a token the hub answers 401, and a tenant asking
+// for another tenant's job gets 403.
+func TestTheHubPageShowsTheFleetLive(t *testing.T) {
+	endpoint := hubEndpoint(t)
+	ns := newNamespace(t, "e2e-page")
+	other := newNamespace(t, "e2e-page-other")
+	dumpOnFailure(t, ns)
+	operator := tokenWithRules(t, ns, "operator", true, rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{gantry.GroupVersion.Group}, Resources: []string{"workerclusters", "globalqueues"}, Verbs: []string{"list"}})
+	tenant := tokenWithRules(t, ns, "tenant", false, rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}})
+
+	first := makeJob(ns, "first").gpus(8).runsFor("10m").obj()
+	hidden := makeJob(other, "hidden").gpus(1).runsFor("10m").obj()
+	submit(t, first)
+	submit(t, hidden)
+	waitForPending(t, ns, "first", "", gantry.WorkloadJobCreated)
+
+	if code := statusOf(t, endpoint+"/", ""); code != http.StatusUnauthorized {
+		t.Errorf("the page without a token: %d, want 401", code)
+	}
+	if code := statusOf(t, endpoint+"/jobs/"+other+"/hidden", tenant); code != http.StatusForbidden {
+		t.Errorf("another tenant's job page: %d, want 403", code)
+	}
+	if code := statusOf(t, endpoint+"/jobs/"+ns+"/first", tenant); code != http.StatusOK {
+		t.Errorf("the tenant's own job page: %d, want 200", code)
+	}
+
+	ctx := browser(t)
+	login(t, ctx, endpoint, operator)
+	overview := pageText(t, ctx, "main")
+	for _, want := range []string{"worker-1", "worker-2", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "default", "first", "Running"} {
+		if !strings.Contains(overview, want) {
+			t.Errorf("the overview says no %q:\n%s", want, overview)
+		}
+	}
+	screenshot(t, ctx, "overview")
+
+	second := makeJob(ns, "second").gpus(2).runsFor("10m").obj()
+	submitted := time.Now()
+	submit(t, second)
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Do(wait, chromedp.WaitVisible(`tr[data-name="`+ns+`/second"]`)); err != nil {
+		t.Fatalf("job second did not appear on the open page within 10s: %v\n%s", err, pageText(t, ctx, "main"))
+	}
+	t.Logf("job second appeared on the open page %s after it was submitted", time.Since(submitted).Round(10*time.Millisecond))
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(endpoint+"/jobs/"+ns+"/first")); err != nil {
+		t.Fatal(err)
+	}
+	story := pageText(t, ctx, "body")
+	for _, want := range []string{"Job " + ns + "/first", "State: Running on worker-", "Won by worker-"} {
+		if !strings.Contains(story, want) {
+			t.Errorf("the job page says no %q:\n%s", want, story)
+		}
+	}
+	screenshot(t, ctx, "job")
+}
+
+// hubEndpoint is the URL of the hub's endpoint, from the ConfigMap kubectl gantry reads it from.
+func hubEndpoint(t *testing.T) string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := tb.Hub.Client.Get(context.Background(), client.ObjectKey{Namespace: gantry.GantryNamespace, Name: "gantry-hub-endpoint"}, &cm); err != nil {
+		t.Fatalf("the hub's endpoint ConfigMap: %v", err)
+	}
+	return strings.TrimSuffix(cm.Data["url"], "/")
+}
+
+// tokenWithRules creates a ServiceAccount in ns holding the rules (everywhere when clusterWide, else
+// in ns) and returns a token of it.
+func tokenWithRules(t *testing.T, ns, name string, clusterWide bool, rules ...rbacv1.PolicyRule) string {
+	t.Helper()
+	ctx := context.Background()
+	c := tb.Hub.Client
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
+	objs := []client.Object{sa}
+	if clusterWide {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, Rules: rules}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}}
+		objs = append(objs, role, binding)
+		t.Cleanup(func() { _ = c.Delete(context.Background(), role); _ = c.Delete(context.Background(), binding) })
+	} else {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules}
+		objs = append(objs, role, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}})
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := tb.Hub.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// statusOf is the status of a GET of url with the bearer token (none when empty).
+func statusOf(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// browser starts headless Chromium (hack/install-chromium.sh, GANTRY_CHROMIUM) for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := os.Getenv("GANTRY_CHROMIUM")
+	if exe == "" {
+		t.Fatal("GANTRY_CHROMIUM is not set: run make test-e2e, or set it to the output of hack/install-chromium.sh")
+	}
+	// No background networking: the machine may have no route out, and the page needs none.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900))
+	allocator, cancelAllocator := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(allocator)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelBrowser(); cancelAllocator() })
+	return ctx
+}
+
+// login signs in on the page's login form with the token and waits for the live overview.
+func login(t *testing.T, ctx context.Context, endpoint, token string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(endpoint+"/login"), chromedp.SetValue("#token", token),
+		chromedp.Submit("#login"), chromedp.WaitVisible(`body[data-live="true"]`)); err != nil {
+		t.Fatalf("logging in to the hub's page: %v", err)
+	}
+}
+
+func pageText(t *testing.T, ctx context.Context, selector string) string {
+	t.Helper()
+	text, err := chromedp.Run(ctx, chromedp.Text(selector))
+	if err != nil {
+		t.Fatalf("reading %s of the page: %v", selector, err)
+	}
+	return text
+}
+
+// screenshot takes a PNG of the whole page, checks it is one, and keeps it.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	data, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot of %s: %v", name, err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(data))
+	if err != nil || cfg.Width < 100 || cfg.Height < 100 {
+		t.Fatalf("screenshot of %s is no page-sized PNG: %v %+v", name, err, cfg)
+	}
+	// Kept after the testbed is torn down, for a person to look at.
+	path := filepath.Join(os.TempDir(), "gantry-e2e-screenshots", fmt.Sprintf("%s-%s.png", t.Name(), name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		_ = os.WriteFile(path, data, 0o644)
+	}
+	t.Logf("screenshot of %s: %dx%d, %s", name, cfg.Width, cfg.Height, path)
+}
