@@ -71,8 +71,9 @@ func NewRootCommand(o *Options) *cobra.Command {
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl gantry"},
 		Short:       "Gantry's fleet seen from the hub: worker clusters, queues and jobs",
 		Long: `kubectl gantry reads the hub cluster of a Gantry fleet with your kubeconfig and your rights,
-shows its worker clusters, global queues and jobs, explains why a job waits and where it runs, and
-cordons, uncordons or fences a worker cluster.`,
+shows its worker clusters, global queues and jobs, explains why a job waits and where it runs, prints
+the logs of a job's pods through the hub, registers and unregisters worker clusters, and cordons,
+uncordons or fences them.`,
 		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
