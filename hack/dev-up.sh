@@ -270,7 +270,7 @@ fi
 for k in khub "kworker 1" "kworker 2"; do
   ${k} apply --server-side --force-conflicts -f "${ROOT}/deploy/namespace/namespace.yaml" >/dev/null
 done
-khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/rbac.yaml" \
+khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/rbac.yaml" -f "${ROOT}/deploy/hub/user-roles.yaml" \
   -f "${ROOT}/deploy/hub/job-admission-policy.yaml" >/dev/null
 
 # --- 5. least-privilege hub identity on each worker ----------------------------

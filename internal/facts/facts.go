@@ -46,8 +46,11 @@ func Explain(ctx context.Context, c client.Reader, ns, name string, now time.Tim
 	if err := note("Jobs", readOwnerJob(ctx, c, wl, &f)); err != nil {
 		return nil, fmt.Errorf("reading the Job of Workload %s/%s: %w", ns, wl.Name, err)
 	}
-	if err := note("Queues", readQueues(ctx, c, wl, &f)); err != nil {
-		return nil, fmt.Errorf("reading the queues of Workload %s/%s: %w", ns, wl.Name, err)
+	if err := note("Queues", readQueue(ctx, c, wl, &f)); err != nil {
+		return nil, fmt.Errorf("reading the Queue of Workload %s/%s: %w", ns, wl.Name, err)
+	}
+	if err := note("GlobalQueues", readGlobalQueue(ctx, c, wl, &f)); err != nil {
+		return nil, fmt.Errorf("reading the GlobalQueue of Workload %s/%s: %w", ns, wl.Name, err)
 	}
 	if err := note("WorkerClusters", readClusters(ctx, c, &f)); err != nil {
 		return nil, fmt.Errorf("listing WorkerClusters on the hub: %w", err)
@@ -92,15 +95,19 @@ func readOwnerJob(ctx context.Context, c client.Reader, wl *gantry.Workload, f *
 	return nil
 }
 
-// readQueues reads the workload's Queue and the GlobalQueue it is dispatched under: the one its Queue
-// names while it waits, the one its quota was taken from once admitted.
-func readQueues(ctx context.Context, c client.Reader, wl *gantry.Workload, f *view.Facts) error {
+// readQueue reads the workload's Queue; nil when it does not exist.
+func readQueue(ctx context.Context, c client.Reader, wl *gantry.Workload, f *view.Facts) error {
 	var q gantry.Queue
-	if err := c.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &q); err == nil {
-		f.Queue = &q
-	} else if !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &q); err != nil {
 		return err
 	}
+	f.Queue = &q
+	return nil
+}
+
+// readGlobalQueue reads the GlobalQueue the workload is dispatched under: the one its Queue names while
+// it waits, the one its quota was taken from once admitted.
+func readGlobalQueue(ctx context.Context, c client.Reader, wl *gantry.Workload, f *view.Facts) error {
 	gqName := wl.Status.GlobalQueue
 	if state, _ := view.StateOf(wl); state == view.StatePending || gqName == "" {
 		if f.Queue == nil {

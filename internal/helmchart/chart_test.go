@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -101,7 +102,7 @@ func TestLintStrict(t *testing.T) {
 
 // Each role installs its own part and nothing of the others.
 func TestRolesRenderTheirParts(t *testing.T) {
-	hub := []string{"ClusterRole /gantry-hub", "ClusterRoleBinding /gantry-hub", "Deployment gantry-system/gantry-hub",
+	hub := []string{"ClusterRole /gantry-hub", "ClusterRole /gantry-view", "ClusterRole /gantry-edit", "ClusterRoleBinding /gantry-hub", "Deployment gantry-system/gantry-hub",
 		"MutatingAdmissionPolicy /gantry-queued-jobs", "MutatingAdmissionPolicyBinding /gantry-queued-jobs",
 		"PodDisruptionBudget gantry-system/gantry-hub", "Role gantry-system/gantry-hub", "RoleBinding gantry-system/gantry-hub",
 		"Service gantry-system/gantry-hub-metrics", "ServiceAccount gantry-system/gantry-hub",
@@ -380,4 +381,29 @@ func sortedKeys(m map[string]*unstructured.Unstructured) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// Users' roles reach Gantry's kinds by aggregation: view (and edit, admin) reads them, only edit and
+// admin manage Queues, and nothing grants more.
+func TestUserRolesAggregateIntoKubernetesRoles(t *testing.T) {
+	objs := render(t, roleValues["hub"])
+	var view, edit rbacv1.ClusterRole
+	find(t, objs, "ClusterRole /gantry-view", &view)
+	find(t, objs, "ClusterRole /gantry-edit", &edit)
+	for _, to := range []string{"view", "edit", "admin"} {
+		if view.Labels["rbac.authorization.k8s.io/aggregate-to-"+to] != "true" {
+			t.Errorf("gantry-view does not aggregate to %s: %v", to, view.Labels)
+		}
+	}
+	if edit.Labels["rbac.authorization.k8s.io/aggregate-to-view"] != "" || edit.Labels["rbac.authorization.k8s.io/aggregate-to-edit"] != "true" {
+		t.Errorf("gantry-edit labels %v: want edit and admin, not view", edit.Labels)
+	}
+	for _, r := range view.Rules {
+		if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+			t.Errorf("gantry-view grants %v", r.Verbs)
+		}
+	}
+	if len(edit.Rules) != 1 || !slices.Equal(edit.Rules[0].Resources, []string{"queues"}) {
+		t.Errorf("gantry-edit rules %+v: want Queues only", edit.Rules)
+	}
 }

@@ -61,8 +61,12 @@ func header(f Facts) []string {
 	lines := []string{fmt.Sprintf("Job %s/%s (Workload %s)", wl.Namespace, JobOrWorkloadName(wl), wl.Name)}
 	queue := fmt.Sprintf("  Queue:     %s", wl.Spec.QueueName)
 	switch {
+	case f.Queue == nil && slices.Contains(f.Unreadable, "Queues"):
+		queue += " (you may not read Queues)"
 	case f.Queue == nil:
 		queue += " (no such Queue in namespace " + wl.Namespace + ")"
+	case f.GlobalQueue == nil && slices.Contains(f.Unreadable, "GlobalQueues"):
+		queue += ", GlobalQueue " + f.Queue.Spec.GlobalQueue
 	case f.GlobalQueue == nil:
 		queue += ", GlobalQueue " + f.Queue.Spec.GlobalQueue + " (not found)"
 	default:

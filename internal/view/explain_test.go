@@ -111,6 +111,14 @@ func TestExplain(t *testing.T) {
 				"  Job created on w2 50m ago",
 			},
 		},
+		"a Queue the reader may not read is not called missing": {
+			facts: func() Facts {
+				f := fleetFacts(waiting(gantry.ReasonWaitingForQuota, "waiting for quota"))
+				f.Queue, f.GlobalQueue, f.Unreadable = nil, nil, []string{"Queues"}
+				return f
+			}(),
+			want: []string{"  Queue:     qa (you may not read Queues)", "Left out: you may not read Queues on the hub."},
+		},
 		"what the reader may not read": {
 			facts: func() Facts {
 				f := fleetFacts(waiting(gantry.ReasonWaitingForQuota, "waiting for quota"))
