@@ -49,6 +49,10 @@ func Login(reviews authenticationv1client.TokenReviewInterface, secure bool) htt
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxTokenBytes)
+		if err := r.ParseForm(); err != nil {
+			showLogin(w, http.StatusRequestEntityTooLarge, "the form could not be read (a token is at most 16 KiB): "+err.Error())
+			return
+		}
 		token := strings.TrimSpace(r.PostFormValue("token"))
 		if token == "" {
 			showLogin(w, http.StatusBadRequest, "no token given")

@@ -31,6 +31,10 @@ func TestLoginKeepsAReviewedTokenForThePage(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "does not accept the token") {
 		t.Errorf("a bad token: %d\n%s", resp.StatusCode, body)
 	}
+	resp, body = do(t, browser, http.MethodPost, srv.URL+"/login", "token="+strings.Repeat("x", maxTokenBytes), map[string]string{"Origin": srv.URL})
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "at most 16 KiB") {
+		t.Errorf("an oversized token: %d\n%s", resp.StatusCode, body)
+	}
 	resp, _ = do(t, browser, http.MethodPost, srv.URL+"/login", "token=alice-token", map[string]string{"Origin": "https://elsewhere.example"})
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a login posted from another site: %d, want 403", resp.StatusCode)

@@ -15,10 +15,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -323,4 +325,19 @@ func ReasonOf(err error) string {
 
 func isNotFound(err error) bool {
 	return apierrors.IsNotFound(err)
+}
+
+// ReadHubIdentity is how the hub recognises its own cluster: the address it reaches its API server at,
+// and the UID of its kube-system namespace, read with hub.
+func ReadHubIdentity(ctx context.Context, hub client.Reader, host string) (HubIdentity, error) {
+	id := HubIdentity{Host: host}
+	var ns corev1.Namespace
+	if err := hub.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return id, nil // the address alone then
+		}
+		return id, fmt.Errorf("reading the hub's own namespace %s: %w", metav1.NamespaceSystem, err)
+	}
+	id.UID = ns.UID
+	return id, nil
 }

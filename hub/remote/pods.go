@@ -117,21 +117,6 @@ func (p *PodLogs) dial(ctx context.Context, secret *corev1.Secret) (Pods, error)
 	return workerPods{core}, nil
 }
 
-// ReadHubIdentity is how the hub recognises its own cluster: the address it reaches its API server at,
-// and the UID of its kube-system namespace, read with hub.
-func ReadHubIdentity(ctx context.Context, hub client.Reader, host string) (HubIdentity, error) {
-	id := HubIdentity{Host: host}
-	var ns corev1.Namespace
-	if err := hub.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, &ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return id, nil // the address alone then
-		}
-		return id, fmt.Errorf("reading the hub's own namespace %s: %w", metav1.NamespaceSystem, err)
-	}
-	id.UID = ns.UID
-	return id, nil
-}
-
 type workerPods struct{ core corev1client.CoreV1Interface }
 
 func (w workerPods) List(ctx context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, error) {

@@ -4,7 +4,6 @@ package workercluster
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -138,26 +137,11 @@ func (r *Reconciler) connect(ctx context.Context, wc *gantry.WorkerCluster) erro
 	if err != nil {
 		return err
 	}
-	hub, err := r.hubIdentity(ctx)
+	hub, err := remote.ReadHubIdentity(ctx, r.Client, r.hubHost)
 	if err != nil {
 		return err
 	}
 	return r.Connections.Ensure(ctx, wc.Name, kubeconfig, secret.ResourceVersion, hub)
-}
-
-// hubIdentity is how a connection recognises the hub's own cluster: by its address, and by the UID of
-// its kube-system namespace, which a worker connection reads alike whatever address it dials.
-func (r *Reconciler) hubIdentity(ctx context.Context) (remote.HubIdentity, error) {
-	id := remote.HubIdentity{Host: r.hubHost}
-	var ns corev1.Namespace
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, &ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return id, nil // the address alone then
-		}
-		return id, fmt.Errorf("reading the hub's own namespace %s: %w", metav1.NamespaceSystem, err)
-	}
-	id.UID = ns.UID
-	return id, nil
 }
 
 // observeRights records whether the hub holds more rights on the worker than it needs.

@@ -145,10 +145,14 @@ func explainWithoutWorkload(ctx context.Context, c client.Reader, ns, name strin
 		return nil, fmt.Errorf("reading Job %s/%s on the hub: %w", ns, name, err)
 	}
 	var events eventsv1.EventList
-	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil && !apierrors.IsForbidden(err) {
+	err := c.List(ctx, &events, client.InNamespace(ns))
+	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("listing events in %s on the hub: %w", ns, err)
 	}
-	return view.ExplainWithoutWorkload(&job, events.Items, now), nil
+	if err != nil {
+		return view.ExplainWithoutWorkload(&job, nil, false, now), nil
+	}
+	return view.ExplainWithoutWorkload(&job, events.Items, true, now), nil
 }
 
 // Positions counts positions over every Workload the reader may list: all namespaces when allowed,

@@ -419,11 +419,16 @@ func winnerLine(f Facts) string {
 }
 
 // ExplainWithoutWorkload tells about a Job the hub made no Workload for: one not submitted to a queue,
-// one not seen yet, or one refused, with the warnings recorded on it.
-func ExplainWithoutWorkload(job *batchv1.Job, events []eventsv1.Event, now time.Time) []string {
+// one not seen yet, or one refused, with the warnings recorded on it. Without eventsRead (the reader may
+// not read events) it says where to look instead of guessing.
+func ExplainWithoutWorkload(job *batchv1.Job, events []eventsv1.Event, eventsRead bool, now time.Time) []string {
 	lines := []string{fmt.Sprintf("Job %s/%s has no Workload on the hub.", job.Namespace, job.Name)}
 	if _, ok := job.Labels[gantry.QueueLabel]; !ok {
 		return append(lines, "  It has no "+gantry.QueueLabel+" label, so Gantry does not dispatch it.")
+	}
+	if !eventsRead {
+		return append(lines, "  Its events are not shown here: kubectl describe job "+job.Name+" -n "+job.Namespace+
+			" shows whether the hub refused it (InvalidJob) and why.")
 	}
 	var warnings []string
 	for _, e := range events {

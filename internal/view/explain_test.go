@@ -159,14 +159,18 @@ func TestExplainWithoutWorkload(t *testing.T) {
 		Reason: "InvalidJob", Note: "gantry.dev/gpu-products names a product twice", EventTime: metav1.NewMicroTime(t0)}
 	other := refused
 	other.Regarding.Name = "good"
-	got := ExplainWithoutWorkload(job, []eventsv1.Event{other, refused}, t0.Add(time.Minute))
+	got := ExplainWithoutWorkload(job, []eventsv1.Event{other, refused}, true, t0.Add(time.Minute))
 	want := "    60s ago: InvalidJob: gantry.dev/gpu-products names a product twice"
 	if !hasLine(got, want) || len(got) != 3 {
 		t.Errorf("got:\n%s\nwant the one warning on the Job: %q", strings.Join(got, "\n"), want)
 	}
 	unlabelled := job.DeepCopy()
 	unlabelled.Labels = nil
-	if got := ExplainWithoutWorkload(unlabelled, nil, t0); !strings.Contains(strings.Join(got, "\n"), "does not dispatch it") {
+	if got := ExplainWithoutWorkload(unlabelled, nil, true, t0); !strings.Contains(strings.Join(got, "\n"), "does not dispatch it") {
 		t.Errorf("a Job without queue label: got %q", got)
+	}
+	if got := strings.Join(ExplainWithoutWorkload(job, nil, false, t0), "\n"); !strings.Contains(got, "kubectl describe job bad -n a") ||
+		strings.Contains(got, "not taken it up") {
+		t.Errorf("without events: got %q, want a pointer to the Job's events and no guess", got)
 	}
 }
