@@ -51,11 +51,13 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, namesp
 		return err
 	}
 	workers := &remote.PodLogs{Hub: mgr.GetClient(), Namespace: namespace, Policy: policy, HubHost: mgr.GetConfig().Host}
-	logs := &endpoint.Logs{Hub: mgr.GetClient(), Allowed: endpoint.Authorizer(authz.SubjectAccessReviews()), Workers: workers,
+	// One Authorizer, so that the logs and the page share its memory of recent answers.
+	allowed := endpoint.Authorizer(authz.SubjectAccessReviews())
+	logs := &endpoint.Logs{Hub: mgr.GetClient(), Allowed: allowed, Workers: workers,
 		MaxStreams: endpointStreamsPerRequest, MaxTotal: endpointStreams}
 	cfg := endpoint.Config{Reviews: authn.TokenReviews(), Logs: logs, SecureCookies: o.CertFile != ""}
 	if o.Page {
-		page, err := addPage(mgr, endpoint.Authorizer(authz.SubjectAccessReviews()))
+		page, err := addPage(mgr, allowed)
 		if err != nil {
 			return err
 		}

@@ -2,10 +2,12 @@ package endpoint
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -28,6 +30,7 @@ func UserFrom(ctx context.Context) (authenticationv1.UserInfo, bool) {
 // the endpoint serves sees the user as the hub does. The token comes in the Authorization header (kubectl
 // gantry) or, for a browser, in the session cookie the login form sets. next finds the user with UserFrom.
 func Authenticate(reviews authenticationv1client.TokenReviewInterface, next http.Handler) http.Handler {
+	users := newReviewCache[[sha256.Size]byte, authenticationv1.UserInfo](time.Now)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
@@ -37,14 +40,20 @@ func Authenticate(reviews authenticationv1client.TokenReviewInterface, next http
 			unauthorized(w, r, "no bearer token: send the token of your kubeconfig for the hub as Authorization: Bearer (kubectl gantry does), or log in at /login")
 			return
 		}
-		u, status, msg := review(r.Context(), reviews, token)
-		if status != http.StatusOK {
-			if status == http.StatusUnauthorized {
-				unauthorized(w, r, msg)
-			} else {
-				http.Error(w, msg, status)
+		key := sha256.Sum256([]byte(token))
+		u, known := users.get(key)
+		if !known {
+			var status int
+			var msg string
+			if u, status, msg = review(r.Context(), reviews, token); status != http.StatusOK {
+				if status == http.StatusUnauthorized {
+					unauthorized(w, r, msg)
+				} else {
+					http.Error(w, msg, status)
+				}
+				return
 			}
-			return
+			users.put(key, u)
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
@@ -90,10 +99,15 @@ func bearerToken(header string) (string, bool) {
 // UID, groups, extra), may do what attrs say (SubjectAccessReview). Every page of the endpoint decides
 // what a user sees with it (hub/web's Access is one).
 func Authorizer(reviews authorizationv1client.SubjectAccessReviewInterface) func(context.Context, authorizationv1.ResourceAttributes) (bool, error) {
+	answers := newReviewCache[string, bool](time.Now)
 	return func(ctx context.Context, attrs authorizationv1.ResourceAttributes) (bool, error) {
 		u, ok := UserFrom(ctx)
 		if !ok {
 			return false, errors.New("the request has no authenticated user")
+		}
+		key := fmt.Sprintf("%q %q %q %v %+v", u.Username, u.UID, u.Groups, u.Extra, attrs)
+		if allowed, known := answers.get(key); known {
+			return allowed, nil
 		}
 		extra := map[string]authorizationv1.ExtraValue{}
 		for k, v := range u.Extra {
@@ -105,6 +119,8 @@ func Authorizer(reviews authorizationv1client.SubjectAccessReviewInterface) func
 		if err != nil {
 			return false, fmt.Errorf("reviewing the access of %s: %w", u.Username, err)
 		}
-		return review.Status.Allowed && !review.Status.Denied, nil
+		allowed := review.Status.Allowed && !review.Status.Denied
+		answers.put(key, allowed)
+		return allowed, nil
 	}
 }
