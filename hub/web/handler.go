@@ -124,7 +124,9 @@ func (h *Handler) snapshot(ctx context.Context) (Snapshot, error) {
 	var qs gantry.QueueList
 	var wls gantry.WorkloadList
 	for _, l := range []client.ObjectList{&wcs, &gqs, &qs, &wls} {
-		if err := h.Cache.List(ctx, l); err != nil {
+		// The cache's own objects, not copies: the page only reads them, and copying every Workload on
+		// every refresh of every open page would cost more than rendering it.
+		if err := h.Cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return s, fmt.Errorf("reading the hub's cache: %w", err)
 		}
 	}

@@ -112,15 +112,11 @@ func workloadsOfJobs(ctx context.Context, c client.Client, jobs []batchv1.Job, n
 
 // workloadRows builds the rows, with positions.
 func (o *Options) workloadRows(ctx context.Context, c client.Client, shown []gantry.Workload, ns string) ([]view.WorkloadRow, error) {
-	var queues gantry.QueueList
-	if err := c.List(ctx, &queues, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing Queues on the hub: %w", err)
-	}
-	positions, err := facts.Positions(ctx, c, ns, o.warn)
+	positions, queues, err := facts.Positions(ctx, c, ns, o.warn)
 	if err != nil {
 		return nil, err
 	}
-	return view.Workloads(shown, queues.Items, positions), nil
+	return view.Workloads(shown, queues, positions), nil
 }
 
 func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time) *metav1.Table {

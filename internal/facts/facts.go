@@ -55,7 +55,7 @@ func Explain(ctx context.Context, c client.Reader, ns, name string, now time.Tim
 	if err := note("WorkerClusters", readClusters(ctx, c, &f)); err != nil {
 		return nil, fmt.Errorf("listing WorkerClusters on the hub: %w", err)
 	}
-	positions, err := Positions(ctx, c, ns, warn)
+	positions, _, err := Positions(ctx, c, ns, warn)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +156,8 @@ func explainWithoutWorkload(ctx context.Context, c client.Reader, ns, name strin
 }
 
 // Positions counts positions over every Workload the reader may list: all namespaces when allowed,
-// else ns only, which it tells warn.
-func Positions(ctx context.Context, c client.Reader, ns string, warn func(string)) (map[string]view.Position, error) {
+// else ns only, which it tells warn. It returns the Queues it read with them (those of ns among them).
+func Positions(ctx context.Context, c client.Reader, ns string, warn func(string)) (map[string]view.Position, []gantry.Queue, error) {
 	var all gantry.WorkloadList
 	var queues gantry.QueueList
 	err := c.List(ctx, &all)
@@ -172,7 +172,7 @@ func Positions(ctx context.Context, c client.Reader, ns string, warn func(string
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing Workloads and Queues on the hub: %w", err)
+		return nil, nil, fmt.Errorf("listing Workloads and Queues on the hub: %w", err)
 	}
-	return view.Positions(all.Items, queues.Items), nil
+	return view.Positions(all.Items, queues.Items), queues.Items, nil
 }
