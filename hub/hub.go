@@ -8,9 +8,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -31,6 +33,9 @@ type Options struct {
 	Namespace string
 	// Remote tunes connections to workers.
 	Remote remote.Options
+	// Providers are the access providers of ClusterProfiles (--clusterprofile-provider-file); nil when
+	// the hub has none.
+	Providers *remote.Providers
 	// WorkloadWorkers and JobWorkers are the controllers' parallel reconciles.
 	WorkloadWorkers int
 	JobWorkers      int
@@ -41,6 +46,8 @@ type Options struct {
 type Hub struct {
 	Connections *remote.Manager
 	Dispatcher  *dispatcher.Dispatcher
+	// Access makes the workers' client configs; the endpoint's connections use it too.
+	Access *remote.Access
 
 	client         client.Client
 	workloadEvents chan event.GenericEvent
@@ -92,9 +99,21 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	}).SetupWithManager(mgr, opts.WorkloadWorkers); err != nil {
 		return nil, fmt.Errorf("setting up the workload controller: %w", err)
 	}
+	watchProfiles, err := servesClusterProfiles(mgr)
+	if err != nil {
+		return nil, err
+	}
+	h.Access = &remote.Access{
+		Hub: mgr.GetClient(), Profiles: mgr.GetClient(), Namespace: opts.Namespace, Providers: opts.Providers, HubHost: mgr.GetConfig().Host,
+		Policy: opts.Remote.Policy(),
+	}
+	if !watchProfiles {
+		// Read when asked, so that a WorkerCluster says what is missing, and a CRD installed later works.
+		h.Access.Profiles = mgr.GetAPIReader()
+	}
 	if err := (&workercluster.Reconciler{
-		Client: mgr.GetClient(), Namespace: opts.Namespace, Connections: h.Connections,
-		Clock: opts.Clock, Reports: h.reportEvents,
+		Client: mgr.GetClient(), Access: h.Access, Connections: h.Connections,
+		Clock: opts.Clock, Reports: h.reportEvents, WatchProfiles: watchProfiles,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the workercluster controller: %w", err)
 	}
@@ -233,4 +252,21 @@ func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
 		return nil
 	}
 	return &cp
+}
+
+// servesClusterProfiles says whether the hub's API server serves ClusterProfiles and the hub's scheme
+// knows them. Without them the hub works as before and does not watch them.
+func servesClusterProfiles(mgr ctrl.Manager) (bool, error) {
+	gvk := inventory.GroupVersion.WithKind("ClusterProfile")
+	if !mgr.GetScheme().Recognizes(gvk) {
+		return false, nil
+	}
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case apimeta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("looking up the ClusterProfile API: %w", err)
 }

@@ -146,6 +146,22 @@ const (
 	ReasonDuplicateCluster = "DuplicateCluster"
 	ReasonAgentReporting   = "AgentReporting"
 
+	// Reasons of a WorkerCluster registered through a ClusterProfile.
+	// ReasonClusterProfileNotFound: no such ClusterProfile in the hub's namespace, or the hub does not
+	// serve the ClusterProfile API.
+	ReasonClusterProfileNotFound = "ClusterProfileNotFound"
+	// ReasonNoAccessProvider: none of the profile's access providers is named in the hub's provider
+	// file, or the hub was started without one.
+	ReasonNoAccessProvider = "NoAccessProvider"
+	// ReasonCredentialPluginFailed: the provider's credential plugin did not give the hub a credential.
+	ReasonCredentialPluginFailed = "CredentialPluginFailed"
+	// ReasonClusterUnhealthy: the profile says the cluster's control plane is not healthy
+	// (ControlPlaneHealthy=False); the hub sends it nothing until it is.
+	ReasonClusterUnhealthy = "ClusterUnhealthy"
+	// ReasonInvalidClusterProfile: the profile's access data cannot be used (an address no worker can
+	// be at, http, a proxy, extension data the provider's policy cannot apply).
+	ReasonInvalidClusterProfile = "InvalidClusterProfile"
+
 	// ClusterLeastPrivilege says whether the hub holds more rights on the cluster than
 	// deploy/worker/hub-access.yaml grants. It is a warning; the cluster is used either way.
 	ClusterLeastPrivilege = "LeastPrivilege"

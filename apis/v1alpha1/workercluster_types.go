@@ -7,12 +7,21 @@ import (
 )
 
 // WorkerClusterSpec says how the hub reaches a worker cluster and whether it may receive new jobs.
+// +kubebuilder:validation:XValidation:rule="has(self.kubeconfigSecretRef) != has(self.clusterProfileRef)",message="set exactly one of kubeconfigSecretRef and clusterProfileRef"
 type WorkerClusterSpec struct {
 	// KubeconfigSecretRef names a Secret in the hub's namespace whose data key "kubeconfig" holds a
 	// kubeconfig for the worker. The kubeconfig must authenticate with embedded credentials: kubeconfigs
 	// that read local files or run exec plugins are refused unless the hub was started to allow them.
-	// +required
-	KubeconfigSecretRef SecretReference `json:"kubeconfigSecretRef"`
+	// +optional
+	KubeconfigSecretRef *SecretReference `json:"kubeconfigSecretRef,omitempty"`
+
+	// ClusterProfileRef names a ClusterProfile (multicluster.x-k8s.io/v1alpha1) in the hub's namespace,
+	// as a cluster inventory such as Open Cluster Management publishes it. The hub reaches the cluster
+	// through the first of the profile's access providers that the hub's provider file
+	// (--clusterprofile-provider-file) names, with that file's credential plugin: the profile supplies
+	// the server and its CA, never the program that is run.
+	// +optional
+	ClusterProfileRef *ClusterProfileReference `json:"clusterProfileRef,omitempty"`
 
 	// Cordoned stops new dispatches to the cluster; jobs already running there go on.
 	// +optional
@@ -72,6 +81,22 @@ func (f Failover) TimeoutOrDefault() time.Duration {
 // SecretReference names a Secret in the hub's namespace.
 type SecretReference struct {
 	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SecretName is the name of the kubeconfig Secret, or "" for a cluster registered otherwise.
+func (s WorkerClusterSpec) SecretName() string {
+	if s.KubeconfigSecretRef == nil {
+		return ""
+	}
+	return s.KubeconfigSecretRef.Name
+}
+
+// ClusterProfileReference names a ClusterProfile in the hub's namespace.
+type ClusterProfileReference struct {
+	// Name of the ClusterProfile.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`

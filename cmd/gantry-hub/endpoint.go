@@ -38,7 +38,7 @@ func bindEndpointFlags(fs *flag.FlagSet, o *endpoint.Options) {
 // addEndpoint serves the endpoint, when it is on, on every replica. base is the hub's config outside
 // the leader Guard: the token and access reviews are POSTs that change nothing, and the standby
 // answers them too.
-func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, namespace string, policy remote.Policy) error {
+func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access *remote.Access) error {
 	if o.BindAddress == "" {
 		return nil
 	}
@@ -50,7 +50,7 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, namesp
 	if err != nil {
 		return err
 	}
-	workers := &remote.PodLogs{Hub: mgr.GetClient(), Namespace: namespace, Policy: policy, HubHost: mgr.GetConfig().Host}
+	workers := &remote.PodLogs{Hub: mgr.GetClient(), Access: access}
 	// One Authorizer, so that the logs and the page share its memory of recent answers.
 	allowed := endpoint.Authorizer(authz.SubjectAccessReviews())
 	logs := &endpoint.Logs{Hub: mgr.GetClient(), Allowed: allowed, Workers: workers,

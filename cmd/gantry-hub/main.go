@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +45,7 @@ func main() {
 		allowLoopback  bool
 		workloadWorker int
 		showVersion    bool
+		providerFile   string
 		endpointOpts   endpoint.Options
 	)
 	// An own flag set: controller-runtime registers --kubeconfig on the global one.
@@ -61,6 +63,8 @@ func main() {
 	fs.BoolVar(&allowInsecure, "allow-insecure-kubeconfigs", false, "Accept worker kubeconfigs that read local files, run exec or auth-provider plugins, skip TLS verification, use http, basic auth, a proxy or impersonation.")
 	fs.BoolVar(&allowLoopback, "allow-loopback-workers", false, "Accept workers whose API server is on a loopback address (127.0.0.0/8, ::1, localhost), as local testbeds have.")
 	fs.IntVar(&workloadWorker, "workload-workers", 32, "Workloads synced with workers in parallel.")
+	fs.StringVar(&providerFile, "clusterprofile-provider-file", "", "JSON file of the access providers (name and credential plugin) through which the hub reaches "+
+		"WorkerClusters registered with a ClusterProfile; empty: such WorkerClusters are not connected.")
 	fs.BoolVar(&showVersion, "version", false, "Print the version and commit and exit.")
 	bindEndpointFlags(fs, &endpointOpts)
 	zapOpts := zap.Options{}
@@ -74,6 +78,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gantry-hub:", err)
 		os.Exit(2)
 	}
+	var providers *remote.Providers
+	if providerFile != "" {
+		var err error
+		if providers, err = remote.LoadProviders(providerFile); err != nil {
+			fmt.Fprintln(os.Stderr, "gantry-hub: --clusterprofile-provider-file:", err)
+			os.Exit(2)
+		}
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
@@ -81,6 +93,7 @@ func main() {
 		hub.Options{
 			Namespace:       namespace,
 			WorkloadWorkers: workloadWorker,
+			Providers:       providers,
 			Remote: remote.Options{AllowInsecureKubeconfigs: allowInsecure, AllowLoopback: allowLoopback,
 				QPS: float32(remoteQPS), Burst: remoteBurst},
 		}); err != nil {
@@ -105,6 +118,9 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	if err := gantry.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := inventory.AddToScheme(scheme); err != nil {
+		return err
+	}
 	unguarded := cfg
 	var election *leadership.Election
 	if leaderElect {
@@ -121,8 +137,11 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		Cache: cache.Options{
-			// Only the hub's own namespace holds Secrets it may read.
-			ByObject:         map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: map[string]cache.Config{namespace: {}}}},
+			// Only the hub's own namespace holds the Secrets and ClusterProfiles it may read.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}:            {Namespaces: map[string]cache.Config{namespace: {}}},
+				&inventory.ClusterProfile{}: {Namespaces: map[string]cache.Config{namespace: {}}},
+			},
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
 	}))
@@ -134,8 +153,7 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		return err
 	}
 	defer h.Connections.DisconnectAll()
-	policy := remote.Policy{AllowInsecure: opts.Remote.AllowInsecureKubeconfigs, AllowLoopback: opts.Remote.AllowLoopback}
-	if err := addEndpoint(mgr, unguarded, endpointOpts, namespace, policy); err != nil {
+	if err := addEndpoint(mgr, unguarded, endpointOpts, h.Access); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -277,7 +277,6 @@ func TestGuardDial(t *testing.T) {
 // A refused kubeconfig goes nowhere: the connect path dials nothing. The last case is the control: an
 // accepted kubeconfig does reach the listener.
 func TestRefusedKubeconfigsAreNeverDialed(t *testing.T) {
-	ctx := context.Background()
 	l := listen(t)
 	server := l.server()
 	// No CA data: the fake one would fail before anything is dialed, and the control must dial.
@@ -300,8 +299,7 @@ func TestRefusedKubeconfigsAreNeverDialed(t *testing.T) {
 		{"malformed", kc("clusters:", "clusters: ["), loopback, HubIdentity{}, gantry.ReasonInvalidKubeconfig},
 	}
 	for _, tc := range cases {
-		m := NewManager(runtime.NewScheme(), tc.opts)
-		err := m.Ensure(ctx, "w", tc.kubeconfig, "1", tc.hub)
+		err := ensureFromSecret(t, tc.opts, tc.kubeconfig, tc.hub.Host)
 		if ReasonOf(err) != tc.wantReason {
 			t.Errorf("%s: error %v, want reason %s", tc.name, err, tc.wantReason)
 		}
@@ -309,12 +307,28 @@ func TestRefusedKubeconfigsAreNeverDialed(t *testing.T) {
 	if n := l.accepted.Load(); n != 0 {
 		t.Fatalf("refused kubeconfigs made %d connections", n)
 	}
-	if err := NewManager(runtime.NewScheme(), loopback).Ensure(ctx, "w", kc("", ""), "1", HubIdentity{}); ReasonOf(err) != gantry.ReasonUnreachable {
+	if err := ensureFromSecret(t, loopback, kc("", ""), ""); ReasonOf(err) != gantry.ReasonUnreachable {
 		t.Fatalf("control: error %v, want %s", err, gantry.ReasonUnreachable)
 	}
 	if l.accepted.Load() == 0 {
 		t.Fatal("control: an accepted kubeconfig did not reach the listener, so the test proves nothing")
 	}
+}
+
+// ensureFromSecret connects a Manager to the worker of a kubeconfig Secret as the WorkerCluster
+// controller does: Access makes the Target, Manager connects it.
+func ensureFromSecret(t *testing.T, opts Options, kubeconfig []byte, hubHost string) error {
+	t.Helper()
+	if hubHost == "" {
+		hubHost = "https://hub.example:6443"
+	}
+	a := &Access{Hub: hubReader(t, kubeconfigSecret(string(kubeconfig))), Namespace: "gantry-system", Policy: opts.Policy(), HubHost: hubHost}
+	wc := &gantry.WorkerCluster{Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: "worker-1-kubeconfig"}}}
+	target, err := a.For(context.Background(), wc)
+	if err != nil {
+		return err
+	}
+	return NewManager(runtime.NewScheme(), opts).Ensure(context.Background(), "w", target)
 }
 
 // An exec plugin is never run: the canary script would leave a marker file. The control, with insecure
@@ -331,7 +345,7 @@ func TestExecPluginIsNeverRun(t *testing.T) {
 	kubeconfig := []byte(strings.Replace(noCA, "    token: abc",
 		"    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: "+script+"\n      interactiveMode: Never", 1))
 
-	err := NewManager(runtime.NewScheme(), Options{AllowLoopback: true}).Ensure(context.Background(), "w", kubeconfig, "1", HubIdentity{})
+	err := ensureFromSecret(t, Options{AllowLoopback: true}, kubeconfig, "")
 	if ReasonOf(err) != gantry.ReasonInsecureKubeconfig {
 		t.Fatalf("error %v, want %s", err, gantry.ReasonInsecureKubeconfig)
 	}
@@ -342,8 +356,7 @@ func TestExecPluginIsNeverRun(t *testing.T) {
 		t.Fatal("the refused kubeconfig was dialed")
 	}
 
-	err = NewManager(runtime.NewScheme(), Options{AllowLoopback: true, AllowInsecureKubeconfigs: true}).
-		Ensure(context.Background(), "w", kubeconfig, "1", HubIdentity{})
+	err = ensureFromSecret(t, Options{AllowLoopback: true, AllowInsecureKubeconfigs: true}, kubeconfig, "")
 	if _, statErr := os.Stat(marker); statErr != nil {
 		t.Logf("control's error: %v", err)
 		t.Fatalf("control: the allowed exec plugin did not run, so the test proves nothing: %v", err)

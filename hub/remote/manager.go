@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,11 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
+// Policy is the kubeconfig policy of the options.
+func (o Options) Policy() Policy {
+	return Policy{AllowInsecure: o.AllowInsecureKubeconfigs, AllowLoopback: o.AllowLoopback}
+}
+
 // Handler is told about changes on workers.
 type Handler interface {
 	// WorkerObjectChanged is called for every change of a copy or a Job that Gantry created on a worker.
@@ -73,7 +79,7 @@ type Cluster struct {
 	config    *rest.Config
 	discovery discovery.DiscoveryInterface
 	authz     authorizationv1client.AuthorizationV1Interface
-	source    string // resourceVersion of the kubeconfig Secret it was built from
+	source    string // version of the Target it was made from
 	cancel    context.CancelFunc
 	// identity is the UID of the cluster's kube-system namespace, the same through every address and
 	// credential; empty when the hub may not read it.
@@ -248,14 +254,18 @@ func (m *Manager) IsConnected(name string) bool {
 	return ok
 }
 
-// Ensure makes sure the named cluster is connected with the kubeconfig from the Secret of the given
-// resourceVersion. A live connection built from the same Secret version is health checked and kept. A
-// kubeconfig RESTConfig refuses, or whose server is the hub's own, is refused before anything is dialed.
-// A worker that refuses the hub's token, or does not grant the hub all of deploy/worker/hub-access.yaml,
-// is not connected, or is dropped: a ConfigError with reason Unauthorized says which.
-func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string, hub HubIdentity) error {
+// Ensure makes sure the named cluster is connected through the target. A live connection made from
+// the same target version is health checked and kept. A target whose server is the hub's own is refused
+// before anything is dialed. A worker that refuses the hub's credentials, or does not grant the hub all
+// of deploy/worker/hub-access.yaml, is not connected, or is dropped: a ConfigError with reason
+// Unauthorized says which; a credential plugin that fails is one with reason CredentialPluginFailed.
+func (m *Manager) Ensure(ctx context.Context, name string, target Target) error {
+	return pluginFailure(m.ensure(ctx, name, target))
+}
+
+func (m *Manager) ensure(ctx context.Context, name string, target Target) error {
 	if c, ok := m.Get(name); ok {
-		if c.source == secretVersion {
+		if c.source == target.Version {
 			err := c.check(ctx)
 			if err == nil {
 				m.contacted(name)
@@ -270,14 +280,10 @@ func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, se
 		}
 		m.Disconnect(name)
 	}
-	cfg, err := RESTConfig(kubeconfig, Policy{AllowInsecure: m.opts.AllowInsecureKubeconfigs, AllowLoopback: m.opts.AllowLoopback})
-	if err != nil {
-		return err
+	if target.Hub.isHub(target.Config.Host, "") {
+		return hubError(target.Config.Host)
 	}
-	if hub.isHub(cfg.Host, "") {
-		return hubError(cfg.Host)
-	}
-	c, err := m.connect(ctx, name, cfg, secretVersion, hub)
+	c, err := m.connect(ctx, name, target)
 	if err != nil {
 		return err
 	}
@@ -299,6 +305,16 @@ func (m *Manager) Ensure(ctx context.Context, name string, kubeconfig []byte, se
 		m.replay(ctx, c)
 	}
 	return nil
+}
+
+// pluginFailure gives the error of a request whose credential plugin failed its own reason. client-go
+// says so only in the error's text.
+func pluginFailure(err error) error {
+	var ce *ConfigError
+	if err == nil || errors.As(err, &ce) || !strings.Contains(err.Error(), "getting credentials: ") {
+		return err
+	}
+	return &ConfigError{Reason: gantry.ReasonCredentialPluginFailed, Message: "the credential plugin gave the hub no credential: " + err.Error()}
 }
 
 func (m *Manager) replay(ctx context.Context, c *Cluster) {
@@ -338,12 +354,12 @@ func (m *Manager) DisconnectAll() {
 	}
 }
 
-func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, secretVersion string, hub HubIdentity) (*Cluster, error) {
-	cfg = rest.CopyConfig(cfg)
+func (m *Manager) connect(ctx context.Context, name string, target Target) (*Cluster, error) {
+	cfg := rest.CopyConfig(target.Config)
 	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
 	cfg.Timeout = 30 * time.Second
 	guardDial(cfg, m.opts.AllowLoopback)
-	c, err := vet(ctx, name, cfg, secretVersion, hub)
+	c, err := vet(ctx, name, cfg, target.Version, target.Hub)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +431,7 @@ func (m *Manager) connect(ctx context.Context, name string, cfg *rest.Config, se
 // vet makes sure, before anything is cached, that the worker is not the hub, serves Gantry's API, and
 // accepts the hub's token and grants it what it needs. More rights than it needs are a warning, not a
 // refusal (the LeastPrivilege condition).
-func vet(ctx context.Context, name string, cfg *rest.Config, secretVersion string, hub HubIdentity) (*Cluster, error) {
+func vet(ctx context.Context, name string, cfg *rest.Config, version string, hub HubIdentity) (*Cluster, error) {
 	identity, err := identify(ctx, cfg, hub)
 	if err != nil {
 		return nil, unauthorized(err)
@@ -428,7 +444,7 @@ func vet(ctx context.Context, name string, cfg *rest.Config, secretVersion strin
 	if err != nil {
 		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
 	}
-	c := &Cluster{Name: name, config: cfg, discovery: dc, authz: authz, source: secretVersion, identity: identity}
+	c := &Cluster{Name: name, config: cfg, discovery: dc, authz: authz, source: version, identity: identity}
 	if err := checkAPIs(c); err != nil {
 		return nil, unauthorized(err)
 	}

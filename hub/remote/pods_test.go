@@ -77,7 +77,7 @@ func hubReader(t *testing.T, objs ...client.Object) client.Reader {
 	}
 	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "hub-uid"}},
 		&gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"},
-			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: "worker-1-kubeconfig"}}})
+			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: "worker-1-kubeconfig"}}})
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }
 
@@ -91,7 +91,7 @@ func kubeconfigSecret(kubeconfig string) *corev1.Secret {
 func TestPodLogsReadsPodsAndLogs(t *testing.T) {
 	worker := newFakeWorkerAPI(t, "worker-uid")
 	hub := hubReader(t, kubeconfigSecret(worker.kubeconfig()))
-	p := &PodLogs{Hub: hub, Namespace: "gantry-system", Policy: Policy{AllowLoopback: true}, HubHost: "https://hub.example:6443"}
+	p := &PodLogs{Hub: hub, Access: &Access{Hub: hub, Namespace: "gantry-system", Policy: Policy{AllowLoopback: true}, HubHost: "https://hub.example:6443"}}
 	ctx := context.Background()
 	for range 2 {
 		pods, err := p.Pods(ctx, "worker-1")
@@ -167,7 +167,8 @@ func TestPodLogsRefusesWhatManagerRefuses(t *testing.T) {
 			if host == "" {
 				host = "https://hub.example:6443"
 			}
-			p := &PodLogs{Hub: hubReader(t, objs...), Namespace: "gantry-system", Policy: tc.policy, HubHost: host}
+			hub := hubReader(t, objs...)
+			p := &PodLogs{Hub: hub, Access: &Access{Hub: hub, Namespace: "gantry-system", Policy: tc.policy, HubHost: host}}
 			_, err := p.Pods(context.Background(), "worker-1")
 			if err == nil || ReasonOf(err) != tc.wantReason || !strings.Contains(err.Error(), tc.wantError) {
 				t.Fatalf("error %v (%s), want %s saying %q", err, ReasonOf(err), tc.wantReason, tc.wantError)

@@ -14,10 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -37,33 +40,62 @@ const (
 
 // Connections is what the controller needs of the remote manager.
 type Connections interface {
-	Ensure(ctx context.Context, name string, kubeconfig []byte, secretVersion string, hub remote.HubIdentity) error
+	Ensure(ctx context.Context, name string, target remote.Target) error
 	Disconnect(name string)
 	Get(name string) (*remote.Cluster, bool)
 }
 
 // Reconciler connects WorkerClusters and writes their status.
 type Reconciler struct {
-	Client      client.Client
-	Namespace   string // where kubeconfig Secrets live
+	Client client.Client
+	// Access makes each cluster's Target from its kubeconfig Secret or ClusterProfile.
+	Access      *remote.Access
 	Connections Connections
 	Clock       clock.Clock
 	// Reports receives WorkerCluster names whose capacity report changed.
 	Reports chan event.GenericEvent
-
-	// hubHost is where the hub reaches its own API server; a worker there is refused.
-	hubHost string
+	// WatchProfiles watches ClusterProfiles, whose CRD the hub's API server serves.
+	WatchProfiles bool
 
 	mu       sync.Mutex
-	failures map[string]int
+	failures map[string]failures
+}
+
+// failures are the consecutive failed attempts to connect a cluster, all for the same reason.
+type failures struct {
+	count int
+	last  string
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.failures = map[string]int{}
-	r.hubHost = mgr.GetConfig().Host
-	secretToClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		if o.GetNamespace() != r.Namespace {
+	r.failures = map[string]failures{}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("hub-workercluster").
+		// Its own status writes are no reason to try again.
+		For(&gantry.WorkerCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, r.clustersNaming(func(wc *gantry.WorkerCluster) string {
+			if ref := wc.Spec.KubeconfigSecretRef; ref != nil {
+				return ref.Name
+			}
+			return ""
+		})).
+		WatchesRawSource(source.Channel(r.Reports, &handler.EnqueueRequestForObject{}))
+	if r.WatchProfiles {
+		b = b.Watches(&inventory.ClusterProfile{}, r.clustersNaming(func(wc *gantry.WorkerCluster) string {
+			if ref := wc.Spec.ClusterProfileRef; ref != nil {
+				return ref.Name
+			}
+			return ""
+		}))
+	}
+	return b.Complete(r)
+}
+
+// clustersNaming enqueues the WorkerClusters whose registration names an object of the hub's namespace.
+func (r *Reconciler) clustersNaming(ref func(*gantry.WorkerCluster) string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetNamespace() != r.Access.Namespace {
 			return nil
 		}
 		var list gantry.WorkerClusterList
@@ -71,19 +103,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return nil
 		}
 		var reqs []reconcile.Request
-		for _, wc := range list.Items {
-			if wc.Spec.KubeconfigSecretRef.Name == o.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: wc.Name}})
+		for i := range list.Items {
+			if ref(&list.Items[i]) == o.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
 			}
 		}
 		return reqs
 	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("hub-workercluster").
-		For(&gantry.WorkerCluster{}).
-		Watches(&corev1.Secret{}, secretToClusters).
-		WatchesRawSource(source.Channel(r.Reports, &handler.EnqueueRequestForObject{})).
-		Complete(r)
 }
 
 // Reconcile connects the cluster and records what it found.
@@ -108,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionFalse, remote.ReasonOf(err), err.Error())
 		setCondition(status, wc.Generation, gantry.ClusterAgentReady, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
 		setCondition(status, wc.Generation, gantry.ClusterLeastPrivilege, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
-		result.RequeueAfter = r.backoff(wc.Name)
+		result.RequeueAfter = r.backoff(wc.Name, remote.ReasonOf(err))
 	} else {
 		r.forget(wc.Name)
 		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionTrue, gantry.ReasonConnected, "connected")
@@ -125,23 +151,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) connect(ctx context.Context, wc *gantry.WorkerCluster) error {
-	var secret corev1.Secret
-	key := types.NamespacedName{Namespace: r.Namespace, Name: wc.Spec.KubeconfigSecretRef.Name}
-	if err := r.Client.Get(ctx, key, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return &remote.ConfigError{Reason: gantry.ReasonSecretNotFound, Message: "Secret " + key.String() + " not found"}
-		}
-		return err
-	}
-	kubeconfig, err := remote.KubeconfigFrom(&secret)
+	target, err := r.Access.For(ctx, wc)
 	if err != nil {
 		return err
 	}
-	hub, err := remote.ReadHubIdentity(ctx, r.Client, r.hubHost)
-	if err != nil {
-		return err
-	}
-	return r.Connections.Ensure(ctx, wc.Name, kubeconfig, secret.ResourceVersion, hub)
+	return r.Connections.Ensure(ctx, wc.Name, target)
 }
 
 // observeRights records whether the hub holds more rights on the worker than it needs.
@@ -184,12 +198,18 @@ func (r *Reconciler) observeAgent(ctx context.Context, name string, status *gant
 	}
 }
 
-func (r *Reconciler) backoff(name string) time.Duration {
+// backoff is the wait before the next attempt: it doubles while failures of the same reason repeat, and
+// starts over when the reason changes, since something was done about the last one.
+func (r *Reconciler) backoff(name, failure string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := r.failures[name]
-	r.failures[name] = n + 1
-	d := time.Second << min(n, 6)
+	f := r.failures[name]
+	if f.last != failure {
+		f = failures{last: failure}
+	}
+	d := time.Second << min(f.count, 6)
+	f.count++
+	r.failures[name] = f
 	return min(d, MaxBackoff)
 }
 

@@ -138,7 +138,7 @@ func register(ctx context.Context, o *Options, f *registerFlags, name string) er
 	}
 	if action == view.Register {
 		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: secret}}}
+			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: secret}}}
 		if err := hub.Create(ctx, wc); err != nil {
 			return fmt.Errorf("creating WorkerCluster %s on the hub: %w (its Secret %s is written: run the command again)", name, err, secret)
 		}
@@ -188,7 +188,7 @@ func readRegistration(ctx context.Context, hub client.Client, name, secret strin
 		switch {
 		case wc.Name == name:
 			ex.Cluster = wc
-		case wc.Spec.KubeconfigSecretRef.Name == secret:
+		case wc.Spec.SecretName() == secret:
 			ex.SecretUsers = append(ex.SecretUsers, wc.Name)
 		}
 	}
@@ -435,8 +435,11 @@ func unregister(ctx context.Context, o *Options, f *unregisterFlags, name string
 		return err
 	}
 	secret := name + "-kubeconfig"
-	if ex.Cluster != nil && ex.Cluster.Spec.KubeconfigSecretRef.Name != "" {
-		secret = ex.Cluster.Spec.KubeconfigSecretRef.Name
+	switch {
+	case ex.Cluster != nil && ex.Cluster.Spec.ClusterProfileRef != nil:
+		secret, ex.Secret, ex.SecretUsers = "", nil, nil // no Secret of its own to delete
+	case ex.Cluster != nil && ex.Cluster.Spec.SecretName() != "":
+		secret = ex.Cluster.Spec.SecretName()
 		if ex, err = readRegistration(ctx, hub, name, secret); err != nil {
 			return err
 		}
@@ -488,11 +491,11 @@ func checkSameWorker(ctx context.Context, hub client.Client, name string, ex vie
 		return fmt.Errorf("listing WorkerClusters on the hub: %w (you need to read them)", err)
 	}
 	for _, wc := range list.Items {
-		if wc.Name == name {
+		if wc.Name == name || wc.Spec.SecretName() == "" {
 			continue
 		}
 		var s corev1.Secret
-		if err := hub.Get(ctx, types.NamespacedName{Namespace: gantry.GantryNamespace, Name: wc.Spec.KubeconfigSecretRef.Name}, &s); err != nil {
+		if err := hub.Get(ctx, types.NamespacedName{Namespace: gantry.GantryNamespace, Name: wc.Spec.SecretName()}, &s); err != nil {
 			continue // a registration without a readable Secret reaches nothing
 		}
 		if other, _, err := view.HubKubeconfigParts(s.Data[remote.KubeconfigKey]); err == nil && view.SameServer(other, server) {
@@ -581,6 +584,8 @@ func deleteRegistration(ctx context.Context, hub client.Client, name, secret str
 		fmt.Fprintf(out, "hub: workercluster/%s deleted\n", name)
 	}
 	switch {
+	case secret == "":
+		fmt.Fprintf(out, "hub: clusterprofile/%s -n %s kept: it belongs to the fleet's inventory\n", ex.Cluster.Spec.ClusterProfileRef.Name, gantry.GantryNamespace)
 	case len(ex.SecretUsers) > 0:
 		fmt.Fprintf(out, "hub: secret/%s -n %s kept: WorkerCluster %s reads it\n", secret, gantry.GantryNamespace, strings.Join(ex.SecretUsers, ", "))
 	case ex.Secret == nil:

@@ -188,7 +188,7 @@ func equalLabels(a, b map[string]string) bool {
 func TestRegisterRefuses(t *testing.T) {
 	https := "https://w3.example:6443"
 	elsewhere := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "worker-3"},
-		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: "hand-made"}}}
+		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: "hand-made"}}}
 	for name, tc := range map[string]struct {
 		hub  []client.Object
 		file string
@@ -271,7 +271,7 @@ func TestUnregisterCluster(t *testing.T) {
 	hub := newHub(secret)
 	for _, name := range []string{"worker-1", "worker-2"} {
 		wc := get(t, hub, "", name, &gantry.WorkerCluster{})
-		wc.Spec.KubeconfigSecretRef.Name = name + "-kubeconfig"
+		wc.Spec.KubeconfigSecretRef = &gantry.SecretReference{Name: name + "-kubeconfig"}
 		if err := hub.Update(context.Background(), wc); err != nil {
 			t.Fatal(err)
 		}

@@ -195,9 +195,12 @@ func DecideRegistration(name, secret, server string, ex Existing, rotate bool) (
 		return Register, nil
 	case wc.DeletionTimestamp != nil:
 		return "", fmt.Errorf("WorkerCluster %s is being deleted: wait until it is gone, then register it again", name)
-	case wc.Spec.KubeconfigSecretRef.Name != secret:
+	case wc.Spec.ClusterProfileRef != nil:
+		return "", fmt.Errorf("WorkerCluster %s already exists and is reached through ClusterProfile %s: "+
+			"it follows the fleet's inventory; register the cluster under another name", name, wc.Spec.ClusterProfileRef.Name)
+	case wc.Spec.SecretName() != secret:
 		return "", fmt.Errorf("WorkerCluster %s already exists and reads its kubeconfig from Secret %s, not %s: "+
-			"unregister %s first, or register the cluster under another name", name, wc.Spec.KubeconfigSecretRef.Name, secret, name)
+			"unregister %s first, or register the cluster under another name", name, wc.Spec.SecretName(), secret, name)
 	case ex.Secret == nil && rotate:
 		return "", fmt.Errorf("WorkerCluster %s has no Secret %s to rotate: register it without --rotate", name, secret)
 	}

@@ -166,7 +166,7 @@ func TestDecideRegistration(t *testing.T) {
 	}
 	cluster := func(ref string) *gantry.WorkerCluster {
 		return &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "worker-3"},
-			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: ref}}}
+			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: ref}}}
 	}
 	deleting := cluster("worker-3-kubeconfig")
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}

@@ -113,7 +113,7 @@ func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
 			t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, s) })
 		}
 		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: name}}}
+			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: name}}}
 		if err := hubEnv.client.Create(ctx, wc); err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func registerRefusedWorker(t *testing.T, name string, kubeconfig []byte) *metav1
 	}
 	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, secret) })
 	wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: name}}}
+		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: name}}}
 	if err := hubEnv.client.Create(ctx, wc); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,12 @@ func TestTheHubAccessServiceAccountHoldsTheAllowlistOnly(t *testing.T) {
 	}
 	// A manager of its own, with no handler: nothing of the hub acts on this second view of worker-1.
 	m := remote.NewManager(scheme, remote.Options{AllowLoopback: true, QPS: 50, Burst: 100})
-	if err := m.Ensure(ctx, "worker-1-least-privilege", kc, "1", remote.HubIdentity{Host: hubEnv.cfg.Host, UID: hubSystem.UID}); err != nil {
+	cfg, err := remote.RESTConfig(kc, remote.Policy{AllowLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := remote.Target{Config: cfg, Version: "1", Hub: remote.HubIdentity{Host: hubEnv.cfg.Host, UID: hubSystem.UID}}
+	if err := m.Ensure(ctx, "worker-1-least-privilege", target); err != nil {
 		t.Fatal(err)
 	}
 	defer m.DisconnectAll()

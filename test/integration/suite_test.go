@@ -25,6 +25,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -61,6 +62,9 @@ func repoRoot() string {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(credentialPluginEnv) != "" {
+		os.Exit(actAsCredentialPlugin(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		fmt.Println("integration tests need KUBEBUILDER_ASSETS (run them with make test-integration)")
 		os.Exit(1)
@@ -68,6 +72,7 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	must(clientgoscheme.AddToScheme(scheme))
 	must(gantry.AddToScheme(scheme))
+	must(inventory.AddToScheme(scheme))
 
 	all := append([]string{"hub"}, names...)
 	started := make([]*cluster, len(all))
@@ -163,7 +168,7 @@ func setUp() error {
 			return err
 		}
 		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: n},
-			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: gantry.SecretReference{Name: secret.Name}}}
+			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: secret.Name}}}
 		if err := hubEnv.client.Create(ctx, wc); err != nil {
 			return err
 		}
@@ -262,8 +267,16 @@ type runningHub struct {
 	done   chan struct{}
 }
 
-// startHub starts a hub in-process; the test stops it at cleanup, or earlier with stop.
+// startHub starts a hub in-process and waits until it is connected to both workers; the test stops it
+// at cleanup, or earlier with stop.
 func startHub(t *testing.T) *runningHub {
+	t.Helper()
+	return startHubWith(t, hub.Options{}, names...)
+}
+
+// startHubWith starts a hub with the options (namespace and connection options filled in) and waits
+// until it is connected to the named workers.
+func startHubWith(t *testing.T, opts hub.Options, connected ...string) *runningHub {
 	t.Helper()
 	mgr, err := ctrl.NewManager(hubEnv.cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
@@ -273,7 +286,8 @@ func startHub(t *testing.T) *runningHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.Setup(mgr, hub.Options{Namespace: hubNamespace, Remote: remote.Options{QPS: 500, Burst: 1000, AllowLoopback: true}})
+	opts.Namespace, opts.Remote = hubNamespace, remote.Options{QPS: 500, Burst: 1000, AllowLoopback: true}
+	h, err := hub.Setup(mgr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,8 +301,8 @@ func startHub(t *testing.T) *runningHub {
 		h.Connections.DisconnectAll()
 	}()
 	t.Cleanup(rh.stop)
-	eventually(t, "hub connected to both workers", func() error {
-		for _, n := range names {
+	eventually(t, fmt.Sprintf("hub connected to %v", connected), func() error {
+		for _, n := range connected {
 			if !h.Connections.IsConnected(n) {
 				return fmt.Errorf("%s not connected", n)
 			}
