@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +29,26 @@ func TestVersionFlag(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^gantry-hub \S+ \(\S+\)\n$`).Match(out) {
 		t.Errorf("gantry-hub --version printed %q, want \"gantry-hub <version> (<commit>)\"", out)
+	}
+}
+
+// A provider file the hub cannot use stops it at start, saying why, before it connects anywhere.
+func TestBadProviderFileStopsTheHub(t *testing.T) {
+	dir := t.TempDir()
+	bad := dir + "/providers.json"
+	if err := os.WriteFile(bad, []byte(`{"providers":[{"name":"ocm","execConfig":{"apiVersion":"v9","command":"/bin/true"}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		bad:                   "provider ocm: execConfig.apiVersion \"v9\"",
+		dir + "/missing.json": "failed to read access config file",
+	} {
+		cmd := exec.Command(os.Args[0], "--clusterprofile-provider-file="+file)
+		cmd.Env = append(os.Environ(), "GANTRY_TEST_RUN_MAIN=1")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), want) {
+			t.Errorf("gantry-hub with %s: %v\n%s\nwant exit 2 saying %q", file, err, out, want)
+		}
 	}
 }

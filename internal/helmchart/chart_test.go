@@ -283,6 +283,10 @@ func TestBadValuesAreRefused(t *testing.T) {
 			"turn it on with hub.endpoint.enabled"},
 		{"endpoint advertised over http", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"endpoint": map[string]any{"enabled": true,
 			"tls": map[string]any{"secretName": "tls"}, "advertiseURL": "http://gantry.example.com"}}}, "advertiseURL"},
+		{"provider without plugin", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"clusterProfiles": map[string]any{
+			"providers": []any{map[string]any{"name": "ocm"}}}}}, "execConfig"},
+		{"plugin volume at a relative path", Namespace, map[string]any{"role": "hub", "hub": map[string]any{"clusterProfiles": map[string]any{
+			"pluginVolumes": []any{map[string]any{"name": "p", "mountPath": "plugins", "volume": map[string]any{"emptyDir": map[string]any{}}}}}}}, "mountPath"},
 	} {
 		_, err := Render(ch, tc.namespace, tc.values)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

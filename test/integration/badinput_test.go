@@ -177,6 +177,29 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 	}
 }
 
+// A WorkerCluster names exactly one way to reach its cluster.
+func TestWorkerClustersNameOneRegistration(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]gantry.WorkerClusterSpec{
+		"neither": {},
+		"both": {KubeconfigSecretRef: &gantry.SecretReference{Name: "s"},
+			ClusterProfileRef: &gantry.ClusterProfileReference{Name: "p"}},
+	}
+	for name, spec := range cases {
+		t.Run(name, func(t *testing.T) {
+			wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"}, Spec: spec}
+			err := hubEnv.client.Create(ctx, wc)
+			if err == nil {
+				_ = hubEnv.client.Delete(ctx, wc)
+				t.Fatal("created; want a rejection")
+			}
+			if want := "set exactly one of kubeconfigSecretRef and clusterProfileRef"; !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not say %q", err, want)
+			}
+		})
+	}
+}
+
 func TestWinnerIsImmutable(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "immutable")

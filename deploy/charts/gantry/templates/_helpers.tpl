@@ -49,3 +49,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "gantry.image" -}}
 {{ .root.Values.image.registry }}/gantry-{{ .component }}:{{ .root.Values.image.tag | default .root.Chart.AppVersion }}
 {{- end }}
+
+{{/*
+gantry.clusterProfileProviders is the hub's provider file, JSON as the cluster-inventory-api reads it.
+*/}}
+{{- define "gantry.clusterProfileProviders" -}}
+{{ dict "providers" .Values.hub.clusterProfiles.providers | toPrettyJson }}
+{{- end -}}
