@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -19,6 +20,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/dispatcher"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/metrics"
@@ -86,8 +88,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	h.Connections.SetHandler(h)
 	recorder := mgr.GetEventRecorder("gantry-hub")
 
-	if err := (&jobs.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, opts.JobWorkers); err != nil {
-		return nil, fmt.Errorf("setting up the job controller: %w", err)
+	kinds, err := servedKinds(mgr)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kinds {
+		if err := (&jobs.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Kind: k}).SetupWithManager(mgr, opts.JobWorkers); err != nil {
+			return nil, fmt.Errorf("setting up the %s controller: %w", k.Name(), err)
+		}
 	}
 	leases := &remote.LeaseRenewer{Workers: h.Connections, Failovers: failovers{mgr.GetClient()}, Clock: opts.Clock}
 	if err := mgr.Add(leases); err != nil {
@@ -254,10 +262,30 @@ func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
 	return &cp
 }
 
+// servedKinds are the kinds of jobs the hub takes: batch Jobs, and each other kind whose API the hub's
+// API server serves and the hub's scheme knows. A kind installed later is taken after a restart.
+func servedKinds(mgr ctrl.Manager) ([]jobkind.Kind, error) {
+	var out []jobkind.Kind
+	for _, k := range jobkind.All() {
+		ok, err := serves(mgr, k.GroupVersionKind())
+		if err != nil {
+			return nil, err
+		}
+		if ok || k.Name() == gantry.JobKindJob {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
 // servesClusterProfiles says whether the hub's API server serves ClusterProfiles and the hub's scheme
 // knows them. Without them the hub works as before and does not watch them.
 func servesClusterProfiles(mgr ctrl.Manager) (bool, error) {
-	gvk := inventory.GroupVersion.WithKind("ClusterProfile")
+	return serves(mgr, inventory.GroupVersion.WithKind("ClusterProfile"))
+}
+
+// serves says whether the hub's API server serves the kind and the hub's scheme knows it.
+func serves(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
 	if !mgr.GetScheme().Recognizes(gvk) {
 		return false, nil
 	}
@@ -268,5 +296,5 @@ func servesClusterProfiles(mgr ctrl.Manager) (bool, error) {
 	case apimeta.IsNoMatchError(err):
 		return false, nil
 	}
-	return false, fmt.Errorf("looking up the ClusterProfile API: %w", err)
+	return false, fmt.Errorf("looking up the %s API: %w", gvk.Kind, err)
 }

@@ -5,9 +5,9 @@ import (
 	"runtime"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
@@ -17,7 +17,7 @@ import (
 // copies: 250 admitted and 250 waiting. The nodes carry the labels and conditions real nodes do, so that
 // the memory measured is close to what the agent's node and pod caches hold.
 func cluster5000() Input {
-	in := Input{Jobs: map[types.NamespacedName]*batchv1.Job{}, Placements: map[types.UID]admission.Placement{}, Now: now}
+	in := Input{Jobs: map[types.NamespacedName]client.Object{}, Placements: map[types.UID]admission.Placement{}, Now: now}
 	for i := range 5000 {
 		product := "NVIDIA-A100-SXM4-80GB"
 		if i%2 == 1 {

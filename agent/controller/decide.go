@@ -6,14 +6,15 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
@@ -31,7 +32,10 @@ type Input struct {
 	// Copies are the Workload copies in the cluster (objects without gantry.dev/workload-uid are skipped).
 	Copies []*gantryv1alpha1.Workload
 	// Jobs holds, for a copy, the Job with the copy's namespace and name when there is one.
-	Jobs map[types.NamespacedName]*batchv1.Job
+	// It is keyed by the copy's namespace and name, and of the copy's kind (jobkind.Of).
+	Jobs map[types.NamespacedName]client.Object
+	// Kinds are the kinds of jobs the cluster serves; nil serves every kind.
+	Kinds map[gantryv1alpha1.JobKind]bool
 	// Placements are the reservations of admitted copies from earlier passes, by copy UID. A copy
 	// admitted without a known placement (by an earlier agent process) is placed again.
 	Placements map[types.UID]admission.Placement
@@ -65,7 +69,7 @@ type Plan struct {
 	// Updates are the conditions to write: only those that differ from what the copy shows.
 	Updates []Update
 	// Suspend are the hub's Jobs to suspend because the hub's lease lapsed (policy Fence).
-	Suspend []*batchv1.Job
+	Suspend []client.Object
 	// Placements are the reservations of the admitted copies, by copy UID, for the next pass.
 	Placements map[types.UID]admission.Placement
 	// Placing are the admitted copies whose room is held because their pods are not all bound, with when
@@ -193,9 +197,9 @@ func (p *Plan) sortCopies(in Input) copyStates {
 func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*corev1.Pod, nodes []admission.Node) {
 	var refit []admission.Gang
 	for _, c := range cs.admitted {
-		job := in.Jobs[JobKey(c)]
+		job := in.Jobs[client.ObjectKeyFromObject(c)]
 		owned := job != nil && OwnsJob(c, job)
-		if owned && JobFinished(job) {
+		if owned && JobFinished(c, job) {
 			continue
 		}
 		suspended := owned && p.fence(in, c, job)
@@ -268,7 +272,7 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 			// The hub took it as the cluster's final answer; only a new spec is decided again.
 			continue
 		}
-		job := in.Jobs[JobKey(c)]
+		job := in.Jobs[client.ObjectKeyFromObject(c)]
 		if cur != nil && cur.Reason == gantryv1alpha1.ReasonPlacementTimeout && cur.ObservedGeneration == c.Generation {
 			// Given up: the hub removes the Job and dispatches the workload again in a new epoch.
 			continue
@@ -280,6 +284,11 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 		}
 		if job != nil && !OwnsJob(c, job) {
 			p.set(c, cur, jobInTheWay(c, job, in.Now), nil)
+			continue
+		}
+		if k := jobkind.Of(c); in.Kinds != nil && !in.Kinds[k.Name()] {
+			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKindNotServed,
+				fmt.Sprintf("this cluster does not serve %s (%s): its CRD and controller are not installed here", k.Name(), k.GroupVersionKind().GroupVersion()), in.Now), nil)
 			continue
 		}
 		gangs = append(gangs, GangFromCopy(c))
@@ -362,28 +371,29 @@ func conditionOf(c *gantryv1alpha1.Workload, typ string, status metav1.Condition
 // deletes it, so c waits with PreviousJobPresent, and the pass that the Job's deletion queues decides
 // it again. Any other Job is someone else's, which Gantry never removes: c is rejected with
 // JobNameConflict.
-func jobInTheWay(c *gantryv1alpha1.Workload, job *batchv1.Job, now time.Time) metav1.Condition {
+func jobInTheWay(c *gantryv1alpha1.Workload, job client.Object, now time.Time) metav1.Condition {
 	uid := c.Labels[gantryv1alpha1.WorkloadUIDLabel]
-	got, ok := job.Labels[gantryv1alpha1.WorkloadUIDLabel]
+	got, ok := job.GetLabels()[gantryv1alpha1.WorkloadUIDLabel]
+	kind := jobkind.Of(c).Name()
 	if ok && got != "" {
 		return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPreviousJobPresent,
-			fmt.Sprintf("Job %s/%s, created by Gantry for an earlier workload of the same name (its label %s is %q, not %q), is still in this cluster; the hub removes it, and this copy is decided again once it is gone",
-				job.Namespace, job.Name, gantryv1alpha1.WorkloadUIDLabel, got, uid), now)
+			fmt.Sprintf("%s %s/%s, created by Gantry for an earlier workload of the same name (its label %s is %q, not %q), is still in this cluster; the hub removes it, and this copy is decided again once it is gone",
+				kind, job.GetNamespace(), job.GetName(), gantryv1alpha1.WorkloadUIDLabel, got, uid), now)
 	}
 	detail := fmt.Sprintf("it lacks the label %s=%s", gantryv1alpha1.WorkloadUIDLabel, uid)
 	if ok {
 		detail = fmt.Sprintf("its label %s is empty, not %q", gantryv1alpha1.WorkloadUIDLabel, uid)
 	}
 	return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict,
-		fmt.Sprintf("Job %s/%s already exists in this cluster and was not created by Gantry for this workload (%s); it is left untouched",
-			job.Namespace, job.Name, detail), now)
+		fmt.Sprintf("%s %s/%s already exists in this cluster and was not created by Gantry for this workload (%s); it is left untouched",
+			kind, job.GetNamespace(), job.GetName(), detail), now)
 }
 
 // placingSince is when the pods of an owned Job that is not suspended began to be placed, which the
 // placement timeout counts from: the Job's creation, or, for a Job the hub resumed after the fence
 // suspended it, the resumption (the pass that sees the copy still say Suspended is that moment).
-func placingSince(c *gantryv1alpha1.Workload, job *batchv1.Job, now time.Time) time.Time {
-	since := job.CreationTimestamp.Time
+func placingSince(c *gantryv1alpha1.Workload, job client.Object, now time.Time) time.Time {
+	since := job.GetCreationTimestamp().Time
 	cur := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadSuspended)
 	switch {
 	case cur == nil:

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
@@ -39,8 +40,8 @@ func gpuPod(name, hubUID string, gpus string) *agenttest.PodWrapper {
 	return agenttest.MakePod(name, "ns").Workload(hubUID).Request("nvidia.com/gpu", gpus)
 }
 
-func jobs(js ...*batchv1.Job) map[types.NamespacedName]*batchv1.Job {
-	out := map[types.NamespacedName]*batchv1.Job{}
+func jobs(js ...*batchv1.Job) map[types.NamespacedName]client.Object {
+	out := map[types.NamespacedName]client.Object{}
 	for _, j := range js {
 		out[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = j
 	}
@@ -514,7 +515,7 @@ func TestDecideHoldsNodesForAStarvingCopy(t *testing.T) {
 func TestDecidePlacementTimeout(t *testing.T) {
 	const timeout = 5 * time.Minute
 	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
-	jobAt := func(created time.Time) map[types.NamespacedName]*batchv1.Job {
+	jobAt := func(created time.Time) map[types.NamespacedName]client.Object {
 		return jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Created(created).Obj())
 	}
 	admittedA := func() *gantryv1alpha1.Workload { return copyOf("a", 0, 2, "8").Admitted().Obj() }

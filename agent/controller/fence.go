@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // HubLease is what the agent knows of the hub's lease on this cluster.
@@ -56,22 +57,22 @@ func ReadHubLease(lease *coordinationv1.Lease, seen LeaseSighting, now time.Time
 // lapsed tells whether the hub's lease lapsed under the policy Fence.
 func (l HubLease) lapsed(now time.Time) bool { return l.Fence && !now.Before(l.Deadline) }
 
-// SuspendedByFence tells whether the agent suspended job because the hub's lease lapsed.
-func SuspendedByFence(job *batchv1.Job) bool {
-	return job.Annotations[gantryv1alpha1.SuspendedByAnnotation] == gantryv1alpha1.SuspendedByFence &&
-		job.Spec.Suspend != nil && *job.Spec.Suspend
+// SuspendedByFence tells whether the agent suspended job, of copy w's kind, because the hub's lease lapsed.
+func SuspendedByFence(w *gantryv1alpha1.Workload, job client.Object) bool {
+	return job.GetAnnotations()[gantryv1alpha1.SuspendedByAnnotation] == gantryv1alpha1.SuspendedByFence &&
+		jobkind.Of(w).State(job).Suspended
 }
 
 // fence stops the Job of an admitted copy while the hub's lease has lapsed: the Job is suspended (its
 // pods are deleted by the Job controller; suspending rather than deleting lets the hub resume it in
 // place when it comes back and the cluster is still the winner), and the copy says so. Once the lease is
 // renewed and the hub resumed the Job, the copy says that too. It reports whether the Job is suspended.
-func (p *Plan) fence(in Input, c *gantryv1alpha1.Workload, job *batchv1.Job) bool {
-	suspended := job.Spec.Suspend != nil && *job.Spec.Suspend
+func (p *Plan) fence(in Input, c *gantryv1alpha1.Workload, job client.Object) bool {
+	suspended := jobkind.Of(c).State(job).Suspended
 	cur := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadSuspended)
 	switch {
 	case in.HubLease.lapsed(in.Now):
-		if !SuspendedByFence(job) {
+		if !SuspendedByFence(c, job) {
 			p.Suspend = append(p.Suspend, job)
 		}
 		p.setOther(c, cur, conditionOf(c, gantryv1alpha1.WorkloadSuspended, metav1.ConditionTrue, gantryv1alpha1.ReasonHubLeaseExpired,

@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
@@ -67,7 +67,7 @@ func TestDecideFence(t *testing.T) {
 	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
 	admittedA := func() *gantryv1alpha1.Workload { return copyOf("a", 0, 2, "8").Admitted().Obj() }
 	placement := map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}
-	jobOfA := func(suspendedByFence bool) map[types.NamespacedName]*batchv1.Job {
+	jobOfA := func(suspendedByFence bool) map[types.NamespacedName]client.Object {
 		j := agenttest.MakeJob("a", "ns").Workload("hub-a").Created(now.Add(-time.Minute)).Obj()
 		if suspendedByFence {
 			j.Spec.Suspend = ptr.To(true)

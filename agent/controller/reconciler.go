@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
@@ -90,6 +90,9 @@ type Reconciler struct {
 	assumed    *expectations.Written[types.UID, metav1.Condition]
 	lastReport *expectations.Written[string, gantryv1alpha1.CapacityReportStatus]
 	leaseSeen  LeaseSighting
+	// kinds are the kinds of jobs the cluster serves (batch Jobs always; others once their API is found
+	// at start).
+	kinds map[gantryv1alpha1.JobKind]bool
 }
 
 // NewReconciler returns the agent's reconciler. c must read from a cache set up with CacheOptions (any
@@ -109,6 +112,7 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, clk clock.Clo
 		placements: map[types.UID]admission.Placement{},
 		assumed:    expectations.NewWritten[types.UID, metav1.Condition](),
 		lastReport: expectations.NewWritten[string, gantryv1alpha1.CapacityReportStatus](),
+		kinds:      map[gantryv1alpha1.JobKind]bool{gantryv1alpha1.JobKindJob: true},
 	}, nil
 }
 
@@ -118,7 +122,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	enqueue := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{passRequest}
 	})
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(crcontroller.Options{
 			MaxConcurrentReconciles: 1,
@@ -134,10 +138,19 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&gantryv1alpha1.Workload{}, enqueue, builder.WithPredicates(copyChanged)).
 		Watches(&corev1.Node{}, enqueue, builder.WithPredicates(nodeChanged)).
 		Watches(&corev1.Pod{}, enqueue, builder.WithPredicates(podChanged)).
-		Watches(&batchv1.Job{}, enqueue, builder.WithPredicates(jobChanged)).
 		Watches(&coordinationv1.Lease{}, enqueue).
-		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName))).
-		Complete(r)
+		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
+	for _, k := range jobkind.All() {
+		if k.Name() != gantryv1alpha1.JobKindJob {
+			gvk := k.GroupVersionKind()
+			if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil || !mgr.GetScheme().Recognizes(gvk) {
+				continue // not served here: copies of the kind are refused (KindNotServed)
+			}
+		}
+		r.kinds[k.Name()] = true
+		b = b.Watches(k.New(), enqueue, builder.WithPredicates(jobChanged))
+	}
+	return b.Complete(r)
 }
 
 // Reconcile runs one pass: read the caches, decide, write the copies' conditions, then the report.
@@ -189,7 +202,8 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 		Nodes:      make([]*corev1.Node, len(nodes.Items)),
 		Pods:       make([]*corev1.Pod, len(pods.Items)),
 		Copies:     make([]*gantryv1alpha1.Workload, len(copies.Items)),
-		Jobs:       map[types.NamespacedName]*batchv1.Job{},
+		Jobs:       map[types.NamespacedName]client.Object{},
+		Kinds:      r.kinds,
 		Placements: r.placements,
 		Placing:    r.placing,
 		Assumed:    r.assumed,
@@ -208,13 +222,17 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	for i := range copies.Items {
 		c := &copies.Items[i]
 		in.Copies[i] = c
+		k := jobkind.Of(c)
+		if !r.kinds[k.Name()] {
+			continue // the cluster does not serve the kind: no such job can be here
+		}
 		key := JobKey(c)
-		job := &batchv1.Job{}
+		job := k.New()
 		switch err := r.client.Get(ctx, key, job, noCopy); {
 		case err == nil:
-			in.Jobs[key] = job
+			in.Jobs[client.ObjectKeyFromObject(c)] = job
 		case !apierrors.IsNotFound(err):
-			return Input{}, fmt.Errorf("reading Job %s: %w", key, err)
+			return Input{}, fmt.Errorf("reading %s %s: %w", k.Name(), key, err)
 		}
 	}
 	keepBehind(r.assumed, in.Copies)
@@ -320,12 +338,12 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 
 // suspend suspends the hub's Jobs whose lease lapsed, each guarded by its UID; the Job controller then
 // deletes their pods.
-func (r *Reconciler) suspend(ctx context.Context, jobs []*batchv1.Job) error {
+func (r *Reconciler) suspend(ctx context.Context, jobs []client.Object) error {
 	var errs []error
 	for _, job := range jobs {
 		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:%q}},"spec":{"suspend":true}}`,
-			job.UID, gantryv1alpha1.SuspendedByAnnotation, gantryv1alpha1.SuspendedByFence)
-		err := r.client.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+			job.GetUID(), gantryv1alpha1.SuspendedByAnnotation, gantryv1alpha1.SuspendedByFence)
+		err := r.client.Patch(ctx, job.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, []byte(patch)))
 		switch {
 		case err == nil:
 			log.FromContext(ctx).Info("Suspended a Job of the hub, whose lease lapsed", "job", klog.KObj(job))
@@ -391,13 +409,13 @@ func isPodThat(o client.Object, f func(*corev1.Pod) bool) bool {
 
 var jobChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*batchv1.Job)
-		n, ok2 := e.ObjectNew.(*batchv1.Job)
-		if !ok1 || !ok2 {
+		k, ok := jobkind.ForObject(e.ObjectNew)
+		if !ok {
 			return true
 		}
-		return o.Labels[gantryv1alpha1.WorkloadUIDLabel] != n.Labels[gantryv1alpha1.WorkloadUIDLabel] ||
-			JobFinished(o) != JobFinished(n)
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetLabels()[gantryv1alpha1.WorkloadUIDLabel] != n.GetLabels()[gantryv1alpha1.WorkloadUIDLabel] ||
+			k.State(o).Finished != k.State(n).Finished
 	},
 }
 

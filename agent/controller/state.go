@@ -1,12 +1,13 @@
 package controller
 
 import (
-	"k8s.io/apimachinery/pkg/types"
 	"maps"
 	"slices"
 	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // PodRequests is what the scheduler sets aside for pod on its node: the larger of the sum over its
@@ -110,20 +112,15 @@ func JobKey(w *gantryv1alpha1.Workload) types.NamespacedName {
 
 // OwnsJob tells whether job was created by Gantry for copy w: it carries w's gantry.dev/workload-uid
 // label with the same value.
-func OwnsJob(w *gantryv1alpha1.Workload, job *batchv1.Job) bool {
+func OwnsJob(w *gantryv1alpha1.Workload, job client.Object) bool {
 	want := w.Labels[gantryv1alpha1.WorkloadUIDLabel]
-	got, ok := job.Labels[gantryv1alpha1.WorkloadUIDLabel]
+	got, ok := job.GetLabels()[gantryv1alpha1.WorkloadUIDLabel]
 	return ok && got == want
 }
 
-// JobFinished tells whether job has ended: its Complete or Failed condition is True.
-func JobFinished(job *batchv1.Job) bool {
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+// JobFinished tells whether job, of copy w's kind, has ended.
+func JobFinished(w *gantryv1alpha1.Workload, job client.Object) bool {
+	return jobkind.Of(w).State(job).Finished
 }
 
 // Progress is how far the pods of an admitted copy got: per pod set, how many of its pods still need the
@@ -145,7 +142,8 @@ func (p Progress) Done() bool {
 
 // ProgressOf attributes the pods of copy w (those labelled with its gantry.dev/workload-uid) that are
 // bound or terminated to its pod sets, and returns what is left of each pod set. A pod belongs to the
-// first pod set, in spec order, that requests what the pod requests (overhead aside) and still has pods
+// pod set its gantry.dev/pod-set label names; one without the label (made before Gantry labelled pod
+// sets) to the first pod set, in spec order, that requests what the pod requests (overhead aside) and still has pods
 // left; a pod whose requests match a pod set that has none left is a replacement and changes nothing. A
 // pod that matches no pod set goes to the first pod set that still has pods left. Pods are taken in
 // name order, so the result does not depend on the order of pods.
@@ -177,8 +175,18 @@ func ProgressOf(w *gantryv1alpha1.Workload, pods []*corev1.Pod) Progress {
 	return p
 }
 
-// attribute picks the pod set that pod counts against, or "" when it counts against none.
+// attribute picks the pod set that pod counts against, or "" when it counts against none. A pod that
+// names its pod set (gantry.dev/pod-set, on the pods of the jobs Gantry creates) counts against that
+// one while it has pods left.
 func attribute(sets []gantryv1alpha1.PodSet, left map[string]int32, pod *corev1.Pod) string {
+	if name, ok := pod.Labels[gantryv1alpha1.PodSetLabel]; ok {
+		if _, known := left[name]; known {
+			if left[name] > 0 {
+				return name
+			}
+			return ""
+		}
+	}
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
 	matched := false
 	for i := range sets {

@@ -149,7 +149,7 @@ func TestJobs(t *testing.T) {
 			if got := OwnsJob(c, tc.job); got != tc.owns {
 				t.Errorf("OwnsJob = %v, want %v", got, tc.owns)
 			}
-			if got := JobFinished(tc.job); got != tc.finish {
+			if got := JobFinished(c, tc.job); got != tc.finish {
 				t.Errorf("JobFinished = %v, want %v", got, tc.finish)
 			}
 		})

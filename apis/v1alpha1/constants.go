@@ -6,6 +6,8 @@ const (
 	QueueLabel = "gantry.dev/queue-name"
 	// JobNameLabel on a hub Workload names the Job it stands for.
 	JobNameLabel = "gantry.dev/job-name"
+	// PodSetLabel on the pods of a job Gantry created on a worker names the pod set they belong to.
+	PodSetLabel = "gantry.dev/pod-set"
 	// WorkloadUIDLabel on every object Gantry creates on a worker holds the hub Workload's UID. Its presence
 	// marks an object as Gantry's own; a worker object without it is never adopted or deleted.
 	WorkloadUIDLabel = "gantry.dev/workload-uid"
@@ -43,6 +45,8 @@ const (
 	TopologyKeyAnnotation = "gantry.dev/topology-key"
 	// MaxGPUProducts is how many products a job may list.
 	MaxGPUProducts = 8
+	// MaxPodSets is how many groups of pods a workload may have (a JobSet's replicated jobs).
+	MaxPodSets = 8
 	// GPUProductLabel is the node label naming the GPU product a node carries.
 	GPUProductLabel = "nvidia.com/gpu.product"
 )
@@ -104,6 +108,9 @@ const (
 	ReasonNoEligibleNode        = "NoEligibleNode"
 	ReasonNeverFits             = "NeverFits"
 	ReasonJobNameConflict       = "JobNameConflict"
+	// ReasonKindNotServed: the cluster does not serve the API of the job's kind (a JobSet where no
+	// JobSet CRD is installed).
+	ReasonKindNotServed = "KindNotServed"
 	// ReasonHubLeaseExpired: the hub's lease on the cluster lapsed under the failover policy Fence; the
 	// agent suspended the copy's Job (its pods are deleted) until the hub resumes it or removes it.
 	ReasonHubLeaseExpired = "HubLeaseExpired"
@@ -188,7 +195,7 @@ const (
 // and the agent does not decide the copy again.
 func RejectsCluster(reason string) bool {
 	switch reason {
-	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict:
+	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict, ReasonKindNotServed:
 		return true
 	}
 	return false

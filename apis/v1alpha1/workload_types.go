@@ -39,8 +39,25 @@ type PodSet struct {
 	GPUProducts []string `json:"gpuProducts,omitempty"`
 }
 
+// JobKind is a kind of job Gantry dispatches.
+// +kubebuilder:validation:Enum=Job;JobSet
+type JobKind string
+
+// Kinds of jobs.
+const (
+	// JobKindJob is batch/v1 Job.
+	JobKindJob JobKind = "Job"
+	// JobKindJobSet is jobset.x-k8s.io/v1alpha2 JobSet.
+	JobKindJobSet JobKind = "JobSet"
+)
+
 // WorkloadSpec is the job's demand, derived from it when it was submitted.
 type WorkloadSpec struct {
+	// JobKind is the kind of the job the workload stands for, in its namespace under the name its
+	// gantry.dev/job-name label holds. Empty is a batch Job.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="jobKind is immutable"
+	// +optional
+	JobKind JobKind `json:"jobKind,omitempty"`
 	// QueueName is the namespaced Queue the workload was submitted to.
 	// +kubebuilder:validation:MaxLength=253
 	QueueName string `json:"queueName"`

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -140,6 +141,9 @@ func run(o *options) error {
 		return err
 	}
 	if err := gantryv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := jobset.AddToScheme(scheme); err != nil {
 		return err
 	}
 

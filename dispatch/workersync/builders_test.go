@@ -133,12 +133,18 @@ func (c Cluster) underFence(due time.Duration, renewed bool) Cluster {
 }
 
 func (c Cluster) with(cp *gantry.Workload, job *batchv1.Job) Cluster {
-	c.Copy, c.Job = cp, job
+	c.Copy, c.Job = cp, nil
+	if job != nil { // no typed nil in the interface
+		c.Job = job
+	}
 	return c
 }
 
 func view(wl *gantry.Workload, job *batchv1.Job, clusters ...Cluster) View {
-	v := View{Now: now, Workload: wl, HubJob: job, Clusters: map[string]Cluster{}}
+	v := View{Now: now, Workload: wl, Clusters: map[string]Cluster{}}
+	if job != nil {
+		v.HubJob = job
+	}
 	for _, c := range clusters {
 		v.Clusters[c.Name] = c
 	}
@@ -163,7 +169,11 @@ func summarize(v View, p Plan) outcome {
 	for _, a := range p.Worker {
 		o.Worker = append(o.Worker, a.String())
 	}
-	switch st := p.HubJobStatus; {
+	var st *batchv1.JobStatus
+	if p.HubJobStatus != nil {
+		st = &p.HubJobStatus.(*batchv1.Job).Status
+	}
+	switch {
 	case st == nil:
 	case len(st.Conditions) == 0 && st.StartTime == nil:
 		o.HubJob = "cleared"

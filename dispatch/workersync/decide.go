@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // Reasons of Events on hub Jobs.
@@ -77,7 +77,7 @@ func (d *decider) myCopy(c Cluster) *gantry.Workload {
 	return nil
 }
 
-func (d *decider) myJob(c Cluster) *batchv1.Job {
+func (d *decider) myJob(c Cluster) client.Object {
 	if c.Job != nil && d.mine(c.Job) {
 		return c.Job
 	}
@@ -198,11 +198,11 @@ func (d *decider) runOnWinner() {
 		return
 	}
 	switch {
-	case job != nil && suspendedByFence(job) && w.LeaseRenewed:
+	case job != nil && d.suspendedByFence(job) && w.LeaseRenewed:
 		// The agent stopped it while it did not hear from the hub; the cluster is still the winner, so it
 		// goes on where it is.
 		d.worker(Resume, w.Name, job)
-	case job != nil && suspendedByFence(job):
+	case job != nil && d.suspendedByFence(job):
 		d.plan.requeue(LeasePoll) // resumed once the lease is renewed, or the agent would stop it again
 	}
 	if job != nil && d.v.HubJob != nil {
@@ -216,8 +216,8 @@ func (d *decider) fenceDue(c Cluster) bool {
 	return !c.Connected && !c.FenceDue.IsZero() && !d.v.Now.Before(c.FenceDue)
 }
 
-func suspendedByFence(job *batchv1.Job) bool {
-	return job.Annotations[gantry.SuspendedByAnnotation] == gantry.SuspendedByFence && job.Spec.Suspend != nil && *job.Spec.Suspend
+func (d *decider) suspendedByFence(job client.Object) bool {
+	return job.GetAnnotations()[gantry.SuspendedByAnnotation] == gantry.SuspendedByFence && jobkind.Of(d.wl).State(job).Suspended
 }
 
 // reachable says whether the winner can be worked on, and keeps the ClusterReachable condition true:
@@ -264,30 +264,32 @@ func (d *decider) recordJobCreated(cluster string) {
 		fmt.Sprintf("the Job was created on %s in epoch %d", cluster, d.wl.Status.DispatchEpoch))
 }
 
-// mirror copies the worker Job's status to the hub Job, and finishes the Workload once the Job ended
+// mirror copies the worker job's status to the hub job, and finishes the Workload once the job ended
 // and its final status is mirrored.
-func (d *decider) mirror(w Cluster, job *batchv1.Job) {
+func (d *decider) mirror(w Cluster, job client.Object) {
+	k := jobkind.Of(d.wl)
 	hubJob, last := d.v.HubJob, d.v.LastMirror
-	t, done := jobFinished(job)
+	st := k.State(job)
+	mirrored := hubJob.DeepCopyObject().(client.Object)
 	switch {
-	case equality.Semantic.DeepEqual(hubJob.Status, job.Status):
-	case last != nil && hubJob.ResourceVersion == last.Replaced:
-		// The cache still shows the hub Job as it was before the last mirror: writing now would only
+	case !k.CopyStatus(mirrored, job):
+	case last != nil && hubJob.GetResourceVersion() == last.Replaced:
+		// The cache still shows the hub job as it was before the last mirror: writing now would only
 		// conflict, and finishing now could finish before the final status is mirrored.
 		d.plan.requeue(CacheCatchUp)
 		return
-	case last != nil && !done && d.v.Now.Sub(last.At) < MirrorInterval:
+	case last != nil && !st.Finished && d.v.Now.Sub(last.At) < MirrorInterval:
 		d.plan.requeue(MirrorInterval - d.v.Now.Sub(last.At))
 		return
 	default:
-		d.plan.HubJobStatus = job.Status.DeepCopy()
+		d.plan.HubJobStatus = mirrored
 	}
-	if done {
-		reason := gantry.ReasonJobSucceeded
-		if t == batchv1.JobFailed {
-			reason = gantry.ReasonJobFailed
+	if st.Finished {
+		reason, how := gantry.ReasonJobSucceeded, "complete"
+		if !st.Succeeded {
+			reason, how = gantry.ReasonJobFailed, "failed"
 		}
-		d.finish(reason, fmt.Sprintf("the Job %s on %s", strings.ToLower(string(t)), w.Name))
+		d.finish(reason, fmt.Sprintf("the %s %s on %s", k.Name(), how, w.Name))
 	}
 }
 
@@ -323,8 +325,10 @@ func (d *decider) evictFromLost(w Cluster) {
 // takeBack records the eviction of the winner and clears it, so that the dispatcher dispatches the
 // Workload again in a new epoch; the hub Job's status mirrored from the winner is cleared first.
 func (d *decider) takeBack(reason, message string) {
-	if d.v.HubJob != nil && !equality.Semantic.DeepEqual(d.v.HubJob.Status, batchv1.JobStatus{}) {
-		d.plan.HubJobStatus = &batchv1.JobStatus{}
+	if d.v.HubJob != nil {
+		if cleared := d.v.HubJob.DeepCopyObject().(client.Object); jobkind.Of(d.wl).ClearStatus(cleared) {
+			d.plan.HubJobStatus = cleared
+		}
 	}
 	st := d.status
 	st.Evictions = append(st.Evictions, gantry.Eviction{Cluster: st.ClusterName, Epoch: st.DispatchEpoch,
@@ -353,7 +357,9 @@ func (d *decider) finish(reason, message string) {
 		return // the mirrored status says it
 	}
 	if d.v.HubJob != nil {
-		d.plan.HubJobStatus = FailedStatus(d.v.HubJob, reason, message, metav1.NewTime(d.v.Now))
+		if failed := d.v.HubJob.DeepCopyObject().(client.Object); jobkind.Of(d.wl).Fail(failed, reason, message, metav1.NewTime(d.v.Now)) {
+			d.plan.HubJobStatus = failed
+		}
 	}
 	d.event(corev1.EventTypeWarning, EventFinished, "%s", message)
 }
@@ -397,22 +403,4 @@ func (d *decider) setCondition(typ string, status metav1.ConditionStatus, reason
 
 func (d *decider) event(eventType, reason, format string, args ...any) {
 	d.plan.Events = append(d.plan.Events, Event{Type: eventType, Reason: reason, Message: fmt.Sprintf(format, args...)})
-}
-
-// FailedStatus is the hub Job's status once Gantry ended it for reason: Failed, with the conditions the
-// API server requires of a finished Job. A Job that already finished keeps its status.
-func FailedStatus(hubJob *batchv1.Job, reason, message string, now metav1.Time) *batchv1.JobStatus {
-	if _, done := jobFinished(hubJob); done {
-		return nil
-	}
-	st := hubJob.Status.DeepCopy()
-	if st.StartTime == nil {
-		st.StartTime = &now
-	}
-	st.Active, st.Ready, st.Terminating, st.UncountedTerminatedPods = 0, nil, nil, nil
-	for _, t := range []batchv1.JobConditionType{batchv1.JobFailureTarget, batchv1.JobFailed} {
-		st.Conditions = append(st.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue,
-			Reason: reason, Message: message, LastProbeTime: now, LastTransitionTime: now})
-	}
-	return st
 }

@@ -51,7 +51,7 @@ func checkPlan(t *testing.T, v View, p Plan) {
 					a, st.ClusterName, recorded, finished, wl.DeletionTimestamp != nil, c.Job != nil)
 			}
 		case Resume:
-			if a.Cluster != st.ClusterName || !c.LeaseRenewed || finished || c.Job == nil || a.Object.GetUID() != c.Job.UID {
+			if a.Cluster != st.ClusterName || !c.LeaseRenewed || finished || c.Job == nil || a.Object.GetUID() != c.Job.GetUID() {
 				t.Fatalf("%s: resumes off the winner %q or before the lease was renewed", a, st.ClusterName)
 			}
 		case CreateCopy:
@@ -59,11 +59,11 @@ func checkPlan(t *testing.T, v View, p Plan) {
 				t.Fatalf("%s: not the current nomination (epoch %d, %v) or the name is taken", a, st.DispatchEpoch, st.NominatedClusters)
 			}
 		default:
-			if (c.Copy == nil || c.Copy.UID != a.Object.GetUID()) && (c.Job == nil || c.Job.UID != a.Object.GetUID()) {
+			if (c.Copy == nil || c.Copy.UID != a.Object.GetUID()) && (c.Job == nil || c.Job.GetUID() != a.Object.GetUID()) {
 				t.Fatalf("%s: deletes an object not in the view", a)
 			}
-			if c.Job != nil && a.Object.GetUID() == c.Job.UID && a.Cluster == st.ClusterName && !finished &&
-				wl.DeletionTimestamp == nil && !givenUpIn(c, st.DispatchEpoch) && c.Job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) {
+			if c.Job != nil && a.Object.GetUID() == c.Job.GetUID() && a.Cluster == st.ClusterName && !finished &&
+				wl.DeletionTimestamp == nil && !givenUpIn(c, st.DispatchEpoch) && c.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID) {
 				t.Fatalf("%s: deletes the winner's running Job", a)
 			}
 		}
@@ -79,7 +79,7 @@ func checkPlan(t *testing.T, v View, p Plan) {
 	if p.RemoveFinalizer && st.ClusterName != "" && !finished {
 		w := v.Clusters[st.ClusterName]
 		lost := w.Fenced || (!w.Connected && !w.FenceDue.IsZero() && !v.Now.Before(w.FenceDue))
-		if !lost && (p.ConfirmGone != st.ClusterName || !w.Connected || (w.Job != nil && w.Job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID))) {
+		if !lost && (p.ConfirmGone != st.ClusterName || !w.Connected || (w.Job != nil && w.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID))) {
 			t.Fatalf("lets go of a Workload whose Job may run on %s", st.ClusterName)
 		}
 	}
@@ -174,18 +174,19 @@ func randomCluster(b *byteSource, name string) Cluster {
 		}
 	}
 	if b.next(2) == 1 {
-		c.Job = remoteJob(owners[b.next(2)], int64(b.next(3)))
+		job := remoteJob(owners[b.next(2)], int64(b.next(3)))
 		switch b.next(4) {
 		case 1:
-			running(c.Job)
+			running(job)
 		case 2:
-			completed(c.Job)
+			completed(job)
 		case 3:
-			deletingJob(c.Job)
+			deletingJob(job)
 		}
 		if b.next(3) == 0 {
-			suspendedByTheAgent(c.Job)
+			suspendedByTheAgent(job)
 		}
+		c.Job = job
 	}
 	if b.next(3) == 0 {
 		c.CopyExpected = now.Add(time.Second)

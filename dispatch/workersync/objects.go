@@ -3,19 +3,13 @@ package workersync
 import (
 	"strconv"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
-
-// Labels the hub's Job controller puts on a Job's selector and pod template; they are tied to the hub
-// Job's UID and must not reach the worker.
-var hubJobControllerLabels = []string{
-	"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name",
-}
 
 // remoteLabels marks an object on a worker as Gantry's, created for the hub Workload in the given epoch.
 func remoteLabels(wl *gantry.Workload, epoch int64) map[string]string {
@@ -37,37 +31,17 @@ func NewCopy(wl *gantry.Workload) *gantry.Workload {
 	}
 }
 
-// NewRemoteJob builds the Job that runs on the winner from the hub Job. The worker's Job controller
-// runs it (no managedBy, not suspended), with fresh selector labels; ttlSecondsAfterFinished is dropped
-// so that a worker never deletes a finished Job before its status reached the hub.
-func NewRemoteJob(hubJob *batchv1.Job, wl *gantry.Workload) *batchv1.Job {
-	labels := remoteLabels(wl, wl.Status.DispatchEpoch)
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        hubJob.Name,
-			Namespace:   hubJob.Namespace,
-			Labels:      mergeLabels(hubJob.Labels, labels),
-			Annotations: hubJob.Annotations,
-		},
-		Spec: *hubJob.Spec.DeepCopy(),
-	}
-	job.Spec.ManagedBy = nil
-	job.Spec.Suspend = ptr.To(false)
-	job.Spec.TTLSecondsAfterFinished = nil
-	job.Spec.Selector = nil
-	job.Spec.ManualSelector = nil
-	tplLabels := mergeLabels(job.Spec.Template.Labels, labels)
-	for _, l := range hubJobControllerLabels {
-		delete(tplLabels, l)
-	}
-	job.Spec.Template.Labels = tplLabels
-	pinToAdmission(&job.Spec.Template.Spec, wl)
-	return job
+// NewRemoteJob builds the job that runs on the winner from the hub's job, as its kind says, labelled as
+// Gantry's for the Workload's current epoch and held to the winning agent's choices.
+func NewRemoteJob(hubJob client.Object, wl *gantry.Workload) client.Object {
+	return jobkind.Of(wl).Remote(hubJob, remoteLabels(wl, wl.Status.DispatchEpoch), func(podSet string, tpl *corev1.PodTemplateSpec) {
+		pinToAdmission(&tpl.Spec, podSet, wl)
+	})
 }
 
-// pinToAdmission holds the pods to the winning agent's choices, so that the scheduler picks among the
-// nodes that the agent's fit chose among: the GPU product of the Job's pod set and the topology domain.
-func pinToAdmission(pod *corev1.PodSpec, wl *gantry.Workload) {
+// pinToAdmission holds the pods of a pod set to the winning agent's choices, so that the scheduler picks
+// among the nodes that the agent's fit chose among: the pod set's GPU product and the topology domain.
+func pinToAdmission(pod *corev1.PodSpec, podSet string, wl *gantry.Workload) {
 	a := wl.Status.Admission
 	if a == nil {
 		return
@@ -76,8 +50,8 @@ func pinToAdmission(pod *corev1.PodSpec, wl *gantry.Workload) {
 	for k, v := range pod.NodeSelector {
 		sel[k] = v
 	}
-	for _, ps := range a.PodSets { // a Job has one pod set
-		if ps.GPUProduct != "" {
+	for _, ps := range a.PodSets {
+		if ps.Name == podSet && ps.GPUProduct != "" {
 			sel[gantry.GPUProductLabel] = ps.GPUProduct
 		}
 	}
@@ -109,19 +83,10 @@ func epochOf(labels map[string]string) int64 {
 	return e
 }
 
-// jobFinished returns the Job's terminal condition type, if any.
-func jobFinished(job *batchv1.Job) (batchv1.JobConditionType, bool) {
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == "True" {
-			return c.Type, true
-		}
-	}
-	return "", false
-}
-
-// JobNameOf returns the name of the hub Job that owns the Workload; empty when none does.
+// JobNameOf returns the name of the hub job that owns the Workload; empty when none does.
 func JobNameOf(wl *gantry.Workload) string {
-	if ref := metav1.GetControllerOf(wl); ref != nil && ref.Kind == "Job" {
+	gvk := jobkind.Of(wl).GroupVersionKind()
+	if ref := metav1.GetControllerOf(wl); ref != nil && ref.Kind == gvk.Kind && ref.APIVersion == gvk.GroupVersion().String() {
 		return ref.Name
 	}
 	return ""

@@ -28,13 +28,13 @@ func TestNewRemoteJob(t *testing.T) {
 	}
 	wl := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: "wl-uid"},
 		Status: gantry.WorkloadStatus{DispatchEpoch: 3}}
-	job := NewRemoteJob(hubJob, wl)
+	job := NewRemoteJob(hubJob, wl).(*batchv1.Job)
 
 	if job.Spec.ManagedBy != nil || ptr.Deref(job.Spec.Suspend, true) || job.Spec.TTLSecondsAfterFinished != nil || job.Spec.Selector != nil {
 		t.Errorf("spec not made runnable on the worker: managedBy %v suspend %v ttl %v selector %v",
 			job.Spec.ManagedBy, job.Spec.Suspend, job.Spec.TTLSecondsAfterFinished, job.Spec.Selector)
 	}
-	for _, l := range hubJobControllerLabels {
+	for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
 		if _, ok := job.Spec.Template.Labels[l]; ok {
 			t.Errorf("template keeps the hub's %s label", l)
 		}
@@ -67,7 +67,7 @@ func TestNewRemoteJobPinnedToAdmission(t *testing.T) {
 			TopologyDomain: "zone-b",
 		}},
 	}
-	job := NewRemoteJob(hubJob, wl)
+	job := NewRemoteJob(hubJob, wl).(*batchv1.Job)
 	want := map[string]string{"pool": "gpu", gantry.GPUProductLabel: "NVIDIA-A100-SXM4-80GB", "topology.kubernetes.io/zone": "zone-b"}
 	if got := job.Spec.Template.Spec.NodeSelector; !maps.Equal(got, want) {
 		t.Errorf("nodeSelector %v, want %v", got, want)
@@ -77,7 +77,7 @@ func TestNewRemoteJobPinnedToAdmission(t *testing.T) {
 	}
 
 	wl.Status.Admission = nil
-	if got := NewRemoteJob(hubJob, wl).Spec.Template.Spec.NodeSelector; !maps.Equal(got, map[string]string{"pool": "gpu"}) {
+	if got := NewRemoteJob(hubJob, wl).(*batchv1.Job).Spec.Template.Spec.NodeSelector; !maps.Equal(got, map[string]string{"pool": "gpu"}) {
 		t.Errorf("without choices the nodeSelector is %v, want the Job's own", got)
 	}
 }

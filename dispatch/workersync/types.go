@@ -21,10 +21,10 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // View is what the hub knows of one Workload at one moment.
@@ -32,8 +32,8 @@ type View struct {
 	Now time.Time
 	// Workload is the hub Workload; never nil.
 	Workload *gantry.Workload
-	// HubJob is the Job the Workload stands for; nil when it is gone.
-	HubJob *batchv1.Job
+	// HubJob is the job the Workload stands for, of the Workload's kind (jobkind.Of); nil when it is gone.
+	HubJob client.Object
 	// Clusters holds every cluster the Workload may have objects on (the connected ones and those it
 	// names), by name.
 	Clusters map[string]Cluster
@@ -63,8 +63,9 @@ type Cluster struct {
 	LeaseRenewed bool
 	// Copy is the object with the Workload's namespace and name on the cluster, of any Workload UID.
 	Copy *gantry.Workload
-	// Job is Gantry's Job with the hub Job's namespace and name on the cluster, of any Workload UID.
-	Job *batchv1.Job
+	// Job is Gantry's job of the Workload's kind with the hub job's namespace and name on the cluster,
+	// of any Workload UID.
+	Job client.Object
 	// ForeignJob: a live read found a Job of that name that Gantry did not create.
 	ForeignJob bool
 	// CopyExpected and JobExpected: the executor created the current epoch's copy (the Job) and its
@@ -105,9 +106,9 @@ type WorkerAction struct {
 }
 
 func (a WorkerAction) String() string {
-	kind := "Job"
-	if _, ok := a.Object.(*gantry.Workload); ok {
-		kind = "Copy"
+	kind := "Copy"
+	if k, ok := jobkind.ForObject(a.Object); ok {
+		kind = string(k.Name())
 	}
 	l := a.Object.GetLabels()
 	return fmt.Sprintf("%s %s %s %s/%s uid=%s epoch=%s", a.Op, a.Cluster, kind, a.Object.GetNamespace(), a.Object.GetName(),
@@ -129,8 +130,8 @@ type Plan struct {
 	// ConfirmGone names the cluster where a live read must show no Job of the Workload before Status or
 	// RemoveFinalizer is written: a cache can trail a Job that still runs.
 	ConfirmGone string
-	// HubJobStatus, when set, becomes the hub Job's status.
-	HubJobStatus *batchv1.JobStatus
+	// HubJobStatus, when set, is the hub job with the status it is to have: its status is written.
+	HubJobStatus client.Object
 	// Status, when set, becomes the Workload's status (written against the resourceVersion read).
 	Status *gantry.WorkloadStatus
 	// RemoveFinalizer lets the Workload go.

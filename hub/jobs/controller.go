@@ -1,19 +1,19 @@
+// Package jobs turns the jobs submitted to the hub, of every kind of dispatch/jobkind, into Workloads.
 package jobs
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/workersync"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // Reasons of Events on hub Jobs.
@@ -31,21 +31,22 @@ const (
 	EventInvalidJob = "InvalidJob"
 )
 
-// Reconciler keeps one Workload per queued Job and deletes it with the Job.
+// Reconciler keeps one Workload per queued job of its kind and deletes it with the job.
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	Kind     jobkind.Kind
 }
 
-// SetupWithManager registers the controller for Jobs that carry the queue label.
+// SetupWithManager registers the controller for jobs of the kind that carry the queue label.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[gantry.QueueLabel] != "" })
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("hub-jobs").
-		For(&batchv1.Job{}, builder.WithPredicates(queued, predicate.GenerationChangedPredicate{})).
-		// A Workload that appears (also each one listed when the hub starts) has its Job looked at, so a
-		// Workload whose Job went while the hub was down is deleted even where no garbage collector
-		// runs. A Workload that is gone brings its Job's name back here too: a Job resubmitted under that
+		Named("hub-"+strings.ToLower(string(r.Kind.Name()))+"s").
+		For(r.Kind.New(), builder.WithPredicates(queued, predicate.GenerationChangedPredicate{})).
+		// A Workload that appears (also each one listed when the hub starts) has its job looked at, so a
+		// Workload whose job went while the hub was down is deleted even where no garbage collector
+		// runs. A Workload that is gone brings its job's name back here too: a job resubmitted under that
 		// name while the old Workload waited for its worker gets its own Workload then.
 		Owns(&gantry.Workload{}, builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return true },
@@ -57,80 +58,66 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(r)
 }
 
-// Reconcile creates the Job's Workload, or deletes it once the Job is gone.
+// Reconcile creates the job's Workload, or deletes it once the job is gone.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	wlKey := types.NamespacedName{Namespace: req.Namespace, Name: WorkloadName(req.Name)}
-	var job batchv1.Job
-	if err := r.Client.Get(ctx, req.NamespacedName, &job); err != nil {
+	wlKey := types.NamespacedName{Namespace: req.Namespace, Name: jobkind.WorkloadName(r.Kind, req.Name)}
+	job := r.Kind.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, r.deleteWorkload(ctx, wlKey)
 		}
 		return ctrl.Result{}, err
 	}
-	if job.DeletionTimestamp != nil {
+	if job.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, r.deleteWorkload(ctx, wlKey)
 	}
-	if ptr.Deref(job.Spec.ManagedBy, "") != gantry.JobManagedBy {
-		// spec.managedBy is immutable: a Job created without it belongs to the hub's own Job controller.
-		r.Recorder.Eventf(&job, nil, corev1.EventTypeWarning, EventNotManaged, "Dispatch",
-			"Job has label %s but spec.managedBy is %q, not %q: it was created before Gantry's admission policy was installed; recreate it",
-			gantry.QueueLabel, ptr.Deref(job.Spec.ManagedBy, ""), gantry.JobManagedBy)
+	if managedBy := r.Kind.ManagedBy(job); managedBy != gantry.JobManagedBy {
+		// spec.managedBy is immutable: a job created without it belongs to the hub's own controller.
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, EventNotManaged, "Dispatch",
+			"%s has label %s but spec.managedBy is %q, not %q: it was created before Gantry's admission policy was installed; recreate it",
+			r.Kind.Name(), gantry.QueueLabel, managedBy, gantry.JobManagedBy)
 		return ctrl.Result{}, nil
 	}
 
 	var existing gantry.Workload
 	err := r.Client.Get(ctx, wlKey, &existing)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err // one of this Job, or an earlier one's that is going: its deletion requeues
+		return ctrl.Result{}, err // one of this job, or an earlier one's that is going: its deletion requeues
 	}
-	if ranBefore(&job) {
-		return ctrl.Result{}, r.failRanBefore(ctx, &job)
+	if r.Kind.State(job).Started {
+		// Its status, mirrored from a worker, says it ran: its Workload was deleted by hand, and a new one
+		// would run it again.
+		return ctrl.Result{}, r.failRanBefore(ctx, job)
 	}
-	priority, err := r.priority(ctx, &job)
+	priority, err := r.priority(ctx, job)
 	var invalid invalidJobError
 	if err != nil && !errors.As(err, &invalid) {
-		return ctrl.Result{}, err // the API server's answer, not the Job's fault: retried with backoff
+		return ctrl.Result{}, err // the API server's answer, not the job's fault: retried with backoff
 	}
+	var wl *gantry.Workload
 	if err == nil {
-		_, _, err = PlacementOf(&job)
+		wl, err = jobkind.NewWorkload(r.Kind, job, priority)
 	}
 	if err != nil {
-		r.Recorder.Eventf(&job, nil, corev1.EventTypeWarning, EventInvalidJob, "Dispatch", "%v", err)
-		// The PriorityClass may be created later, and no watch brings the Job back then.
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, EventInvalidJob, "Dispatch", "%v", err)
+		// The PriorityClass may be created later, and no watch brings the job back then.
 		return ctrl.Result{RequeueAfter: invalidJobRecheck}, nil
 	}
-	wl := NewWorkload(&job, priority)
 	if err := r.Client.Create(ctx, wl); err != nil && !apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, fmt.Errorf("creating workload for job %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("creating workload for %s %s: %w", r.Kind.Name(), req.NamespacedName, err)
 	}
 	return ctrl.Result{}, nil
 }
 
-// ranBefore tells whether the Job already started or ended on a worker: its status, mirrored from
-// there, says so. Its Workload is gone (deleted by hand), and a new one would run the Job again.
-func ranBefore(job *batchv1.Job) bool {
-	if job.Status.StartTime != nil {
-		return true
-	}
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-// failRanBefore marks a Job whose Workload was deleted after it started as Failed, unless it finished;
+// failRanBefore marks a job whose Workload was deleted after it started as Failed, unless it finished;
 // it is not run again.
-func (r *Reconciler) failRanBefore(ctx context.Context, job *batchv1.Job) error {
-	msg := "its Workload was deleted after the Job had started on a worker; it is not run again"
-	st := workersync.FailedStatus(job, gantry.ReasonRanBefore, msg, metav1.Now())
-	if st == nil {
+func (r *Reconciler) failRanBefore(ctx context.Context, job client.Object) error {
+	msg := "its Workload was deleted after the job had started on a worker; it is not run again"
+	if !r.Kind.Fail(job, gantry.ReasonRanBefore, msg, metav1.Now()) {
 		return nil // it finished: nothing to do
 	}
-	job.Status = *st
 	if err := r.Client.Status().Update(ctx, job); err != nil {
-		return fmt.Errorf("marking job %s failed: %w", client.ObjectKeyFromObject(job), err)
+		return fmt.Errorf("marking %s %s failed: %w", r.Kind.Name(), client.ObjectKeyFromObject(job), err)
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, gantry.ReasonRanBefore, "Dispatch", "%s", msg)
 	return nil
@@ -142,8 +129,8 @@ const invalidJobRecheck = time.Minute
 // invalidJobError is what is wrong with the Job itself, as opposed to a failed request.
 type invalidJobError struct{ error }
 
-func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (int32, error) {
-	name := job.Spec.Template.Spec.PriorityClassName
+func (r *Reconciler) priority(ctx context.Context, job client.Object) (int32, error) {
+	name := jobkind.PriorityClassName(r.Kind, job)
 	if name == "" {
 		return 0, nil
 	}

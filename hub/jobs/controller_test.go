@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // A Job whose PriorityClass cannot be read is never given up: a refused or failed read is retried with
@@ -50,9 +51,9 @@ func TestAPriorityClassThatCannotBeReadHoldsTheJobWithoutLosingIt(t *testing.T) 
 		},
 	}).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &Reconciler{Client: c, Recorder: recorder}
+	r := &Reconciler{Client: c, Recorder: recorder, Kind: jobkind.Job{}}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "train"}}
-	wlKey := types.NamespacedName{Namespace: "team-a", Name: WorkloadName("train")}
+	wlKey := types.NamespacedName{Namespace: "team-a", Name: jobkind.WorkloadName(jobkind.Job{}, "train")}
 
 	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsForbidden(err) {
 		t.Fatalf("a refused read: %v, want the error back for a retry", err)

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +28,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/metrics"
 )
 
@@ -84,6 +85,8 @@ type Cluster struct {
 	// identity is the UID of the cluster's kube-system namespace, the same through every address and
 	// credential; empty when the hub may not read it.
 	identity types.UID
+	// kinds are the kinds of jobs the worker serves, found on connecting.
+	kinds map[gantry.JobKind]bool
 
 	mu       sync.Mutex
 	rights   Rights // what the worker's authorizer said at the last review
@@ -101,6 +104,9 @@ type Worker interface {
 	Live() client.Reader
 	// Writer writes to the worker's API server.
 	Writer() client.Writer
+	// Serves says whether the worker serves the kind of job: batch Jobs always, other kinds when their
+	// API was found on connecting.
+	Serves(kind gantry.JobKind) bool
 }
 
 // Cached implements Worker.
@@ -111,6 +117,20 @@ func (c *Cluster) Live() client.Reader { return c.Reader }
 
 // Writer implements Worker.
 func (c *Cluster) Writer() client.Writer { return c.Client }
+
+// Serves implements Worker.
+func (c *Cluster) Serves(kind gantry.JobKind) bool { return c.kinds[kind] }
+
+// Kinds lists the kinds of jobs the worker serves.
+func (c *Cluster) Kinds() []gantry.JobKind {
+	var out []gantry.JobKind
+	for _, k := range jobkind.All() {
+		if c.kinds[k.Name()] {
+			out = append(out, k.Name())
+		}
+	}
+	return out
+}
 
 // Rights returns what the hub may do on the worker beyond deploy/worker/hub-access.yaml, as last
 // reviewed (at connect, then at every health check).
@@ -324,11 +344,18 @@ func (m *Manager) replay(ctx context.Context, c *Cluster) {
 			m.handler.WorkerObjectChanged(c.Name, &copies.Items[i])
 		}
 	}
-	var jobs batchv1.JobList
-	if err := c.Client.List(ctx, &jobs); err == nil {
-		for i := range jobs.Items {
-			m.handler.WorkerObjectChanged(c.Name, &jobs.Items[i])
+	for _, k := range jobkind.All() {
+		if !c.kinds[k.Name()] {
+			continue
 		}
+		list := k.NewList()
+		if err := c.Client.List(ctx, list); err != nil {
+			continue
+		}
+		_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+			m.handler.WorkerObjectChanged(c.Name, o.(client.Object))
+			return nil
+		})
 	}
 }
 
@@ -378,14 +405,21 @@ func (m *Manager) connect(ctx context.Context, name string, target Target) (*Clu
 	ownedSelector := labels.NewSelector().Add(*owned)
 	watchCfg := rest.CopyConfig(cfg)
 	watchCfg.Timeout = 0 // watches are long-lived
+	byObject := map[client.Object]cache.ByObject{
+		&gantry.Workload{}:       {Label: ownedSelector},
+		&gantry.CapacityReport{}: {},
+	}
+	for _, k := range jobkind.All() {
+		if c.kinds[k.Name()] {
+			byObject[k.New()] = cache.ByObject{Label: ownedSelector}
+		}
+	}
 	ca, err := cache.New(watchCfg, cache.Options{
-		Scheme: m.scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&gantry.Workload{}:       {Label: ownedSelector},
-			&batchv1.Job{}:           {Label: ownedSelector},
-			&gantry.CapacityReport{}: {},
-		},
-		DefaultTransform: cache.TransformStripManagedFields(),
+		Scheme:   m.scheme,
+		ByObject: byObject,
+		// A kind the worker does not serve is never watched by accident: reading it fails at once.
+		ReaderFailOnMissingInformer: true,
+		DefaultTransform:            cache.TransformStripManagedFields(),
 		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
 			c.deny(err)
 			toolscache.DefaultWatchErrorHandler(ctx, r, err)
@@ -404,7 +438,7 @@ func (m *Manager) connect(ctx context.Context, name string, target Target) (*Clu
 	}
 	c.Client, c.Reader = cl, reader
 
-	if err := m.watch(ctx, ca, name); err != nil {
+	if err := m.watch(ctx, ca, c); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -448,19 +482,29 @@ func vet(ctx context.Context, name string, cfg *rest.Config, version string, hub
 	if err := checkAPIs(c); err != nil {
 		return nil, unauthorized(err)
 	}
+	if c.kinds, err = servedKinds(ctx, c.discovery, c.authz); err != nil {
+		return nil, unauthorized(err)
+	}
 	if err := c.review(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func (m *Manager) watch(ctx context.Context, ca cache.Cache, cluster string) error {
+func (m *Manager) watch(ctx context.Context, ca cache.Cache, c *Cluster) error {
+	cluster := c.Name
 	objectHandler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.objectChanged(cluster, obj) },
 		UpdateFunc: func(_, obj any) { m.objectChanged(cluster, obj) },
 		DeleteFunc: func(obj any) { m.objectChanged(cluster, obj) },
 	}
-	for _, obj := range []client.Object{&gantry.Workload{}, &batchv1.Job{}} {
+	watched := []client.Object{&gantry.Workload{}}
+	for _, k := range jobkind.All() {
+		if c.kinds[k.Name()] {
+			watched = append(watched, k.New())
+		}
+	}
+	for _, obj := range watched {
 		inf, err := ca.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("watching %T on %s: %w", obj, cluster, err)
@@ -566,4 +610,46 @@ func healthCheck(ctx context.Context, c *Cluster) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return c.discovery.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
+// servedKinds finds the kinds of jobs the hub runs on the worker: batch Jobs always, another kind when
+// discovery lists it and the hub may watch, create and delete it there (a worker whose hub access
+// predates the kind still runs batch Jobs).
+func servedKinds(ctx context.Context, dc discovery.DiscoveryInterface, authz authorizationv1client.AuthorizationV1Interface) (map[gantry.JobKind]bool, error) {
+	kinds := map[gantry.JobKind]bool{gantry.JobKindJob: true}
+	for _, k := range jobkind.All() {
+		gvk := k.GroupVersionKind()
+		if kinds[k.Name()] {
+			continue
+		}
+		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		switch {
+		case isNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+		}
+		for _, r := range list.APIResources {
+			if r.Kind != gvk.Kind || strings.Contains(r.Name, "/") {
+				continue
+			}
+			ok, err := mayRun(ctx, authz, gvk.Group, r.Name)
+			if err != nil {
+				return nil, err
+			}
+			kinds[k.Name()] = ok
+		}
+	}
+	return kinds, nil
+}
+
+// mayRun says whether the hub may watch, create and delete the resource on the worker.
+func mayRun(ctx context.Context, authz authorizationv1client.AuthorizationV1Interface, group, resource string) (bool, error) {
+	for _, verb := range []string{"watch", "create", "delete"} {
+		ok, err := access{group: group, resource: resource, verb: verb}.allowed(ctx, authz)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
 }

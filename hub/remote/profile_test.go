@@ -56,13 +56,17 @@ func TestNewProvidersRefusesWhatCannotWork(t *testing.T) {
 		list    []profileaccess.Provider
 		wantErr string
 	}{
-		"one":         {list: []profileaccess.Provider{good}},
-		"none":        {list: nil},
-		"no name":     {list: []profileaccess.Provider{plugin("", "/bin/creds")}, wantErr: "no name"},
-		"twice":       {list: []profileaccess.Provider{good, good}, wantErr: "named twice"},
-		"no exec":     {list: []profileaccess.Provider{{Name: "p"}}, wantErr: "no execConfig.command"},
-		"no command":  {list: []profileaccess.Provider{plugin("p", "")}, wantErr: "no execConfig.command"},
-		"bad version": {list: []profileaccess.Provider{func() profileaccess.Provider { p := plugin("p", "/bin/creds"); p.ExecConfig.APIVersion = "v2"; return p }()}, wantErr: "apiVersion"},
+		"one":        {list: []profileaccess.Provider{good}},
+		"none":       {list: nil},
+		"no name":    {list: []profileaccess.Provider{plugin("", "/bin/creds")}, wantErr: "no name"},
+		"twice":      {list: []profileaccess.Provider{good, good}, wantErr: "named twice"},
+		"no exec":    {list: []profileaccess.Provider{{Name: "p"}}, wantErr: "no execConfig.command"},
+		"no command": {list: []profileaccess.Provider{plugin("p", "")}, wantErr: "no execConfig.command"},
+		"bad version": {list: []profileaccess.Provider{func() profileaccess.Provider {
+			p := plugin("p", "/bin/creds")
+			p.ExecConfig.APIVersion = "v2"
+			return p
+		}()}, wantErr: "apiVersion"},
 		"bad args policy": {list: []profileaccess.Provider{func() profileaccess.Provider {
 			p := plugin("p", "/bin/creds")
 			p.ProfileSourcedCLIArgsPolicy = "Prepend"

@@ -29,6 +29,12 @@ var (
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs/status"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create"}},
 	}
+	// hubAccessKindRules let the hub run job kinds other than batch Jobs, which a worker may not serve.
+	// They are the hub's own, in the same ClusterRole, but the hub connects without them: a worker set
+	// up before them still runs batch Jobs, and its informer of a kind refused is reported then.
+	hubAccessKindRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	}
 	hubAccessNamespaceRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 	}
@@ -210,7 +216,7 @@ func listed(verbs map[string]map[string]bool) []string {
 }
 
 func resourceAllowed(group, resource, verb string) bool {
-	for _, rules := range [][]rbacv1.PolicyRule{hubAccessClusterRules, hubAccessNamespaceRules, hubAccessLogRules, defaultResourceRules} {
+	for _, rules := range [][]rbacv1.PolicyRule{hubAccessClusterRules, hubAccessKindRules, hubAccessNamespaceRules, hubAccessLogRules, defaultResourceRules} {
 		for _, r := range rules {
 			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
 				return true

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -29,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
-	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/expectations"
@@ -160,12 +159,12 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 	v := workersync.View{Now: r.Clock.Now(), Workload: wl, Clusters: map[string]workersync.Cluster{},
 		FinalizerRemoved: r.expected.IsPending(finalizedKey(wl))}
 	if name := workersync.JobNameOf(wl); name != "" {
-		var hubJob batchv1.Job
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: name}, &hubJob)
+		hubJob := jobkind.Of(wl).New()
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: name}, hubJob)
 		switch {
 		case err == nil:
-			v.HubJob = &hubJob
-			if at, replaced, ok := r.mirrored.Get(hubJob.UID); ok {
+			v.HubJob = hubJob
+			if at, replaced, ok := r.mirrored.Get(hubJob.GetUID()); ok {
 				v.LastMirror = &workersync.Mirror{At: at, Replaced: replaced}
 			}
 		case !apierrors.IsNotFound(err):
@@ -211,18 +210,18 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	}
 	c.CopyExpected = r.expected.Deadline(copyKey(name, wl))
 	jobName := workersync.JobNameOf(wl)
-	if jobName == "" {
-		return c, nil
+	if jobName == "" || !w.Serves(jobkind.Of(wl).Name()) {
+		return c, nil // no such job can be there
 	}
-	var job batchv1.Job
-	switch err := w.Cached().Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, &job); {
+	job := jobkind.Of(wl).New()
+	switch err := w.Cached().Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, job); {
 	case err == nil:
-		c.Job = &job
-		if job.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) {
+		c.Job = job
+		if job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID) {
 			r.expected.Observe(remoteJobKey(name, wl))
 		}
 	case !apierrors.IsNotFound(err):
-		return c, fmt.Errorf("reading job %s/%s on %s: %w", wl.Namespace, jobName, name, err)
+		return c, fmt.Errorf("reading %s %s/%s on %s: %w", jobkind.Of(wl).Name(), wl.Namespace, jobName, name, err)
 	}
 	c.JobExpected = r.expected.Deadline(remoteJobKey(name, wl))
 	_, c.ForeignJob = r.foreign.Load(name + "/" + wl.Namespace + "/" + jobName)
@@ -248,7 +247,7 @@ func (r *Reconciler) readRegistration(ctx context.Context, c *workersync.Cluster
 
 // execute applies a plan and says whether it created something on a worker, after which the caller
 // decides again.
-func (r *Reconciler) execute(ctx context.Context, wl *gantry.Workload, hubJob *batchv1.Job, plan workersync.Plan) (bool, error) {
+func (r *Reconciler) execute(ctx context.Context, wl *gantry.Workload, hubJob client.Object, plan workersync.Plan) (bool, error) {
 	var errs []error
 	created := false
 	for _, a := range plan.Worker {
@@ -294,12 +293,12 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.Workload, a workersync.WorkerAction) (bool, error) {
 	err := createInNamespace(ctx, w, a.Cluster, a.Object)
 	if apierrors.IsAlreadyExists(err) {
-		var existing batchv1.Job
-		if getErr := w.Live().Get(ctx, client.ObjectKeyFromObject(a.Object), &existing); getErr != nil {
+		existing := jobkind.Of(wl).New()
+		if getErr := w.Live().Get(ctx, client.ObjectKeyFromObject(a.Object), existing); getErr != nil {
 			return false, getErr
 		}
-		if existing.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) {
-			r.foreign.Store(a.Cluster+"/"+existing.Namespace+"/"+existing.Name, true)
+		if existing.GetLabels()[gantry.WorkloadUIDLabel] != string(wl.UID) {
+			r.foreign.Store(a.Cluster+"/"+existing.GetNamespace()+"/"+existing.GetName(), true)
 			return true, nil
 		}
 		err = nil
@@ -312,19 +311,18 @@ func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.
 }
 
 // applyHub writes the plan's hub side in order, each step only after the one before succeeded.
-func (r *Reconciler) applyHub(ctx context.Context, wl *gantry.Workload, hubJob *batchv1.Job, plan workersync.Plan) error {
+func (r *Reconciler) applyHub(ctx context.Context, wl *gantry.Workload, hubJob client.Object, plan workersync.Plan) error {
 	if plan.ConfirmGone != "" && (plan.Status != nil || plan.RemoveFinalizer) {
 		if err := r.confirmGone(ctx, plan.ConfirmGone, wl); err != nil {
 			return err
 		}
 	}
 	if plan.HubJobStatus != nil && hubJob != nil {
-		replaced := hubJob.ResourceVersion
-		hubJob.Status = *plan.HubJobStatus
-		if err := r.Client.Status().Update(ctx, hubJob); err != nil {
-			return fmt.Errorf("writing the status of job %s: %w", client.ObjectKeyFromObject(hubJob), err)
+		replaced := hubJob.GetResourceVersion()
+		if err := r.Client.Status().Update(ctx, plan.HubJobStatus); err != nil {
+			return fmt.Errorf("writing the status of %s %s: %w", jobkind.Of(wl).Name(), client.ObjectKeyFromObject(hubJob), err)
 		}
-		r.mirrored.Record(hubJob.UID, replaced, r.Clock.Now())
+		r.mirrored.Record(hubJob.GetUID(), replaced, r.Clock.Now())
 	}
 	if plan.Status != nil {
 		before := wl.Status
@@ -353,14 +351,14 @@ func (r *Reconciler) confirmGone(ctx context.Context, cluster string, wl *gantry
 	if !ok {
 		return fmt.Errorf("cannot confirm that the job of %s is gone from %s: not connected", client.ObjectKeyFromObject(wl), cluster)
 	}
-	var job batchv1.Job
-	err := w.Live().Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: workersync.JobNameOf(wl)}, &job)
+	job := jobkind.Of(wl).New()
+	err := w.Live().Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: workersync.JobNameOf(wl)}, job)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("confirming that the job of %s is gone from %s: %w", client.ObjectKeyFromObject(wl), cluster, err)
-	case job.Labels[gantry.WorkloadUIDLabel] != string(wl.UID):
+	case job.GetLabels()[gantry.WorkloadUIDLabel] != string(wl.UID):
 		return nil // not this Workload's
 	}
 	return &stillThere{cluster: cluster}
@@ -371,9 +369,9 @@ type stillThere struct{ cluster string }
 
 func (e *stillThere) Error() string { return "the job is still on " + e.cluster }
 
-func (r *Reconciler) removeFinalizer(ctx context.Context, wl *gantry.Workload, hubJob *batchv1.Job) error {
+func (r *Reconciler) removeFinalizer(ctx context.Context, wl *gantry.Workload, hubJob client.Object) error {
 	if hubJob != nil {
-		r.mirrored.Forget(hubJob.UID)
+		r.mirrored.Forget(hubJob.GetUID())
 	}
 	patch := client.MergeFrom(wl.DeepCopy())
 	wl.Finalizers = slices.DeleteFunc(wl.Finalizers, func(f string) bool { return f == gantry.WorkloadFinalizer })
@@ -463,7 +461,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, key types.NamespacedNam
 	return errors.Join(errs...)
 }
 
-// deleteOrphans deletes Gantry's copy and Job under the Workload key on one worker.
+// deleteOrphans deletes Gantry's copy and job under the Workload key on one worker.
 func deleteOrphans(ctx context.Context, w remote.Worker, cluster string, key types.NamespacedName) error {
 	var errs []error
 	var cp gantry.Workload
@@ -474,10 +472,12 @@ func deleteOrphans(ctx context.Context, w remote.Worker, cluster string, key typ
 		}
 		errs = append(errs, err)
 	}
-	var job batchv1.Job
-	if err := w.Cached().Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: jobs.JobName(key.Name)}, &job); err == nil {
-		_, err := deleteExact(ctx, w, cluster, &job, false)
-		errs = append(errs, err)
+	if k, jobName, ok := jobkind.ParseWorkloadName(key.Name); ok {
+		job := k.New()
+		if err := w.Cached().Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: jobName}, job); err == nil {
+			_, err := deleteExact(ctx, w, cluster, job, false)
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -485,8 +485,8 @@ func deleteOrphans(ctx context.Context, w remote.Worker, cluster string, key typ
 // KeyForWorkerObject returns the hub Workload key of a Gantry object on a worker.
 func KeyForWorkerObject(obj client.Object) types.NamespacedName {
 	name := obj.GetName()
-	if _, isJob := obj.(*batchv1.Job); isJob {
-		name = jobs.WorkloadName(name)
+	if k, isJob := jobkind.ForObject(obj); isJob {
+		name = jobkind.WorkloadName(k, name)
 	}
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
 }

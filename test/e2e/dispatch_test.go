@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // runTime is how long every pod "runs" on its kwok node.
@@ -91,7 +91,7 @@ func TestDeletingTheHubJobRemovesItFromTheWorker(t *testing.T) {
 	var winner string
 	eventually(t, "job doomed running on its winner", 2*time.Minute, 500*time.Millisecond, func() error {
 		var wl gantry.Workload
-		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl); err != nil {
+		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &wl); err != nil {
 			return err
 		}
 		if winner = wl.Status.ClusterName; winner == "" {
@@ -114,7 +114,7 @@ func TestDeletingTheHubJobRemovesItFromTheWorker(t *testing.T) {
 		return workerJobGone(tb.Worker(winner), job)
 	})
 	eventually(t, "hub workload and worker copies of doomed gone", time.Minute, 250*time.Millisecond, func() error {
-		key := types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}
+		key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
 		for _, c := range tb.All() {
 			var wl gantry.Workload
 			if err := c.Client.Get(context.Background(), key, &wl); !apierrors.IsNotFound(err) {

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
-	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
@@ -250,7 +250,7 @@ func TestFenceHealsBeforeTheHubMovesTheJob(t *testing.T) {
 	restore := cutOff(t, at)
 	eventually(t, "the agent of "+at+" suspending the gang", timeout+time.Minute, 250*time.Millisecond, func() error {
 		var c gantry.Workload
-		if err := tb.Worker(at).Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &c); err != nil {
+		if err := tb.Worker(at).Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &c); err != nil {
 			return err
 		}
 		if !apimeta.IsStatusConditionTrue(c.Status.Conditions, gantry.WorkloadSuspended) {

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
@@ -181,7 +181,7 @@ func allComplete(t *testing.T, submitted []*batchv1.Job, timeout time.Duration) 
 func hubWorkload(t *testing.T, job *batchv1.Job) *gantry.Workload {
 	t.Helper()
 	var wl gantry.Workload
-	key := types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}
+	key := types.NamespacedName{Namespace: job.Namespace, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
 	if err := tb.Hub.Client.Get(context.Background(), key, &wl); err != nil {
 		t.Fatalf("getting the hub workload of %s: %v", job.Name, err)
 	}
@@ -191,7 +191,7 @@ func hubWorkload(t *testing.T, job *batchv1.Job) *gantry.Workload {
 // winnerOf returns the cluster the hub recorded as the job's winner; an error until there is one.
 func winnerOf(job *batchv1.Job) (string, error) {
 	var wl gantry.Workload
-	key := types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}
+	key := types.NamespacedName{Namespace: job.Namespace, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
 	if err := tb.Hub.Client.Get(context.Background(), key, &wl); err != nil {
 		return "", err
 	}

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
 	"github.com/gantry-dev/gantry/internal/view"
@@ -82,7 +82,7 @@ func TestRegisterClusterAddsAWorkerAndUnregisterRemovesIt(t *testing.T) {
 	}
 
 	out = registerCLI(t, "unregister-cluster", "worker-3", "--worker-kubeconfig", kubeconfig, "--wait", "1m")
-	for _, want := range []string{"workercluster/worker-3 cordoned", "1 Workload still needs worker-3: running " + ns + "/" + jobs.WorkloadName(job.Name),
+	for _, want := range []string{"workercluster/worker-3 cordoned", "1 Workload still needs worker-3: running " + ns + "/" + jobkind.WorkloadName(jobkind.Job{}, job.Name),
 		"hub: workercluster/worker-3 deleted", "hub: secret/worker-3-kubeconfig -n gantry-system deleted",
 		"worker: serviceaccount/gantry-hub-remote -n gantry-system deleted", "globalqueue/e2e-register still lists worker-3"} {
 		if !strings.Contains(out, want) {
@@ -330,7 +330,7 @@ func checkUnregistered(t *testing.T, w *testbed.Cluster, job *batchv1.Job) {
 	}
 	eventually(t, "the finished Workload gone with its Job", 30*time.Second, 250*time.Millisecond, func() error {
 		var wl gantry.Workload
-		err := tb.Hub.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}, &wl)
+		err := tb.Hub.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &wl)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // accessFault is a way to take the hub's access to a worker away, and to give it back.
@@ -116,7 +116,7 @@ func holdsThroughAnAccessFault(t *testing.T, fault accessFault) {
 		return nil
 	})
 	eventually(t, "the workload saying its cluster is unreachable", func() error {
-		c := workloadCondition(t, ns, jobs.WorkloadName(job.Name), gantry.WorkloadClusterReachable)
+		c := workloadCondition(t, ns, jobkind.WorkloadName(jobkind.Job{}, job.Name), gantry.WorkloadClusterReachable)
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "worker-1 is unreachable (Unauthorized)") {
 			return fmt.Errorf("ClusterReachable %+v", c)
 		}

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 func TestJobIsHeldOnTheHub(t *testing.T) {
@@ -158,7 +158,7 @@ func TestDeletingTheHubJobCleansWorkers(t *testing.T) {
 	eventually(t, "workers cleaned, the Job deleted pods first", func() error {
 		for _, n := range names {
 			var cp gantry.Workload
-			if err := workers[n].client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &cp); !apierrors.IsNotFound(err) {
+			if err := workers[n].client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &cp); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("copy still on %s", n)
 			}
 		}
@@ -173,14 +173,14 @@ func TestDeletingTheHubJobCleansWorkers(t *testing.T) {
 	// While the Job's pods may still run, the Workload stays, so that nothing dispatches it again.
 	consistently(t, "the hub Workload stays while its Job is on the worker", 2*time.Second, func() error {
 		var wl gantry.Workload
-		return hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)
+		return hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &wl)
 	})
 	// No garbage collector runs here: play it, the pods are gone.
 	remote.Finalizers = nil
 	if err := workers[winner].client.Update(context.Background(), &remote); err != nil {
 		t.Fatal(err)
 	}
-	workloadGone(t, ns, jobs.WorkloadName(job.Name))
+	workloadGone(t, ns, jobkind.WorkloadName(jobkind.Job{}, job.Name))
 }
 
 func TestStatusReachesTheHubJob(t *testing.T) {
@@ -311,7 +311,10 @@ func TestResumeFromEveryPersistedStep(t *testing.T) {
 		submit(t, job)
 		submitted = append(submitted, job)
 		// No hub runs yet: play the Job controller's part, then persist the step.
-		wl := jobs.NewWorkload(job, 0)
+		wl, err := jobkind.NewWorkload(jobkind.Job{}, job, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := hubEnv.client.Create(ctx, wl); err != nil {
 			t.Fatal(err)
 		}
@@ -490,7 +493,10 @@ func TestWorkloadOfAJobGoneWhileTheHubWasDownIsDeleted(t *testing.T) {
 	ns := newNamespace(t, "leftover")
 	job := gpuJob(ns, "gone", 1, 1)
 	job.UID = "0c9f1f9e-0000-4000-8000-000000000001" // never created
-	wl := jobs.NewWorkload(job, 0)
+	wl, err := jobkind.NewWorkload(jobkind.Job{}, job, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := hubEnv.client.Create(ctx, wl); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 const waitTimeout = 30 * time.Second
@@ -116,7 +116,7 @@ func submit(t *testing.T, job *batchv1.Job) {
 func hubWorkload(t *testing.T, job *batchv1.Job) *gantry.Workload {
 	t.Helper()
 	var wl gantry.Workload
-	if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}, &wl); err != nil {
+	if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: job.Namespace, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &wl); err != nil {
 		t.Fatal(err)
 	}
 	return &wl
@@ -173,7 +173,7 @@ func pendingReason(t *testing.T, job *batchv1.Job, reason string) *metav1.Condit
 	var cond *metav1.Condition
 	eventually(t, "workload of "+job.Name+" pending with "+reason, func() error {
 		var wl gantry.Workload
-		if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}, &wl); err != nil {
+		if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: job.Namespace, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &wl); err != nil {
 			return err
 		}
 		cond = apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending)

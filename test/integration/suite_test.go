@@ -7,8 +7,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	agentcontroller "github.com/gantry-dev/gantry/agent/controller"
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -73,6 +76,7 @@ func TestMain(m *testing.M) {
 	must(clientgoscheme.AddToScheme(scheme))
 	must(gantry.AddToScheme(scheme))
 	must(inventory.AddToScheme(scheme))
+	must(jobset.AddToScheme(scheme))
 
 	all := append([]string{"hub"}, names...)
 	started := make([]*cluster, len(all))
@@ -125,11 +129,27 @@ func must(err error) {
 	}
 }
 
-func startCluster(name string) (*cluster, error) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "deploy", "crd")},
-		ErrorIfCRDPathMissing: true,
+// jobSetCRDs is the directory of the JobSet CRD in its Go module.
+func jobSetCRDs() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/jobset").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the jobset module: %w", err)
 	}
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "components", "crd", "bases"), nil
+}
+
+// startCluster starts one API server with Gantry's CRDs, and the JobSet CRD on the hub and on
+// jobSetWorker (the other worker has none, as a cluster without JobSet would).
+func startCluster(name string) (*cluster, error) {
+	crds := []string{filepath.Join(repoRoot(), "deploy", "crd")}
+	if name == "hub" || name == jobSetWorker {
+		dir, err := jobSetCRDs()
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, dir)
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop() // Start can fail after its processes came up (installing CRDs)

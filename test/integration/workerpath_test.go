@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/remote"
 )
 
@@ -127,7 +127,7 @@ func TestAWorkerJobDeletedBySomeoneElseIsNotCreatedAgain(t *testing.T) {
 	submit(t, job)
 	winner := runsOn(t, job)
 	eventually(t, "the creation recorded", func() error {
-		if c := workloadCondition(t, ns, jobs.WorkloadName(job.Name), gantry.WorkloadJobCreated); c == nil || c.Status != metav1.ConditionTrue {
+		if c := workloadCondition(t, ns, jobkind.WorkloadName(jobkind.Job{}, job.Name), gantry.WorkloadJobCreated); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("JobCreated %+v", c)
 		}
 		return nil
@@ -141,7 +141,7 @@ func TestAWorkerJobDeletedBySomeoneElseIsNotCreatedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the Workload finished as lost and the hub Job failed", func() error {
-		c := workloadCondition(t, ns, jobs.WorkloadName(job.Name), gantry.WorkloadFinished)
+		c := workloadCondition(t, ns, jobkind.WorkloadName(jobkind.Job{}, job.Name), gantry.WorkloadFinished)
 		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != gantry.ReasonRemoteJobLost {
 			return fmt.Errorf("Finished %+v", c)
 		}
@@ -179,7 +179,7 @@ func TestDeletingWhileTheWinnerIsUnreachable(t *testing.T) {
 	}
 	restore := cutOff(t, rh, "worker-1")
 	deleteJob(t, job)
-	wlName := jobs.WorkloadName(job.Name)
+	wlName := jobkind.WorkloadName(jobkind.Job{}, job.Name)
 	eventually(t, "the Workload held, saying why", func() error {
 		c := workloadCondition(t, ns, wlName, gantry.WorkloadDeleting)
 		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != gantry.ReasonWaitingForWorker {
@@ -224,7 +224,7 @@ func TestResubmittedUnderTheSameNameWhileUnreachable(t *testing.T) {
 	}
 	restore := cutOff(t, rh, "worker-1")
 	deleteJob(t, job)
-	workloadGone(t, ns, jobs.WorkloadName(job.Name))
+	workloadGone(t, ns, jobkind.WorkloadName(jobkind.Job{}, job.Name))
 	eventually(t, "the old hub Job gone", func() error {
 		var j batchv1.Job
 		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); !apierrors.IsNotFound(err) {

@@ -32,6 +32,9 @@ func (w *Worker) Live() client.Reader { return w.Store }
 // Writer implements remote.Worker.
 func (w *Worker) Writer() client.Writer { return w.Store }
 
+// Serves implements remote.Worker: an in-memory worker serves every kind.
+func (w *Worker) Serves(gantry.JobKind) bool { return true }
+
 // gantryOnly hides Jobs that do not carry Gantry's label, as the hub's worker caches do.
 type gantryOnly struct{ client.Reader }
 

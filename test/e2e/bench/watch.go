@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/jobs"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
@@ -128,7 +128,7 @@ func (r *recorder) observeWorkload(now time.Time, hub bool, ev watch.Event) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := r.times(wl.Namespace, jobs.JobName(wl.Name))
+	t := r.times(wl.Namespace, jobkind.JobName(wl))
 	switch {
 	case hub:
 		if t.workloadCreated.IsZero() {

@@ -1,4 +1,4 @@
-package jobs
+package jobkind
 
 import (
 	"strings"
@@ -33,7 +33,10 @@ func TestNewWorkload(t *testing.T) {
 			}},
 		},
 	}
-	wl := NewWorkload(job, 100)
+	wl, err := NewWorkload(Job{}, job, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if wl.Name != "job-train" || wl.Namespace != "team-a" || wl.Spec.QueueName != "gpu" || wl.Spec.Priority != 100 {
 		t.Fatalf("identity: %s/%s queue %s priority %d", wl.Namespace, wl.Name, wl.Spec.QueueName, wl.Spec.Priority)
 	}
@@ -71,7 +74,10 @@ func TestNewWorkloadPlacement(t *testing.T) {
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: affinity}},
 		}}},
 	}
-	wl := NewWorkload(job, 0)
+	wl, err := NewWorkload(Job{}, job, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ps := wl.Spec.PodSets[0]
 	if diff := cmp.Diff([]string{"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"}, ps.GPUProducts); diff != "" {
 		t.Errorf("gpu products, in order (-want +got):\n%s", diff)
@@ -98,19 +104,19 @@ func TestPlacementOfRejectsBadAnnotations(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := PlacementOf(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}})
+			_, _, err := PlacementOf(tc.annotations)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("PlacementOf = %v, want an error containing %q", err, tc.wantErr)
 			}
 		})
 	}
-	products, key, err := PlacementOf(&batchv1.Job{})
+	products, key, err := PlacementOf(nil)
 	if err != nil || products != nil || key != "" {
 		t.Fatalf("PlacementOf(no annotations) = %v, %q, %v", products, key, err)
 	}
 }
 
-func TestPodCount(t *testing.T) {
+func TestJobPods(t *testing.T) {
 	cases := []struct {
 		parallelism, completions *int32
 		want                     int32
@@ -122,8 +128,8 @@ func TestPodCount(t *testing.T) {
 	}
 	for _, tc := range cases {
 		job := &batchv1.Job{Spec: batchv1.JobSpec{Parallelism: tc.parallelism, Completions: tc.completions}}
-		if got := PodCount(job); got != tc.want {
-			t.Errorf("PodCount(parallelism %v, completions %v) = %d, want %d", tc.parallelism, tc.completions, got, tc.want)
+		if got := JobPods(&job.Spec); got != tc.want {
+			t.Errorf("JobPods(parallelism %v, completions %v) = %d, want %d", tc.parallelism, tc.completions, got, tc.want)
 		}
 	}
 }

@@ -1,0 +1,119 @@
+package jobkind
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+func init() { register(JobSet{}) }
+
+// JobSet is jobset.x-k8s.io/v1alpha2 JobSet: one pod set per replicated job, all of them one gang on
+// one worker, where the JobSet controller runs it.
+type JobSet struct{}
+
+// Name implements Kind.
+func (JobSet) Name() gantry.JobKind { return gantry.JobKindJobSet }
+
+// GroupVersionKind implements Kind.
+func (JobSet) GroupVersionKind() schema.GroupVersionKind {
+	return jobset.SchemeGroupVersion.WithKind("JobSet")
+}
+
+// New implements Kind.
+func (JobSet) New() client.Object { return &jobset.JobSet{} }
+
+// NewList implements Kind.
+func (JobSet) NewList() client.ObjectList { return &jobset.JobSetList{} }
+
+// ManagedBy implements Kind.
+func (JobSet) ManagedBy(obj client.Object) string {
+	return ptr.Deref(obj.(*jobset.JobSet).Spec.ManagedBy, "")
+}
+
+// PodSets implements Kind: a replicated job's pods are its replicas times the pods of its Job template;
+// the Job template's annotations may choose the set's placement.
+func (JobSet) PodSets(obj client.Object) ([]PodSet, error) {
+	js := obj.(*jobset.JobSet)
+	sets := make([]PodSet, 0, len(js.Spec.ReplicatedJobs))
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		sets = append(sets, PodSet{Name: rj.Name, Count: max(rj.Replicas, 1) * JobPods(&rj.Template.Spec),
+			Template: &rj.Template.Spec.Template, Annotations: rj.Template.Annotations})
+	}
+	return sets, nil
+}
+
+// Remote implements Kind.
+func (JobSet) Remote(hub client.Object, labels map[string]string, edit func(string, *corev1.PodTemplateSpec)) client.Object {
+	h := hub.(*jobset.JobSet)
+	js := &jobset.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: h.Name, Namespace: h.Namespace, Labels: merge(h.Labels, labels), Annotations: h.Annotations},
+		Spec:       *h.Spec.DeepCopy(),
+	}
+	js.Spec.ManagedBy = nil
+	js.Spec.Suspend = ptr.To(false)
+	js.Spec.TTLSecondsAfterFinished = nil
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		rj.Template.Labels = merge(rj.Template.Labels, labels)
+		labelTemplate(&rj.Template.Spec.Template, rj.Name, labels)
+		edit(rj.Name, &rj.Template.Spec.Template)
+	}
+	return js
+}
+
+// State implements Kind. A JobSet has no start time: it started once any of its Jobs counts a pod.
+func (JobSet) State(obj client.Object) State {
+	js := obj.(*jobset.JobSet)
+	st := State{Suspended: ptr.Deref(js.Spec.Suspend, false)}
+	for _, r := range js.Status.ReplicatedJobsStatus {
+		st.Started = st.Started || r.Active+r.Ready+r.Succeeded+r.Failed > 0
+	}
+	switch {
+	case apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetCompleted)):
+		st.Started, st.Finished, st.Succeeded = true, true, true
+	case apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetFailed)):
+		st.Started, st.Finished = true, true
+	}
+	return st
+}
+
+// CopyStatus implements Kind.
+func (JobSet) CopyStatus(to, from client.Object) bool {
+	t, f := to.(*jobset.JobSet), from.(*jobset.JobSet)
+	if equality.Semantic.DeepEqual(t.Status, f.Status) {
+		return false
+	}
+	t.Status = *f.Status.DeepCopy()
+	return true
+}
+
+// ClearStatus implements Kind.
+func (JobSet) ClearStatus(obj client.Object) bool {
+	js := obj.(*jobset.JobSet)
+	if equality.Semantic.DeepEqual(js.Status, jobset.JobSetStatus{}) {
+		return false
+	}
+	js.Status = jobset.JobSetStatus{}
+	return true
+}
+
+// Fail implements Kind: the Failed condition and terminal state, as the JobSet controller writes them.
+func (k JobSet) Fail(obj client.Object, reason, message string, now metav1.Time) bool {
+	if k.State(obj).Finished {
+		return false
+	}
+	st := &obj.(*jobset.JobSet).Status
+	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(jobset.JobSetFailed), Status: metav1.ConditionTrue,
+		Reason: reason, Message: message, LastTransitionTime: now})
+	st.TerminalState = string(jobset.JobSetFailed)
+	return true
+}

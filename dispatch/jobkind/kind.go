@@ -1,0 +1,157 @@
+// Package jobkind is what Gantry knows of each kind of job it dispatches: where its pods are described,
+// how the hub's object is kept to Gantry (spec.managedBy), what Gantry creates on the winner, and how
+// its status is read, mirrored and, when Gantry ends a job itself, set. Everything here is pure; the
+// hub's and the agents' controllers do the I/O. A kind is one file of this package and a table of tests.
+package jobkind
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// Kind is one kind of job.
+type Kind interface {
+	// Name is the kind as Workload.spec.jobKind names it.
+	Name() gantry.JobKind
+	GroupVersionKind() schema.GroupVersionKind
+	// New and NewList return empty objects of the kind.
+	New() client.Object
+	NewList() client.ObjectList
+	// ManagedBy is the object's spec.managedBy; "" when unset.
+	ManagedBy(obj client.Object) string
+	// PodSets are the object's groups of identical pods, in the object's order; an error says what in
+	// the object Gantry cannot dispatch.
+	PodSets(obj client.Object) ([]PodSet, error)
+	// Remote is the object Gantry creates on the winner for the hub's object: the worker's controller
+	// runs it (no managedBy, not suspended, no time to live: its end must be mirrored before it goes),
+	// labelled with labels, with labels on every pod template too, and each pod set's template edited
+	// by edit.
+	Remote(hub client.Object, labels map[string]string, edit func(podSet string, tpl *corev1.PodTemplateSpec)) client.Object
+	// State is how far the object got.
+	State(obj client.Object) State
+	// CopyStatus makes to's status that of from and says whether it changed.
+	CopyStatus(to, from client.Object) bool
+	// ClearStatus empties the object's status and says whether it changed.
+	ClearStatus(obj client.Object) bool
+	// Fail marks the object failed for reason, as Gantry ends a job it cannot run any more, and says
+	// whether it changed; a finished object keeps its status.
+	Fail(obj client.Object, reason, message string, now metav1.Time) bool
+}
+
+// PodSet is one group of identical pods of a job.
+type PodSet struct {
+	// Name is unique in the job: "main" for a Job, the replicated job's name for a JobSet.
+	Name string
+	// Count of pods that run at once.
+	Count int32
+	// Template of the pods, in the object.
+	Template *corev1.PodTemplateSpec
+	// Annotations that may choose the pod set's placement (gantry.dev/gpu-products), over the object's.
+	Annotations map[string]string
+}
+
+// State is how far a job got, as its status says.
+type State struct {
+	// Started: it ran, or runs, somewhere (its status was mirrored from a worker).
+	Started bool
+	// Finished: it ended; Succeeded says how.
+	Finished  bool
+	Succeeded bool
+	// Suspended: its spec.suspend is true.
+	Suspended bool
+}
+
+// Kinds are the kinds Gantry dispatches, by name.
+var kinds = map[gantry.JobKind]Kind{}
+
+func register(k Kind) { kinds[k.Name()] = k }
+
+// All returns every kind, Job first, then by name.
+func All() []Kind {
+	out := make([]Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Name(), out[j].Name()
+		return a == gantry.JobKindJob || (b != gantry.JobKindJob && a < b)
+	})
+	return out
+}
+
+// Named returns the kind of that name; "" is a batch Job.
+func Named(name gantry.JobKind) (Kind, bool) {
+	if name == "" {
+		name = gantry.JobKindJob
+	}
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// Of returns the kind of the job the Workload stands for.
+func Of(wl *gantry.Workload) Kind {
+	if k, ok := Named(wl.Spec.JobKind); ok {
+		return k
+	}
+	return kinds[gantry.JobKindJob]
+}
+
+// ForObject returns the kind of obj, by its Go type.
+func ForObject(obj client.Object) (Kind, bool) {
+	for _, k := range kinds {
+		if reflect.TypeOf(k.New()) == reflect.TypeOf(obj) {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// WorkloadName is the name of the hub Workload that stands for the named job of the kind. The kind's
+// prefix keeps a Job and a JobSet of the same name apart.
+func WorkloadName(k Kind, jobName string) string {
+	return strings.ToLower(string(k.Name())) + "-" + jobName
+}
+
+// ParseWorkloadName inverts WorkloadName: the kind and the job's name.
+func ParseWorkloadName(name string) (Kind, string, bool) {
+	for _, k := range kinds {
+		if jobName, ok := strings.CutPrefix(name, strings.ToLower(string(k.Name()))+"-"); ok {
+			return k, jobName, true
+		}
+	}
+	return nil, "", false
+}
+
+// JobName inverts WorkloadName for the Workload's kind.
+func JobName(wl *gantry.Workload) string {
+	if name := wl.Labels[gantry.JobNameLabel]; name != "" {
+		return name
+	}
+	return strings.TrimPrefix(wl.Name, strings.ToLower(string(Of(wl).Name()))+"-")
+}
+
+// labelTemplate puts labels on a pod template, and the pod set's name, so that the agent tells which
+// set each pod belongs to.
+func labelTemplate(tpl *corev1.PodTemplateSpec, podSet string, labels map[string]string) {
+	tpl.Labels = merge(tpl.Labels, labels)
+	tpl.Labels[gantry.PodSetLabel] = podSet
+}
+
+func merge(base, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(extra)+1)
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,122 @@
+package jobkind
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// NewWorkload builds the hub Workload for a job of the kind: its demand, one pod set per pod set of the
+// job, owned by the job and carrying the finalizer that keeps it until its objects on workers are
+// withdrawn. An error says what in the job Gantry cannot dispatch.
+func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, error) {
+	sets, err := k.PodSets(obj)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(sets) == 0:
+		return nil, fmt.Errorf("the %s has no pods", k.Name())
+	case len(sets) > gantry.MaxPodSets:
+		return nil, fmt.Errorf("the %s has %d groups of pods; at most %d are dispatched as one", k.Name(), len(sets), gantry.MaxPodSets)
+	}
+	products, topologyKey, err := PlacementOf(obj.GetAnnotations())
+	if err != nil {
+		return nil, err
+	}
+	podSets := make([]gantry.PodSet, 0, len(sets))
+	for _, ps := range sets {
+		p, err := podSetOf(ps, products)
+		if err != nil {
+			return nil, err
+		}
+		podSets = append(podSets, p)
+	}
+	labels := map[string]string{gantry.JobNameLabel: obj.GetName(), gantry.QueueLabel: obj.GetLabels()[gantry.QueueLabel]}
+	return &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: WorkloadName(k, obj.GetName()), Namespace: obj.GetNamespace(), Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, k.GroupVersionKind())},
+			Finalizers:      []string{gantry.WorkloadFinalizer},
+		},
+		Spec: gantry.WorkloadSpec{JobKind: k.Name(), QueueName: labels[gantry.QueueLabel], Priority: priority,
+			PodSets: podSets, TopologyKey: topologyKey},
+	}, nil
+}
+
+// podSetOf is the Workload's pod set for one of the job's: the pods' requests and node constraints, and
+// the GPU products of the set's own annotation, or else of the job's.
+func podSetOf(ps PodSet, jobProducts []string) (gantry.PodSet, error) {
+	products := jobProducts
+	if _, ok := ps.Annotations[gantry.GPUProductsAnnotation]; ok {
+		own, _, err := PlacementOf(map[string]string{gantry.GPUProductsAnnotation: ps.Annotations[gantry.GPUProductsAnnotation]})
+		if err != nil {
+			return gantry.PodSet{}, fmt.Errorf("pod set %s: %w", ps.Name, err)
+		}
+		products = own
+	}
+	if ps.Count < 1 {
+		return gantry.PodSet{}, fmt.Errorf("pod set %s runs no pods", ps.Name)
+	}
+	spec := &ps.Template.Spec
+	var affinity *corev1.NodeSelector
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		affinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return gantry.PodSet{
+		Name: ps.Name, Count: ps.Count,
+		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{}),
+		NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, RequiredNodeAffinity: affinity,
+		GPUProducts: products,
+	}, nil
+}
+
+// PriorityClassName is the priority class of the job's pods: the first one a pod set names.
+func PriorityClassName(k Kind, obj client.Object) string {
+	sets, _ := k.PodSets(obj)
+	for _, ps := range sets {
+		if name := ps.Template.Spec.PriorityClassName; name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// PlacementOf reads placement annotations: the GPU products pods accept, in order of preference
+// (gantry.dev/gpu-products), and the node label key all pods must share a value of
+// (gantry.dev/topology-key). It says what is wrong with them, if anything.
+func PlacementOf(annotations map[string]string) (products []string, topologyKey string, err error) {
+	if v, ok := annotations[gantry.GPUProductsAnnotation]; ok {
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			switch {
+			case p == "":
+				return nil, "", fmt.Errorf("annotation %s=%q names an empty product", gantry.GPUProductsAnnotation, v)
+			case slices.Contains(products, p):
+				return nil, "", fmt.Errorf("annotation %s=%q names %q twice", gantry.GPUProductsAnnotation, v, p)
+			}
+			if errs := validation.IsValidLabelValue(p); len(errs) > 0 {
+				return nil, "", fmt.Errorf("annotation %s: %q is not a node label value: %s", gantry.GPUProductsAnnotation, p, strings.Join(errs, "; "))
+			}
+			products = append(products, p)
+		}
+		if len(products) > gantry.MaxGPUProducts {
+			return nil, "", fmt.Errorf("annotation %s lists %d products; at most %d are allowed", gantry.GPUProductsAnnotation, len(products), gantry.MaxGPUProducts)
+		}
+	}
+	if v, ok := annotations[gantry.TopologyKeyAnnotation]; ok {
+		if errs := validation.IsQualifiedName(v); len(errs) > 0 {
+			return nil, "", fmt.Errorf("annotation %s: %q is not a node label key: %s", gantry.TopologyKeyAnnotation, v, strings.Join(errs, "; "))
+		}
+		topologyKey = v
+	}
+	return products, topologyKey, nil
+}
