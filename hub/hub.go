@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	ocm "open-cluster-management.io/api/cluster/v1beta1"
 	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +28,7 @@ import (
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/hub/workercluster"
+	"github.com/gantry-dev/gantry/hub/workerclusterset"
 	"github.com/gantry-dev/gantry/hub/workload"
 )
 
@@ -88,14 +91,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	h.Connections.SetHandler(h)
 	recorder := mgr.GetEventRecorder("gantry-hub")
 
-	kinds, err := servedKinds(mgr)
-	if err != nil {
+	if err := setupJobs(mgr, recorder, opts.JobWorkers); err != nil {
 		return nil, err
-	}
-	for _, k := range kinds {
-		if err := (&jobs.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Kind: k}).SetupWithManager(mgr, opts.JobWorkers); err != nil {
-			return nil, fmt.Errorf("setting up the %s controller: %w", k.Name(), err)
-		}
 	}
 	leases := &remote.LeaseRenewer{Workers: h.Connections, Failovers: failovers{mgr.GetClient()}, Clock: opts.Clock}
 	if err := mgr.Add(leases); err != nil {
@@ -124,6 +121,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 		Clock: opts.Clock, Reports: h.reportEvents, WatchProfiles: watchProfiles,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the workercluster controller: %w", err)
+	}
+	if err := h.setupSets(mgr, opts, watchProfiles); err != nil {
+		return nil, err
 	}
 	if err := mgr.Add(h.Dispatcher); err != nil {
 		return nil, err
@@ -260,6 +260,38 @@ func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
 		return nil
 	}
 	return &cp
+}
+
+// setupSets registers the WorkerClusterSet controller; it watches ClusterProfiles and OCM's
+// PlacementDecisions where the hub serves them, and reads them from the API server otherwise.
+func (h *Hub) setupSets(mgr ctrl.Manager, opts Options, watchProfiles bool) error {
+	watchDecisions, err := serves(mgr, ocm.SchemeGroupVersion.WithKind("PlacementDecision"))
+	if err != nil {
+		return err
+	}
+	r := &workerclusterset.Reconciler{Client: mgr.GetClient(), Profiles: h.Access.Profiles, Decisions: mgr.GetAPIReader(),
+		WatchProfiles: watchProfiles, WatchDecisions: watchDecisions, Namespace: opts.Namespace, Clock: opts.Clock}
+	if watchDecisions {
+		r.Decisions = mgr.GetClient()
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the workerclusterset controller: %w", err)
+	}
+	return nil
+}
+
+// setupJobs registers a job controller for each kind of job the hub takes.
+func setupJobs(mgr ctrl.Manager, recorder events.EventRecorder, workers int) error {
+	kinds, err := servedKinds(mgr)
+	if err != nil {
+		return err
+	}
+	for _, k := range kinds {
+		if err := (&jobs.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Kind: k}).SetupWithManager(mgr, workers); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", k.Name(), err)
+		}
+	}
+	return nil
 }
 
 // servedKinds are the kinds of jobs the hub takes: batch Jobs, and each other kind whose API the hub's

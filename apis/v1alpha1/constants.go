@@ -6,6 +6,11 @@ const (
 	QueueLabel = "gantry.dev/queue-name"
 	// JobNameLabel on a hub Workload names the Job it stands for.
 	JobNameLabel = "gantry.dev/job-name"
+	// WorkerClusterSetLabel on a WorkerCluster names the WorkerClusterSet that made it.
+	WorkerClusterSetLabel = "gantry.dev/worker-cluster-set"
+	// CordonedBySetAnnotation on a WorkerCluster says its set cordoned it as it left the selection, so
+	// that the set uncordons it should it be selected again (and never one an operator cordoned).
+	CordonedBySetAnnotation = "gantry.dev/cordoned-by-set"
 	// PodSetLabel on the pods of a job Gantry created on a worker names the pod set they belong to.
 	PodSetLabel = "gantry.dev/pod-set"
 	// WorkloadUIDLabel on every object Gantry creates on a worker holds the hub Workload's UID. Its presence
@@ -178,6 +183,17 @@ const (
 	ReasonRightsUnknown    = "RightsUnknown"
 	ReasonNoCapacityReport = "NoCapacityReport"
 	ReasonReportStale      = "ReportStale"
+)
+
+// Condition type and reasons of a WorkerClusterSet.
+const (
+	// SetSynced is True while the set could read its selection.
+	SetSynced      = "Synced"
+	ReasonSelected = "Selected"
+	// ReasonSelectionAPINotServed: the hub does not serve ClusterProfiles, or OCM's PlacementDecisions.
+	ReasonSelectionAPINotServed = "SelectionAPINotServed"
+	// ReasonInvalidSelector: the label selector cannot be used.
+	ReasonInvalidSelector = "InvalidSelector"
 )
 
 // Condition types and reasons of queues.

@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ocm "open-cluster-management.io/api/cluster/v1beta1"
 	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -125,6 +126,9 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	if err := jobset.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := ocm.AddToScheme(scheme); err != nil {
+		return err
+	}
 	unguarded := cfg
 	var election *leadership.Election
 	if leaderElect {
@@ -141,10 +145,11 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		Cache: cache.Options{
-			// Only the hub's own namespace holds the Secrets and ClusterProfiles it may read.
+			// Only the hub's own namespace holds the Secrets, ClusterProfiles and PlacementDecisions it may read.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Secret{}:            {Namespaces: map[string]cache.Config{namespace: {}}},
 				&inventory.ClusterProfile{}: {Namespaces: map[string]cache.Config{namespace: {}}},
+				&ocm.PlacementDecision{}:    {Namespaces: map[string]cache.Config{namespace: {}}},
 			},
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},

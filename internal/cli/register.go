@@ -27,6 +27,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	nsmanifest "github.com/gantry-dev/gantry/deploy/namespace"
 	workermanifest "github.com/gantry-dev/gantry/deploy/worker"
+	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
 	"github.com/gantry-dev/gantry/internal/view"
@@ -526,7 +527,7 @@ func drain(ctx context.Context, hub client.Client, wc *gantry.WorkerCluster, f *
 		if err := hub.List(ctx, &list); err != nil {
 			return nil, fmt.Errorf("listing Workloads on the hub: %w (you need to list them in every namespace)", err)
 		}
-		running, nominated := view.OnCluster(wc.Name, list.Items)
+		running, nominated := dispatch.OnCluster(wc.Name, list.Items)
 		n := len(running) + len(nominated)
 		if n > 0 && f.force {
 			fmt.Fprintf(out, "--force: not waiting for %s on %s\n", workloads(n), wc.Name)

@@ -17,6 +17,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // Facts are what kubectl gantry explain read from the hub about one job. What the reader may not read
@@ -58,7 +59,7 @@ func Explain(f Facts) []string {
 
 func header(f Facts) []string {
 	wl := f.Workload
-	lines := []string{fmt.Sprintf("Job %s/%s (Workload %s)", wl.Namespace, JobOrWorkloadName(wl), wl.Name)}
+	lines := []string{fmt.Sprintf("%s %s/%s (Workload %s)", jobkind.Of(wl).Name(), wl.Namespace, JobOrWorkloadName(wl), wl.Name)}
 	queue := fmt.Sprintf("  Queue:     %s", wl.Spec.QueueName)
 	switch {
 	case f.Queue == nil && slices.Contains(f.Unreadable, "Queues"):

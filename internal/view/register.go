@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -215,27 +214,6 @@ func DecideRegistration(name, secret, server string, ex Existing, rotate bool) (
 		return Rotate, nil
 	}
 	return Reregister, nil
-}
-
-// OnCluster names (namespace/name) the hub Workloads that still need the cluster: those it runs that
-// have not finished, and those without a winner nominated to it, whose copy there may still win.
-func OnCluster(cluster string, workloads []gantry.Workload) (running, nominated []string) {
-	for i := range workloads {
-		wl := &workloads[i]
-		if apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
-			continue
-		}
-		key := wl.Namespace + "/" + wl.Name
-		switch {
-		case wl.Status.ClusterName == cluster:
-			running = append(running, key)
-		case wl.Status.ClusterName == "" && slices.Contains(wl.Status.NominatedClusters, cluster):
-			nominated = append(nominated, key)
-		}
-	}
-	sort.Strings(running)
-	sort.Strings(nominated)
-	return running, nominated
 }
 
 // ConnectedHint says what to do about a WorkerCluster's Connected=False reason; empty when the reason

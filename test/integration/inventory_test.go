@@ -1,19 +1,18 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -192,19 +191,35 @@ func connectedReason(t *testing.T, name, reason, says string) {
 }
 
 // installClusterProfileAPI installs the ClusterProfile CRD shipped in the cluster-inventory-api module
-// on the hub; it stays for the rest of the run, as an inventory's would.
+// on the hub, for the test.
 func installClusterProfileAPI(t *testing.T) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-inventory-api").Output()
+	dir, err := moduleDir("sigs.k8s.io/cluster-inventory-api")
 	if err != nil {
-		t.Fatalf("finding the cluster-inventory-api module: %v", err)
+		t.Fatal(err)
 	}
-	crd := filepath.Join(string(bytes.TrimSpace(out)), "config", "crd", "bases", "multicluster.x-k8s.io_clusterprofiles.yaml")
-	if err := applyFile(context.Background(), hubEnv.client, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+	crd := filepath.Join(dir, "config", "crd", "bases", "multicluster.x-k8s.io_clusterprofiles.yaml")
+	if err := applyFile(context.Background(), hubEnv.client, crd); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the ClusterProfile API served", func() error {
 		return hubEnv.client.List(context.Background(), &inventory.ClusterProfileList{})
+	})
+	// Gone again at the end, so that each test starts from a hub without it.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "clusterprofiles.multicluster.x-k8s.io"}}
+		if err := hubEnv.client.Delete(ctx, crd); err != nil {
+			t.Errorf("removing the ClusterProfile CRD: %v", err)
+			return
+		}
+		eventually(t, "the ClusterProfile CRD gone", func() error {
+			err := hubEnv.client.Get(ctx, client.ObjectKeyFromObject(crd), crd)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there: %v", err)
+		})
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +28,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	ocm "open-cluster-management.io/api/cluster/v1beta1"
 	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,6 +79,8 @@ func TestMain(m *testing.M) {
 	must(gantry.AddToScheme(scheme))
 	must(inventory.AddToScheme(scheme))
 	must(jobset.AddToScheme(scheme))
+	must(ocm.AddToScheme(scheme))
+	must(apiextensionsv1.AddToScheme(scheme))
 
 	all := append([]string{"hub"}, names...)
 	started := make([]*cluster, len(all))
@@ -129,19 +133,33 @@ func must(err error) {
 	}
 }
 
-// jobSetCRDs is the directory of the JobSet CRD in its Go module.
-func jobSetCRDs() (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/jobset").Output()
+// moduleDir is where the Go module of that path is, in the module cache.
+func moduleDir(path string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path).Output()
 	if err != nil {
-		return "", fmt.Errorf("finding the jobset module: %w", err)
+		return "", fmt.Errorf("finding the module %s: %w", path, err)
 	}
-	return filepath.Join(strings.TrimSpace(string(out)), "config", "components", "crd", "bases"), nil
+	return strings.TrimSpace(string(out)), nil
 }
 
-// startCluster starts one API server with Gantry's CRDs, and the JobSet CRD on the hub and on
-// jobSetWorker (the other worker has none, as a cluster without JobSet would).
+// jobSetCRDs is the directory of the JobSet CRD in its Go module.
+func jobSetCRDs() (string, error) {
+	dir, err := moduleDir("sigs.k8s.io/jobset")
+	return filepath.Join(dir, "config", "components", "crd", "bases"), err
+}
+
+// startCluster starts one API server with Gantry's CRDs, OCM's Placement CRDs on the hub, and the
+// JobSet CRD on the hub and on jobSetWorker (the other worker has none, as a cluster without JobSet
+// would).
 func startCluster(name string) (*cluster, error) {
 	crds := []string{filepath.Join(repoRoot(), "deploy", "crd")}
+	if name == "hub" {
+		dir, err := moduleDir("open-cluster-management.io/api")
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, filepath.Join(dir, "cluster", "v1beta1")) // Placements and PlacementDecisions
+	}
 	if name == "hub" || name == jobSetWorker {
 		dir, err := jobSetCRDs()
 		if err != nil {
