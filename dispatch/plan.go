@@ -107,7 +107,7 @@ func Plan(s *Snapshot) Result {
 		q.release(w)
 		needNomination[w.GlobalQueue] = append(needNomination[w.GlobalQueue], &Workload{
 			Key: w.Key, GlobalQueue: w.GlobalQueue, Priority: w.Priority, Created: w.Created,
-			Requests: w.Requests, GPU: w.GPU, Epoch: w.Epoch, Nominated: w.Nominated, Rejected: rejected,
+			Requests: w.Requests, GPU: w.GPU, Epoch: w.Epoch, Nominated: w.Nominated, Rejected: rejected, Kind: w.Kind,
 		})
 	}
 
@@ -354,8 +354,8 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 			continue
 		}
 		vec := ql.vector(w.Requests)
-		// The memo keys on the quota vector, which does not tell GPU products apart.
-		memo := len(w.Rejected) == 0 && len(w.GPU.Products) == 0
+		// The memo keys on the quota vector, which does not tell GPU products or kinds apart.
+		memo := len(w.Rejected) == 0 && len(w.GPU.Products) == 0 && (w.Kind == "" || w.Kind == string(gantry.JobKindJob))
 		if memo {
 			if i := slices.IndexFunc(failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
 				v := failures[i].verdict
@@ -404,7 +404,7 @@ func (ql *queueLedger) candidates(w *Workload, vec []int64, maxCandidates int, b
 	var sc scan
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
-		if !c.known || (len(w.Rejected) > 0 && w.Rejected[c.name]) || !fitsEmpty(c.quota, vec) {
+		if !c.known || w.refusedBy(c) || !fitsEmpty(c.quota, vec) {
 			continue
 		}
 		sc.canEverHold++
@@ -448,7 +448,7 @@ func (ql *queueLedger) preferredRank(w *Workload, vec []int64) int {
 	preferred := len(w.GPU.Products)
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
-		if c.known && !w.Rejected[c.name] && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) &&
+		if c.known && !w.refusedBy(c) && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) &&
 			c.cluster.MayFitNow(w.GPU) {
 			preferred = min(preferred, c.cluster.ProductRank(w.GPU))
 		}
@@ -483,7 +483,7 @@ func (ql *queueLedger) noCapacityMessage(w *Workload, vec []int64) string {
 	var names []string
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
-		if c.known && !w.Rejected[c.name] && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) {
+		if c.known && !w.refusedBy(c) && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) {
 			names = append(names, c.name)
 		}
 	}
@@ -533,6 +533,8 @@ func (ql *queueLedger) cannotHoldMessage(w *Workload, vec []int64) string {
 			parts = append(parts, c.name+": no such WorkerCluster")
 		case w.Rejected[c.name]:
 			parts = append(parts, c.name+": rejected by its agent")
+		case !c.cluster.Runs(w.Kind):
+			parts = append(parts, c.name+": does not run "+w.Kind+"s")
 		default:
 			for r, k := range ql.index {
 				if vec[k] > c.quota[k] {
@@ -550,7 +552,7 @@ func (ql *queueLedger) unavailableMessage(w *Workload, vec []int64) string {
 	var parts []string
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
-		if w.Rejected[c.name] || !c.known || !fitsEmpty(c.quota, vec) {
+		if !c.known || w.refusedBy(c) || !fitsEmpty(c.quota, vec) {
 			continue
 		}
 		switch {
@@ -565,6 +567,12 @@ func (ql *queueLedger) unavailableMessage(w *Workload, vec []int64) string {
 		}
 	}
 	return "no cluster that could hold this workload is available: " + strings.Join(parts, ", ")
+}
+
+// refusedBy says whether the cluster is out for the workload: its agent rejected it, or the hub cannot
+// run its kind there.
+func (w *Workload) refusedBy(c *clusterLedger) bool {
+	return (len(w.Rejected) > 0 && w.Rejected[c.name]) || !c.cluster.Runs(w.Kind)
 }
 
 func formatMilli(v int64) string {

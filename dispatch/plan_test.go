@@ -3,6 +3,7 @@ package dispatch
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -315,5 +316,37 @@ func TestFencedClusterGetsNothing(t *testing.T) {
 	if len(res.Nominations) != 0 || len(res.Verdicts) != 1 || res.Verdicts[0].Reason != gantry.ReasonNoClusterAvailable ||
 		!strings.Contains(res.Verdicts[0].Message, "w1 is fenced") {
 		t.Errorf("nominations %v, verdicts %+v", res.Nominations, res.Verdicts)
+	}
+}
+
+// A JobSet goes only to the clusters where the hub can run JobSets; where none can, it says so.
+func TestAKindGoesWhereItRuns(t *testing.T) {
+	s := &Snapshot{
+		Clusters: map[string]Cluster{
+			"jobs-only": {Name: "jobs-only", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true}},
+			"jobsets":   {Name: "jobsets", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true, "JobSet": true}},
+		},
+		Queues: map[string]*GlobalQueue{"gq": {Name: "gq", MaxCandidates: 2, Clusters: []string{"jobs-only", "jobsets"},
+			Quota: map[string]Resources{"jobs-only": {}, "jobsets": {}}}},
+		Workloads: []*Workload{
+			{Key: "ns/js", GlobalQueue: "gq", Kind: "JobSet", Requests: Resources{"cpu": 1000}},
+			{Key: "ns/job", GlobalQueue: "gq", Requests: Resources{"cpu": 1000}, Created: time.Unix(1, 0)},
+		},
+	}
+	res := Plan(s)
+	got := map[string][]string{}
+	for _, n := range res.Nominations {
+		got[n.Key] = n.Clusters
+	}
+	if diff := cmp.Diff(map[string][]string{"ns/js": {"jobsets"}, "ns/job": {"jobs-only", "jobsets"}}, got,
+		cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("nominations (-want +got):\n%s", diff)
+	}
+	delete(s.Clusters, "jobsets")
+	s.Queues["gq"].Clusters = []string{"jobs-only"}
+	s.Workloads = s.Workloads[:1]
+	res = Plan(s)
+	if len(res.Verdicts) != 1 || res.Verdicts[0].Reason != gantry.ReasonNoClusterCanHold || !strings.Contains(res.Verdicts[0].Message, "jobs-only: does not run JobSets") {
+		t.Errorf("verdicts %+v", res.Verdicts)
 	}
 }

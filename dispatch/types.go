@@ -65,6 +65,17 @@ type Cluster struct {
 	// GPUs per product, from the agent's last capacity report; nil when the cluster reports no GPU
 	// products, and then GPU demands are left to its agent.
 	GPUs []GPUCapacity
+	// Kinds are the kinds of jobs the hub can run there (their API is served and the hub may create
+	// them); nil when not known, and then every kind is tried.
+	Kinds map[string]bool
+}
+
+// Runs says whether the cluster can run jobs of the kind ("" is a batch Job).
+func (c Cluster) Runs(kind string) bool {
+	if kind == "" {
+		kind = "Job"
+	}
+	return c.Kinds == nil || c.Kinds[kind]
 }
 
 // GPUCapacity is what a cluster had free of one GPU product at its agent's last report.
@@ -174,6 +185,8 @@ type Workload struct {
 	NominatedQueue string
 	Winner         string
 	Rejected       map[string]bool // clusters that said they cannot run it, rejections that have not lapsed
+	// Kind of its job ("" is a batch Job): clusters that cannot run it are left out as if they rejected it.
+	Kind string
 
 	// Copies of the current epoch as observed on the workers.
 	Copies []Copy

@@ -250,6 +250,13 @@ type copyReader struct{ m *remote.Manager }
 
 func (r copyReader) IsConnected(cluster string) bool { return r.m.IsConnected(cluster) }
 
+func (r copyReader) Kinds(cluster string) []gantry.JobKind {
+	if c, ok := r.m.Get(cluster); ok {
+		return c.Kinds()
+	}
+	return nil
+}
+
 func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
 	c, ok := r.m.Get(cluster)
 	if !ok {

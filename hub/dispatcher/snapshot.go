@@ -25,6 +25,8 @@ type CopyReader interface {
 	// is not connected.
 	Copy(cluster string, wl *gantry.Workload) *gantry.Workload
 	IsConnected(cluster string) bool
+	// Kinds lists the kinds of jobs the hub can run on a connected cluster; nil when not connected.
+	Kinds(cluster string) []gantry.JobKind
 }
 
 // hubState is what one pass reads from the hub's cache.
@@ -102,7 +104,19 @@ func snapshotClusters(clusters []gantry.WorkerCluster, copies CopyReader) map[st
 			Cordoned:   wc.Spec.Cordoned,
 			Fenced:     wc.Spec.Fenced,
 			GPUs:       dispatch.GPUCapacityOf(wc.Status.Capacity),
+			Kinds:      kindSet(copies.Kinds(wc.Name)),
 		}
+	}
+	return out
+}
+
+func kindSet(kinds []gantry.JobKind) map[string]bool {
+	if kinds == nil {
+		return nil
+	}
+	out := make(map[string]bool, len(kinds))
+	for _, k := range kinds {
+		out[string(k)] = true
 	}
 	return out
 }
@@ -172,6 +186,7 @@ func workloadOf(wl *gantry.Workload, requests *requestCache, now time.Time, reje
 		Nominated: wl.Status.NominatedClusters,
 		Winner:    wl.Status.ClusterName,
 		Rejected:  rejectedClusters(wl, now, rejectionTTL),
+		Kind:      string(wl.Spec.JobKind),
 	}
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil {
 		w.PendingMessage = c.Message

@@ -20,9 +20,20 @@ type fakeCopies struct {
 	connected map[string]bool
 	copies    map[string]*gantry.Workload // by cluster
 	byName    map[string]*gantry.Workload // by cluster/workload name, before copies
+	kinds     map[string][]gantry.JobKind // by cluster; a connected cluster not listed runs batch Jobs only
 }
 
 func (f fakeCopies) IsConnected(c string) bool { return f.connected[c] }
+
+func (f fakeCopies) Kinds(c string) []gantry.JobKind {
+	if !f.connected[c] {
+		return nil
+	}
+	if k, ok := f.kinds[c]; ok {
+		return k
+	}
+	return []gantry.JobKind{gantry.JobKindJob}
+}
 func (f fakeCopies) Copy(c string, wl *gantry.Workload) *gantry.Workload {
 	if !f.connected[c] {
 		return nil
@@ -75,7 +86,7 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	}
 	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, newRequestCache(), at.Time, DefaultRejectionTTL)
 
-	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true}}, snap.Clusters); diff != "" {
+	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true}}}, snap.Clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
 	}
 	if q := snap.Queues["gq"]; q == nil || q.MaxCandidates != gantry.DefaultMaxCandidates || q.Quota["w1"][gantry.GPUResource] != 8000 {
