@@ -785,3 +785,28 @@ func TestDecideWaitsForNodesBack(t *testing.T) {
 		t.Errorf("once n2 is uncordoned (-want +got):\n%s", diff)
 	}
 }
+
+// A copy of a kind the cluster does not serve is refused at once, for good, and holds no room; one of
+// a kind it serves is fitted as usual.
+func TestDecideKindNotServed(t *testing.T) {
+	nodes := []*corev1.Node{gpuNode("n1")}
+	js := copyOf("a", 0, 1, "8").Obj()
+	js.Spec.JobKind = gantryv1alpha1.JobKindJobSet
+	jobsOnly := map[gantryv1alpha1.JobKind]bool{gantryv1alpha1.JobKindJob: true}
+	p := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{js}, Kinds: jobsOnly, Now: now})
+	if len(p.Updates) != 1 || p.Updates[0].Condition.Reason != gantryv1alpha1.ReasonKindNotServed ||
+		!strings.Contains(p.Updates[0].Condition.Message, "JobSet (jobset.x-k8s.io/v1alpha2)") {
+		t.Fatalf("updates %+v", p.Updates)
+	}
+	if !gantryv1alpha1.RejectsCluster(gantryv1alpha1.ReasonKindNotServed) {
+		t.Error("KindNotServed is not a final answer: the hub would nominate the cluster again")
+	}
+	if _, ok := p.Snapshot.Reservation("ns/a"); ok {
+		t.Error("a copy of a kind not served reserved room")
+	}
+	served := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{js},
+		Kinds: map[gantryv1alpha1.JobKind]bool{gantryv1alpha1.JobKindJob: true, gantryv1alpha1.JobKindJobSet: true}, Now: now})
+	if len(served.Updates) != 1 || served.Updates[0].Condition.Reason != gantryv1alpha1.ReasonFits {
+		t.Fatalf("served: updates %+v", served.Updates)
+	}
+}
