@@ -40,7 +40,7 @@ type PodSet struct {
 }
 
 // JobKind is a kind of job Gantry dispatches.
-// +kubebuilder:validation:Enum=Job;JobSet
+// +kubebuilder:validation:Enum=Job;JobSet;RayJob
 type JobKind string
 
 // Kinds of jobs.
@@ -49,6 +49,8 @@ const (
 	JobKindJob JobKind = "Job"
 	// JobKindJobSet is jobset.x-k8s.io/v1alpha2 JobSet.
 	JobKindJobSet JobKind = "JobSet"
+	// JobKindRayJob is ray.io/v1 RayJob.
+	JobKindRayJob JobKind = "RayJob"
 )
 
 // WorkloadSpec is the job's demand, derived from it when it was submitted.

@@ -27,6 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/internal/leadership"
@@ -144,6 +146,9 @@ func run(o *options) error {
 		return err
 	}
 	if err := jobset.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := ray.AddToScheme(scheme); err != nil {
 		return err
 	}
 

@@ -22,6 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/endpoint"
@@ -124,6 +126,9 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		return err
 	}
 	if err := jobset.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := ray.AddToScheme(scheme); err != nil {
 		return err
 	}
 	if err := ocm.AddToScheme(scheme); err != nil {

@@ -37,9 +37,9 @@ func (Job) New() client.Object { return &batchv1.Job{} }
 // NewList implements Kind.
 func (Job) NewList() client.ObjectList { return &batchv1.JobList{} }
 
-// ManagedBy implements Kind.
-func (Job) ManagedBy(obj client.Object) string {
-	return ptr.Deref(obj.(*batchv1.Job).Spec.ManagedBy, "")
+// Held implements Kind: spec.managedBy names Gantry, so the hub's Job controller leaves it alone.
+func (k Job) Held(obj client.Object) (bool, string) {
+	return heldByManagedBy(k, obj.(*batchv1.Job).Spec.ManagedBy)
 }
 
 // PodSets implements Kind.

@@ -33,9 +33,9 @@ func (JobSet) New() client.Object { return &jobset.JobSet{} }
 // NewList implements Kind.
 func (JobSet) NewList() client.ObjectList { return &jobset.JobSetList{} }
 
-// ManagedBy implements Kind.
-func (JobSet) ManagedBy(obj client.Object) string {
-	return ptr.Deref(obj.(*jobset.JobSet).Spec.ManagedBy, "")
+// Held implements Kind: spec.managedBy names Gantry, so a JobSet controller on the hub leaves it alone.
+func (k JobSet) Held(obj client.Object) (bool, string) {
+	return heldByManagedBy(k, obj.(*jobset.JobSet).Spec.ManagedBy)
 }
 
 // PodSets implements Kind: a replicated job's pods are its replicas times the pods of its Job template;

@@ -183,7 +183,7 @@ func TestKinds(t *testing.T) {
 			t.Errorf("ForObject(%T) = %v, %v", k.New(), got, ok)
 		}
 	}
-	if diff := cmp.Diff([]gantry.JobKind{gantry.JobKindJob, gantry.JobKindJobSet}, names); diff != "" {
+	if diff := cmp.Diff([]gantry.JobKind{gantry.JobKindJob, gantry.JobKindJobSet, gantry.JobKindRayJob}, names); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)
 	}
 	if k, ok := Named(""); !ok || k.Name() != gantry.JobKindJob {

@@ -5,6 +5,7 @@
 package jobkind
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -25,8 +27,9 @@ type Kind interface {
 	// New and NewList return empty objects of the kind.
 	New() client.Object
 	NewList() client.ObjectList
-	// ManagedBy is the object's spec.managedBy; "" when unset.
-	ManagedBy(obj client.Object) string
+	// Held says whether the hub's object is kept to Gantry, so that no controller of the hub runs it
+	// (spec.managedBy, or spec.suspend for a kind whose managedBy may not name Gantry), and if not, why.
+	Held(obj client.Object) (bool, string)
 	// PodSets are the object's groups of identical pods, in the object's order; an error says what in
 	// the object Gantry cannot dispatch.
 	PodSets(obj client.Object) ([]PodSet, error)
@@ -136,6 +139,14 @@ func JobName(wl *gantry.Workload) string {
 		return name
 	}
 	return strings.TrimPrefix(wl.Name, strings.ToLower(string(Of(wl).Name()))+"-")
+}
+
+// heldByManagedBy is Held for kinds whose spec.managedBy names Gantry.
+func heldByManagedBy(k Kind, managedBy *string) (bool, string) {
+	if v := ptr.Deref(managedBy, ""); v != gantry.JobManagedBy {
+		return false, fmt.Sprintf("%s has label %s but spec.managedBy is %q, not %q", k.Name(), gantry.QueueLabel, v, gantry.JobManagedBy)
+	}
+	return true, ""
 }
 
 // labelTemplate puts labels on a pod template, and the pod set's name, so that the agent tells which

@@ -71,11 +71,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if job.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, r.deleteWorkload(ctx, wlKey)
 	}
-	if managedBy := r.Kind.ManagedBy(job); managedBy != gantry.JobManagedBy {
-		// spec.managedBy is immutable: a job created without it belongs to the hub's own controller.
+	if held, why := r.Kind.Held(job); !held {
+		// What holds it is set at creation only: a job created without it belongs to the hub's own controller.
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, EventNotManaged, "Dispatch",
-			"%s has label %s but spec.managedBy is %q, not %q: it was created before Gantry's admission policy was installed; recreate it",
-			r.Kind.Name(), gantry.QueueLabel, managedBy, gantry.JobManagedBy)
+			"%s: it was created before Gantry's admission policy was installed; recreate it", why)
 		return ctrl.Result{}, nil
 	}
 

@@ -34,6 +34,7 @@ var (
 	// up before them still runs batch Jobs, and its informer of a kind refused is reported then.
 	hubAccessKindRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{APIGroups: []string{"ray.io"}, Resources: []string{"rayjobs"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 	}
 	hubAccessNamespaceRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},

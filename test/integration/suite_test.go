@@ -38,6 +38,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
 	agentcontroller "github.com/gantry-dev/gantry/agent/controller"
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub"
@@ -79,6 +81,7 @@ func TestMain(m *testing.M) {
 	must(gantry.AddToScheme(scheme))
 	must(inventory.AddToScheme(scheme))
 	must(jobset.AddToScheme(scheme))
+	must(ray.AddToScheme(scheme))
 	must(ocm.AddToScheme(scheme))
 	must(apiextensionsv1.AddToScheme(scheme))
 
@@ -149,8 +152,8 @@ func jobSetCRDs() (string, error) {
 }
 
 // startCluster starts one API server with Gantry's CRDs, OCM's Placement CRDs on the hub, and the
-// JobSet CRD on the hub and on jobSetWorker (the other worker has none, as a cluster without JobSet
-// would).
+// JobSet and KubeRay CRDs on the hub and on jobSetWorker (the other worker has none, as a cluster
+// without them would).
 func startCluster(name string) (*cluster, error) {
 	crds := []string{filepath.Join(repoRoot(), "deploy", "crd")}
 	if name == "hub" {
@@ -165,7 +168,11 @@ func startCluster(name string) (*cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		crds = append(crds, dir)
+		rayDir, err := moduleDir("github.com/ray-project/kuberay/ray-operator")
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, dir, filepath.Join(rayDir, "config", "crd", "bases"))
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
