@@ -13,7 +13,8 @@
 #   BENCH_TESTBED  directory of an already running testbed to use instead (e.g. .dev after make dev-up);
 #                  it is left running, and the benchmark removes only its own Jobs and namespaces
 #   BENCH_DIR      directory of the benchmark's own testbed (default .dev-bench)
-#   BENCH_PORT     first of six loopback ports for its Gantry processes (default: free ports from 18280)
+#   BENCH_PORT     first of sixteen loopback ports for its Gantry processes and JobSet controllers
+#                  (default: free ports from 18280)
 #   BENCH_KEEP     when set, the benchmark's own testbed is left running
 set -euo pipefail
 
@@ -23,12 +24,13 @@ cd "${ROOT}"
 log() { echo "bench: $*" >&2; }
 die() { echo "bench: ERROR: $*" >&2; exit 1; }
 
-# First port from $1 on, in steps of ten, with six consecutive free loopback ports (bounded search).
+# First port from $1 on, in steps of ten, with the sixteen consecutive free loopback ports that
+# hack/dev-up.sh takes (bounded search).
 free_port_base() {
   local base p busy
   for ((base = $1; base < $1 + 500; base += 10)); do
     busy=0
-    for ((p = base; p < base + 6; p++)); do
+    for ((p = base; p < base + 16; p++)); do
       if (exec 3<>"/dev/tcp/127.0.0.1/${p}") 2>/dev/null; then busy=1; break; fi
     done
     ((busy)) || { echo "${base}"; return 0; }
@@ -50,7 +52,7 @@ if [[ -n "${BENCH_TESTBED:-}" ]]; then
   log "using the running testbed in ${DIR}"
 else
   DIR=$(realpath -m "${BENCH_DIR:-${ROOT}/.dev-bench}")
-  PORT="${BENCH_PORT:-$(free_port_base 18280)}" || die "no six free consecutive loopback ports from 18280"
+  PORT="${BENCH_PORT:-$(free_port_base 18280)}" || die "no sixteen free consecutive loopback ports from 18280"
   # shellcheck disable=SC2317  # called by the EXIT trap
   down() {
     if [[ -n "${BENCH_KEEP:-}" ]]; then

@@ -3,11 +3,13 @@
 # etcd + kube-apiserver + controller-manager (+ scheduler + kwok on workers) run by
 # `kwokctl --runtime binary`, with fake GPU nodes, CRDs, a least-privilege hub
 # identity on each worker, and gantry-hub / gantry-agent running as local processes.
+# Each worker also runs the JobSet controller (sigs.k8s.io/jobset) with its admission
+# webhooks; the hub has the JobSet CRD only (section 4).
 #
 # Usage: hack/dev-up.sh [--no-gantry]   (make dev-up)
 #        hack/dev-down.sh                 (make dev-down) tears it all down.
-#   --no-gantry  clusters, nodes, CRDs (if generated) and hub access only: builds and
-#                starts no Gantry process and creates no hub objects (for tests
+#   --no-gantry  clusters, nodes, CRDs (if generated), JobSet and hub access only: builds
+#                and starts no Gantry process and creates no hub objects (for tests
 #                that run the hub and agents themselves).
 # Everything lives under .dev/ in the repo root (or GANTRY_DEV_DIR); the user's
 # ~/.kube/config is never touched. Re-running keeps the clusters and rebuilds/restarts
@@ -17,8 +19,10 @@
 # Environment:
 #   GANTRY_CACHE        tool cache (see hack/install-tools.sh)
 #   GANTRY_DEV_DIR      directory of this testbed (default .dev in the repo root)
-#   GANTRY_DEV_PORT     first of ten loopback ports (default 18080): metrics and health of the hub
-#                       and agents on +0 to +5, the hub's endpoint (kubectl gantry logs, the page) on +9
+#   GANTRY_DEV_PORT     first of sixteen loopback ports (default 18080): metrics and health of the hub
+#                       and agents on +0 to +5, the hub's endpoint (kubectl gantry logs, the page) on +9,
+#                       the JobSet controllers' webhook, metrics and health on +10 to +12 (worker-1)
+#                       and +13 to +15 (worker-2)
 #   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 #   GANTRY_AGENT_FLAGS  extra flags for both gantry-agents, e.g. "--placement-timeout=30s"
@@ -48,14 +52,17 @@ case "${1:-}" in
 esac
 
 command -v curl >/dev/null || die "curl is required (apt-get install curl)"
+command -v openssl >/dev/null || die "openssl is required (apt-get install openssl)"
 trap 'rc=$?; ((rc == 0)) || echo "dev-up: failed; hack/dev-down.sh removes whatever was started" >&2' EXIT
 
 # --- 1. tools and Gantry binaries --------------------------------------------
 log "ensuring testbed tools (a cold first run builds them: 8-16 min on 2 cores)"
 BIN=$("${ROOT}/hack/install-tools.sh" | tail -n1)
 [[ -x "${BIN}/kwokctl" ]] || die "hack/install-tools.sh did not produce ${BIN}/kwokctl"
+[[ -x "${BIN}/jobset-controller-manager" && -d "${BIN}/jobset" ]] \
+  || die "hack/install-tools.sh did not produce ${BIN}/jobset-controller-manager and ${BIN}/jobset/"
 
-mkdir -p "${DEV}/logs" "${DEV}/pids" "${DEV}/kwok"
+mkdir -p "${DEV}/logs" "${DEV}/pids" "${DEV}/kwok" "${DEV}/jobset"
 printf '*\n' > "${DEV}/.gitignore"   # keep .dev/ out of git even without a root entry
 echo "${BIN}" > "${DEV}/bin-dir"     # lets dev-down find kwokctl without building
 
@@ -91,7 +98,8 @@ stop_process() {
   rm -f "${pidfile}"
 }
 
-# start_process NAME METRICS_PORT HEALTH_PORT CMD...
+# start_process NAME METRICS_PORT HEALTH_PORT CMD...   (CMD takes --metrics-bind-address and
+# --health-probe-bind-address, as Gantry's programs and the JobSet controller do)
 start_process() {
   local name=$1 mport=$2 hport=$3
   shift 3
@@ -134,6 +142,7 @@ Gantry testbed is up.
   worker-1:  ${DEV}/worker-1.kubeconfig  (etcd $(cat "${DEV}/worker-1.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[1]})
   worker-2:  ${DEV}/worker-2.kubeconfig  (etcd $(cat "${DEV}/worker-2.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[2]})
   logs:      ${DEV}/logs/
+  JobSet:    the controller and its webhooks on each worker (logs/jobset-controller-N.log); the hub has the CRD only
   endpoint:  http://127.0.0.1:$((PORT_BASE + 9))  (the live page: log in with a token; kubectl gantry logs JOB, pods' logs from ${DEV}/job-logs.log)
   kubectl:   ${KUBECTL}
 
@@ -252,7 +261,155 @@ for n in "${WORKERS[@]}"; do
 done
 log "fake GPU nodes ready"
 
-# --- 4. CRDs and hub manifests -----------------------------------------------
+# --- 4. JobSet -----------------------------------------------------------------
+# The JobSet CRD of the sigs.k8s.io/jobset module goes on the hub and on every worker, before the hub's
+# admission policies (section 5), which match JobSets. Only the workers run the JobSet controller:
+# JobSets submitted to the hub are Gantry's to dispatch (spec.managedBy), and neither JobSet's controller
+# nor its webhooks run there.
+# On a worker the controller serves its admission webhooks (defaulting and validation of JobSets, and of
+# their pods) on loopback. These API servers have no kube-proxy and no Service routing, so the webhook
+# configurations, JobSet's own rendered from the module (hack/testbed/jobset-webhooks.awk), call
+# https://127.0.0.1:PORT instead of a Service and trust a CA the testbed makes. The controller's own
+# certificate management (a certificate for the Service's DNS name, kept in a Secret and in a fixed /tmp
+# directory) is off; it serves the testbed's certificate instead.
+JOBSET_CERTS="${DEV}/jobset/certs"
+# jobset_port N I: worker N's webhook (I=0), metrics (1) and health (2) ports.
+jobset_port() { echo $((PORT_BASE + 7 + 3 * $1 + $2)); }
+
+# Makes, once per testbed, a CA and a serving certificate for 127.0.0.1 signed by it (ECDSA P-256).
+jobset_certs() {
+  [[ -s "${JOBSET_CERTS}/ca.crt" && -s "${JOBSET_CERTS}/tls.crt" && -s "${JOBSET_CERTS}/tls.key" ]] && return 0
+  mkdir -p "${JOBSET_CERTS}"
+  (
+    umask 077
+    cd "${JOBSET_CERTS}"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 \
+      -subj "/CN=gantry-testbed-jobset-webhook-ca" -keyout ca.key -out ca.crt \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -subj "/CN=jobset-webhook" -keyout tls.key -out tls.csr
+    printf '%s\n' "subjectAltName=IP:127.0.0.1" "extendedKeyUsage=serverAuth" \
+      "keyUsage=critical,digitalSignature" "basicConstraints=critical,CA:FALSE" > tls.ext
+    openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -set_serial "0x$(openssl rand -hex 16)" \
+      -days 365 -extfile tls.ext -out tls.crt
+    rm -f ca.key tls.csr tls.ext   # nothing else is ever signed
+  ) >>"${DEV}/logs/jobset-certs.log" 2>&1 \
+    || die "making the JobSet webhook certificates failed; see ${DEV}/logs/jobset-certs.log"
+}
+
+# A minimal JobSet for server-side dry runs; with "invalid", one that only JobSet's validating webhook
+# refuses (its success policy names a replicatedJob that does not exist).
+jobset_probe() {
+  local policy=""
+  [[ "${1:-}" == invalid ]] && policy=$'  successPolicy:\n    operator: All\n    targetReplicatedJobs: [no-such-job]\n'
+  cat <<EOF
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: testbed-webhook-probe
+  namespace: default
+spec:
+${policy}  replicatedJobs:
+  - name: probe
+    template:
+      spec:
+        template:
+          spec:
+            containers:
+            - name: probe
+              image: registry.example/probe:1
+EOF
+}
+
+# Waits (bounded) until worker N's API server calls both JobSet webhooks: a dry-run JobSet comes back
+# defaulted, and the invalid one is refused by the validating webhook. An API server picks up new
+# webhook configurations asynchronously.
+wait_jobset_webhooks() {
+  local n=$1 out="" deadline=$((SECONDS + TIMEOUT)) err="${DEV}/jobset/probe-${1}.err"
+  while :; do
+    if out=$(jobset_probe | kworker "${n}" create --dry-run=server -f - \
+        -o jsonpath='{.spec.successPolicy.operator}' 2>"${err}"); then
+      [[ "${out}" == All ]] || out="a dry-run JobSet came back without the webhook's defaults"
+    else
+      out=$(cat "${err}")
+    fi
+    if [[ "${out}" == All ]]; then
+      out=$(jobset_probe invalid | kworker "${n}" create --dry-run=server -f - -o name 2>&1) \
+        && out="accepted: ${out}"
+      [[ "${out}" == *'admission webhook "vjobset.kb.io" denied the request'* ]] && return 0
+    fi
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "${DEV}/logs/jobset-controller-${n}.log" >&2 || true
+      die "worker-${n}'s API server does not call the JobSet webhooks after ${TIMEOUT}s (last answer: ${out}); see ${DEV}/logs/jobset-controller-${n}.log"
+    fi
+    sleep 0.5
+  done
+}
+
+jobset_start=${SECONDS}
+JOBSET_CRD="${BIN}/jobset/crd/jobset.x-k8s.io_jobsets.yaml"
+# install_jobset_crd KUBECTL_FUNCTION [N]: applies the JobSet CRD and waits (bounded) until it is
+# Established (kubectl wait fails on a CRD that has no status yet).
+install_jobset_crd() {
+  local deadline=$((SECONDS + TIMEOUT))
+  "$@" apply --server-side --force-conflicts -f "${JOBSET_CRD}" >/dev/null || return 1
+  # Before the CRD has conditions, kubectl's filter fails (noisily): that only means "not yet".
+  until [[ "$("$@" get crd jobsets.jobset.x-k8s.io \
+      -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == True ]]; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+# One cluster after the other: the CRD is large (over 800 kB), and the API servers compete for the
+# CPUs while they take it in, so installing it in parallel is no faster. The hub's comes last, while
+# the workers' controllers start.
+for n in "${WORKERS[@]}"; do
+  install_jobset_crd kworker "${n}" \
+    || die "the JobSet CRD was not installed or did not become Established on worker-${n}"
+done
+jobset_certs
+CA_BUNDLE=$(base64 -w0 <"${JOBSET_CERTS}/ca.crt")
+for n in "${WORKERS[@]}"; do
+  cat > "${DEV}/jobset/worker-${n}.config.yaml" <<EOF
+apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: $(jobset_port "${n}" 0)
+  certDir: ${JOBSET_CERTS}
+metrics:
+  certDir: ${JOBSET_CERTS}
+EOF
+  start_process "jobset-controller-${n}" "$(jobset_port "${n}" 1)" "$(jobset_port "${n}" 2)" \
+    "${BIN}/jobset-controller-manager" --kubeconfig "${DEV}/worker-${n}.kubeconfig" \
+    --config "${DEV}/jobset/worker-${n}.config.yaml" --zap-log-level=info
+done
+install_jobset_crd khub || die "the JobSet CRD was not installed or did not become Established on the hub"
+for n in "${WORKERS[@]}"; do
+  wait_healthy "jobset-controller-${n}"
+  # The module's webhook configurations, pointed at this worker's controller; every webhook must have
+  # lost its Service and got a URL.
+  webhooks="${DEV}/jobset/worker-${n}.webhooks.yaml"
+  "${KUBECTL}" kustomize "${BIN}/jobset/webhook" \
+    | awk -v base="https://127.0.0.1:$(jobset_port "${n}" 0)" -v ca="${CA_BUNDLE}" \
+        -f "${TESTBED}/jobset-webhooks.awk" > "${webhooks}"
+  urls=$(grep -c '^    url: https://127\.0\.0\.1:' "${webhooks}") || true
+  if ((urls == 0)) || [[ "${urls}" != "$(grep -c '^  clientConfig:$' "${webhooks}")" ]] \
+     || grep -q 'service:' "${webhooks}"; then
+    die "rendering JobSet's webhook configurations went wrong; see ${webhooks}"
+  fi
+  kworker "${n}" apply --server-side --force-conflicts -f "${webhooks}" >/dev/null
+done
+for n in "${WORKERS[@]}"; do
+  wait_jobset_webhooks "${n}"
+done
+log "JobSet CRD on the hub and the workers; JobSet controllers and webhooks serving on the workers ($((SECONDS - jobset_start))s)"
+
+# --- 5. CRDs and hub manifests -----------------------------------------------
 if compgen -G "${ROOT}/deploy/crd/*.yaml" >/dev/null; then
   for k in khub "kworker 1" "kworker 2"; do
     ${k} apply --server-side --force-conflicts -k "${ROOT}/deploy/crd/" >/dev/null
@@ -273,7 +430,7 @@ done
 khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/rbac.yaml" -f "${ROOT}/deploy/hub/user-roles.yaml" \
   -f "${ROOT}/deploy/hub/job-admission-policy.yaml" >/dev/null
 
-# --- 5. least-privilege hub identity on each worker ----------------------------
+# --- 6. least-privilege hub identity on each worker ----------------------------
 for n in "${WORKERS[@]}"; do
   kworker "${n}" apply --server-side --force-conflicts -f "${ROOT}/deploy/worker/hub-access.yaml" >/dev/null
   server=$(kworker "${n}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
@@ -309,7 +466,7 @@ EOF
 done
 log "hub access to workers configured"
 
-# --- 6. Gantry processes -----------------------------------------------------
+# --- 7. Gantry processes -----------------------------------------------------
 if ((!GANTRY)); then
   print_summary
   echo "(--no-gantry: gantry-hub and gantry-agent are not running)"
@@ -344,7 +501,7 @@ sed -e "s|\${ENDPOINT_URL}|http://${ENDPOINT_ADDR}|g" "${TESTBED}/hub-endpoint.y
   | khub apply --server-side --force-conflicts -f - >/dev/null
 log "the hub's endpoint serves on http://${ENDPOINT_ADDR} (ConfigMap gantry-system/gantry-hub-endpoint)"
 
-# --- 7. hub objects ----------------------------------------------------------
+# --- 8. hub objects ----------------------------------------------------------
 khub apply -f "${TESTBED}/hub-objects.yaml" >/dev/null
 for n in "${WORKERS[@]}"; do
   if ! khub wait --for=condition=Connected "workerclusters.gantry.dev/worker-${n}" --timeout="${TIMEOUT}s" >/dev/null; then
@@ -355,5 +512,5 @@ for n in "${WORKERS[@]}"; do
 done
 log "both WorkerClusters Connected"
 
-# --- 8. summary --------------------------------------------------------------
+# --- 9. summary --------------------------------------------------------------
 print_summary

@@ -2,16 +2,19 @@
 # Builds the pinned testbed/envtest binaries from the Go module proxy:
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s.io/kubernetes)
 #   etcd (go.etcd.io/etcd/server/v3), kwok, kwokctl (sigs.k8s.io/kwok)
+#   jobset-controller-manager (sigs.k8s.io/jobset), with the module's JobSet CRD and
+#   webhook manifests copied next to it into jobset/ (the testbed installs them)
 #
 # Usage: BIN=$(hack/install-tools.sh [--envtest])
 #   Prints the bin dir as the last line of stdout; progress goes to stderr.
 #   Binaries are cached in ${GANTRY_CACHE:-$HOME/.cache/gantry}/bin/<stamp>/, so a
 #   second run returns at once. envtest: KUBEBUILDER_ASSETS=$(hack/install-tools.sh --envtest)
 #   --envtest  only etcd, kube-apiserver and kubectl (what envtest runs; saves
-#              several minutes on a cold machine). Same bin dir as a full run.
+#              several minutes on a cold machine; never builds JobSet). Same bin
+#              dir as a full run.
 #
-# Versions come from the build modules under hack/tools/{kube,etcd,kwok}; each is
-# a separate module so their dependency graphs never have to agree.
+# Versions come from the build modules under hack/tools/{kube,etcd,kwok,jobset}; each
+# is a separate module so their dependency graphs never have to agree.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,13 +43,16 @@ esac
 K8S_VERSION=$(modver "${TOOLS}/kube/go.mod" k8s.io/kubernetes)
 ETCD_VERSION=$(modver "${TOOLS}/etcd/go.mod" go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(modver "${TOOLS}/kwok/go.mod" sigs.k8s.io/kwok)
+JOBSET_VERSION=$(modver "${TOOLS}/jobset/go.mod" sigs.k8s.io/jobset)
 
-STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_jobset-${JOBSET_VERSION}"
 BIN="${CACHE}/bin/${STAMP}"
+# What the testbed reads from the JobSet module, copied into BIN/jobset/ (see jobset_manifests).
+JOBSET_CRD=crd/jobset.x-k8s.io_jobsets.yaml
 if ((ENVTEST_ONLY)); then
   WANT=(etcd kube-apiserver kubectl)
 else
-  WANT=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwokctl)
+  WANT=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwokctl jobset-controller-manager)
 fi
 
 missing() {
@@ -54,6 +60,10 @@ missing() {
   for b in "${WANT[@]}"; do
     [[ -x "${BIN}/${b}" ]] || echo "${b}"
   done
+  if ((!ENVTEST_ONLY)); then
+    [[ -f "${BIN}/jobset/${JOBSET_CRD}" && -f "${BIN}/jobset/webhook/kustomization.yaml" ]] \
+      || echo "jobset manifests"
+  fi
 }
 
 # Fast path: everything already built.
@@ -137,6 +147,44 @@ build "${TOOLS}/kube" "$(k8s_ldflags)" \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
 build "${TOOLS}/kwok" "${KWOK_LDFLAGS}" \
   kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
+
+# JobSet: the controller manager is the main package at the root of the module sigs.k8s.io/jobset.
+# Its directory in the module cache, from go mod download (which fetches it if needed).
+jobset_module_dir() {
+  local out dir
+  out=$(cd "${TOOLS}/jobset" && go mod download -json sigs.k8s.io/jobset) \
+    || die "go mod download sigs.k8s.io/jobset failed"
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"${out}" | head -n 1)
+  [[ -d "${dir}" ]] || die "go mod download printed no directory for sigs.k8s.io/jobset"
+  echo "${dir}"
+}
+
+# Copies the module's JobSet CRD and its webhook kustomization (the upstream
+# webhook configurations with their patches) into BIN/jobset/, in one rename.
+jobset_manifests() {
+  [[ -f "${BIN}/jobset/${JOBSET_CRD}" && -f "${BIN}/jobset/webhook/kustomization.yaml" ]] && return 0
+  local dir
+  dir=$(jobset_module_dir)
+  [[ -f "${dir}/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml" ]] \
+    || die "no JobSet CRD in the module sigs.k8s.io/jobset (${dir})"
+  [[ -f "${dir}/config/components/webhook/kustomization.yaml" ]] \
+    || die "no webhook kustomization in the module sigs.k8s.io/jobset (${dir})"
+  rm -rf "${STAGE:?}"/*
+  mkdir -p "${STAGE}/jobset/crd"
+  cp "${dir}/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml" "${STAGE}/jobset/${JOBSET_CRD}"
+  cp -R "${dir}/config/components/webhook" "${STAGE}/jobset/webhook"
+  chmod -R u+w "${STAGE}/jobset"   # the module cache is read-only
+  rm -rf "${BIN}/jobset"
+  mv "${STAGE}/jobset" "${BIN}/jobset"
+  log "copied the JobSet ${JOBSET_VERSION} CRD and webhook manifests into ${BIN}/jobset"
+}
+
+if ((!ENVTEST_ONLY)); then
+  # The module carries no commit the build could read; the version says which release it is.
+  build "${TOOLS}/jobset" "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=${JOBSET_VERSION} -X sigs.k8s.io/jobset/pkg/version.GitCommit=unknown" \
+    jobset-controller-manager=sigs.k8s.io/jobset
+  jobset_manifests
+fi
 
 [[ -z "$(missing)" ]] || die "still missing after build: $(missing | tr '\n' ' ')"
 log "binaries ready in ${BIN}"

@@ -8,7 +8,8 @@
 //	GANTRY_TOOLS     bin dir of hack/install-tools.sh (set by make test-e2e); required, so that no cold
 //	                 tool build runs inside the test timeout
 //	GANTRY_E2E_DIR   testbed directory (default .dev-e2e in the repo root)
-//	GANTRY_E2E_PORT  first of ten loopback ports for the Gantry processes (default: free ports from 18180)
+//	GANTRY_E2E_PORT  first of the loopback ports for the Gantry processes and the JobSet controllers
+//	                 (testbed.DevPorts of them; default: free ports from 18180)
 //	GANTRY_E2E_KEEP  when set, the testbed is left running for inspection (hack/dev-down.sh with
 //	                 GANTRY_DEV_DIR set to the testbed directory removes it)
 package e2e

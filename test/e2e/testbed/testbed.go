@@ -152,13 +152,17 @@ func script(ctx context.Context, root, name, dir string, out io.Writer, env ...s
 	return nil
 }
 
-// FreePortBase returns the first port from start on, in steps of ten, where the ten consecutive loopback
-// ports hack/dev-up.sh may take are free: metrics and health probes on the first six, profiles on the
-// next three, the hub's endpoint on the last.
+// DevPorts is how many consecutive loopback ports hack/dev-up.sh takes from GANTRY_DEV_PORT: metrics and
+// health probes of the hub and agents on the first six, profiles on the next three, the hub's endpoint on
+// the tenth, the JobSet controllers' webhooks, metrics and health probes on the last six.
+const DevPorts = 16
+
+// FreePortBase returns the first port from start on, in steps of ten, where the DevPorts consecutive
+// loopback ports hack/dev-up.sh may take are free.
 func FreePortBase(start int) (int, error) {
 	for base := start; base < start+500; base += 10 {
 		free := true
-		for p := base; p < base+10 && free; p++ {
+		for p := base; p < base+DevPorts && free; p++ {
 			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 			if err != nil {
 				free = false
@@ -170,7 +174,7 @@ func FreePortBase(start int) (int, error) {
 			return base, nil
 		}
 	}
-	return 0, fmt.Errorf("no ten free consecutive loopback ports in [%d, %d)", start, start+500)
+	return 0, fmt.Errorf("no %d free consecutive loopback ports in [%d, %d)", DevPorts, start, start+500)
 }
 
 // Lock takes an exclusive lock for the testbed directory dir, so that two runs never bring up the same
