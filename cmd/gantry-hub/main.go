@@ -6,9 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -144,18 +149,17 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		ctrl.Log.WithName("setup").Info("Leader election", "identity", election.Identity)
 		cfg, opts.Remote.GuardWrites = election.Config, election.Guard.Wrap
 	}
+	byObject, err := namespacedKinds(cfg, namespace)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, election.Apply(ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		Cache: cache.Options{
-			// Only the hub's own namespace holds the Secrets, ClusterProfiles and PlacementDecisions it may read.
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Secret{}:            {Namespaces: map[string]cache.Config{namespace: {}}},
-				&inventory.ClusterProfile{}: {Namespaces: map[string]cache.Config{namespace: {}}},
-				&ocm.PlacementDecision{}:    {Namespaces: map[string]cache.Config{namespace: {}}},
-			},
+			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
 	}))
@@ -184,4 +188,32 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return rest.InClusterConfig()
 	}
 	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+// namespacedKinds restricts the cache to the hub's own namespace for what it may read only there:
+// Secrets, and ClusterProfiles and PlacementDecisions where the hub serves them (a cache cannot be set
+// up for a kind the API server does not serve, and the hub runs without them).
+func namespacedKinds(cfg *rest.Config, namespace string) (map[client.Object]cache.ByObject, error) {
+	own := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+	out := map[client.Object]cache.ByObject{&corev1.Secret{}: own}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for obj, gvk := range map[client.Object]schema.GroupVersionKind{
+		&inventory.ClusterProfile{}: inventory.GroupVersion.WithKind("ClusterProfile"),
+		&ocm.PlacementDecision{}:    ocm.SchemeGroupVersion.WithKind("PlacementDecision"),
+	} {
+		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+		}
+		if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == gvk.Kind }) {
+			out[obj] = own
+		}
+	}
+	return out, nil
 }

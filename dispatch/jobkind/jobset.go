@@ -62,8 +62,9 @@ func (JobSet) Remote(hub client.Object, labels map[string]string, edit func(stri
 	js.Spec.Suspend = ptr.To(false)
 	js.Spec.TTLSecondsAfterFinished = nil
 	for i := range js.Spec.ReplicatedJobs {
+		// The pods carry Gantry's labels, not the JobSet's Jobs: Gantry's Jobs on a worker are the ones it
+		// creates itself.
 		rj := &js.Spec.ReplicatedJobs[i]
-		rj.Template.Labels = merge(rj.Template.Labels, labels)
 		labelTemplate(&rj.Template.Spec.Template, rj.Name, labels)
 		edit(rj.Name, &rj.Template.Spec.Template)
 	}

@@ -112,7 +112,7 @@ func TestJobSetRemote(t *testing.T) {
 	}
 	for _, rj := range remote.Spec.ReplicatedJobs {
 		pod := rj.Template.Spec.Template
-		if rj.Template.Labels[gantry.DispatchEpochLabel] != "2" || pod.Labels[gantry.WorkloadUIDLabel] != "wl-uid" ||
+		if rj.Template.Labels[gantry.WorkloadUIDLabel] != "" || pod.Labels[gantry.WorkloadUIDLabel] != "wl-uid" ||
 			pod.Labels[gantry.PodSetLabel] != rj.Name || pod.Labels["role"] != rj.Name || pod.Spec.NodeSelector["pool"] != rj.Name {
 			t.Errorf("%s: job labels %v, pod labels %v, node selector %v", rj.Name, rj.Template.Labels, pod.Labels, pod.Spec.NodeSelector)
 		}

@@ -35,8 +35,8 @@ type Kind interface {
 	PodSets(obj client.Object) ([]PodSet, error)
 	// Remote is the object Gantry creates on the winner for the hub's object: the worker's controller
 	// runs it (no managedBy, not suspended, no time to live: its end must be mirrored before it goes),
-	// labelled with labels, with labels on every pod template too, and each pod set's template edited
-	// by edit.
+	// labelled with labels, with labels on every pod template too (and on nothing else the worker's
+	// controller creates from it), and each pod set's template edited by edit.
 	Remote(hub client.Object, labels map[string]string, edit func(podSet string, tpl *corev1.PodTemplateSpec)) client.Object
 	// State is how far the object got.
 	State(obj client.Object) State

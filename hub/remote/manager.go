@@ -353,7 +353,7 @@ func (m *Manager) replay(ctx context.Context, c *Cluster) {
 			continue
 		}
 		_ = apimeta.EachListItem(list, func(o runtime.Object) error {
-			m.handler.WorkerObjectChanged(c.Name, o.(client.Object))
+			m.objectChanged(c.Name, o)
 			return nil
 		})
 	}
@@ -533,7 +533,9 @@ func (m *Manager) objectChanged(cluster string, obj any) {
 		obj = tomb.Obj
 	}
 	o, ok := obj.(client.Object)
-	if !ok || m.handler == nil {
+	if !ok || m.handler == nil || metav1.GetControllerOf(o) != nil {
+		// What Gantry creates on a worker has no owner: an object another controller made (a JobSet's
+		// Jobs, KubeRay's submitter Job), even one carrying Gantry's labels, is that controller's.
 		return
 	}
 	m.handler.WorkerObjectChanged(cluster, o)

@@ -47,8 +47,10 @@ type PodRecord struct {
 	// WorkloadUID and Epoch are the pod's Gantry labels: the hub Workload and the dispatch epoch it runs for.
 	WorkloadUID string
 	Epoch       string
-	NodeName    string
-	Phase       corev1.PodPhase
+	// PodSet is the pod set the pod belongs to (gantry.dev/pod-set).
+	PodSet   string
+	NodeName string
+	Phase    corev1.PodPhase
 	// GPUs is what the pod's containers request of gantry.GPUResource.
 	GPUs     int64
 	Deleted  bool
@@ -188,6 +190,7 @@ func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
 			return
 		}
 		r.WorkloadUID, r.Epoch = pod.Labels[gantry.WorkloadUIDLabel], pod.Labels[gantry.DispatchEpochLabel]
+		r.PodSet = pod.Labels[gantry.PodSetLabel]
 		r.NodeName, r.Phase = pod.Spec.NodeName, pod.Status.Phase
 		for _, c := range pod.Spec.Containers {
 			r.GPUs += c.Resources.Requests.Name(gantry.GPUResource, resource.DecimalSI).Value()

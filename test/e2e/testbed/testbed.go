@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net"
 	"os"
 	"os/exec"
@@ -19,12 +18,15 @@ import (
 	"syscall"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -65,7 +67,7 @@ func (tb *Testbed) Worker(name string) *Cluster {
 	return nil
 }
 
-// NewScheme returns a scheme with Kubernetes' built-in kinds and Gantry's.
+// NewScheme returns a scheme with Kubernetes' built-in kinds, Gantry's and JobSet's.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -75,6 +77,9 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := jobset.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil
