@@ -25,12 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-
-	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/leadership"
 	"github.com/gantry-dev/gantry/internal/version"
 )
@@ -139,17 +137,10 @@ func run(o *options) error {
 	cfg.UserAgent = "gantry-agent"
 
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := gantryv1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := jobset.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := ray.AddToScheme(scheme); err != nil {
-		return err
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gantryv1alpha1.AddToScheme, jobkind.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
 	}
 
 	var election *leadership.Election

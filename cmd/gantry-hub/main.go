@@ -25,11 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-
-	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/endpoint"
 	"github.com/gantry-dev/gantry/hub/metrics"
@@ -121,23 +119,11 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	// Inside the Guard (wrapped below), so that only the writes sent are counted.
 	cfg = remote.CountWrites(cfg, metrics.TargetHub, "")
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := gantry.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := inventory.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := jobset.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := ray.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := ocm.AddToScheme(scheme); err != nil {
-		return err
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gantry.AddToScheme, jobkind.AddToScheme,
+		inventory.AddToScheme, ocm.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
 	}
 	unguarded := cfg
 	var election *leadership.Election

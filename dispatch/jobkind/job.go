@@ -3,7 +3,6 @@ package jobkind
 import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -103,22 +102,12 @@ func (Job) State(obj client.Object) State {
 
 // CopyStatus implements Kind.
 func (Job) CopyStatus(to, from client.Object) bool {
-	t, f := to.(*batchv1.Job), from.(*batchv1.Job)
-	if equality.Semantic.DeepEqual(t.Status, f.Status) {
-		return false
-	}
-	t.Status = *f.Status.DeepCopy()
-	return true
+	return setStatus(&to.(*batchv1.Job).Status, *from.(*batchv1.Job).Status.DeepCopy())
 }
 
 // ClearStatus implements Kind.
 func (Job) ClearStatus(obj client.Object) bool {
-	job := obj.(*batchv1.Job)
-	if equality.Semantic.DeepEqual(job.Status, batchv1.JobStatus{}) {
-		return false
-	}
-	job.Status = batchv1.JobStatus{}
-	return true
+	return setStatus(&obj.(*batchv1.Job).Status, batchv1.JobStatus{})
 }
 
 // Fail implements Kind: Failed, with the conditions the API server requires of a finished Job.

@@ -2,7 +2,6 @@ package jobkind
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,22 +88,12 @@ func (JobSet) State(obj client.Object) State {
 
 // CopyStatus implements Kind.
 func (JobSet) CopyStatus(to, from client.Object) bool {
-	t, f := to.(*jobset.JobSet), from.(*jobset.JobSet)
-	if equality.Semantic.DeepEqual(t.Status, f.Status) {
-		return false
-	}
-	t.Status = *f.Status.DeepCopy()
-	return true
+	return setStatus(&to.(*jobset.JobSet).Status, *from.(*jobset.JobSet).Status.DeepCopy())
 }
 
 // ClearStatus implements Kind.
 func (JobSet) ClearStatus(obj client.Object) bool {
-	js := obj.(*jobset.JobSet)
-	if equality.Semantic.DeepEqual(js.Status, jobset.JobSetStatus{}) {
-		return false
-	}
-	js.Status = jobset.JobSetStatus{}
-	return true
+	return setStatus(&obj.(*jobset.JobSet).Status, jobset.JobSetStatus{})
 }
 
 // Fail implements Kind: the Failed condition and terminal state, as the JobSet controller writes them.

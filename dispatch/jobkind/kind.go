@@ -11,10 +11,15 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -70,6 +75,16 @@ type State struct {
 	Succeeded bool
 	// Suspended: its spec.suspend is true.
 	Suspended bool
+}
+
+// AddToScheme registers the API types of every kind (batch/v1 is in client-go's scheme).
+func AddToScheme(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{jobset.AddToScheme, ray.AddToScheme} {
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Kinds are the kinds Gantry dispatches, by name.
@@ -139,6 +154,15 @@ func JobName(wl *gantry.Workload) string {
 		return name
 	}
 	return strings.TrimPrefix(wl.Name, strings.ToLower(string(Of(wl).Name()))+"-")
+}
+
+// setStatus makes *to want and says whether that changed it.
+func setStatus[S any](to *S, want S) bool {
+	if equality.Semantic.DeepEqual(*to, want) {
+		return false
+	}
+	*to = want
+	return true
 }
 
 // heldByManagedBy is Held for kinds whose spec.managedBy names Gantry.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -127,22 +126,12 @@ func (RayJob) State(obj client.Object) State {
 
 // CopyStatus implements Kind.
 func (RayJob) CopyStatus(to, from client.Object) bool {
-	t, f := to.(*ray.RayJob), from.(*ray.RayJob)
-	if equality.Semantic.DeepEqual(t.Status, f.Status) {
-		return false
-	}
-	t.Status = *f.Status.DeepCopy()
-	return true
+	return setStatus(&to.(*ray.RayJob).Status, *from.(*ray.RayJob).Status.DeepCopy())
 }
 
 // ClearStatus implements Kind.
 func (RayJob) ClearStatus(obj client.Object) bool {
-	rj := obj.(*ray.RayJob)
-	if equality.Semantic.DeepEqual(rj.Status, ray.RayJobStatus{}) {
-		return false
-	}
-	rj.Status = ray.RayJobStatus{}
-	return true
+	return setStatus(&obj.(*ray.RayJob).Status, ray.RayJobStatus{})
 }
 
 // Fail implements Kind: deployment status Failed with the reason and message, as KubeRay ends a RayJob.

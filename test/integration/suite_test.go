@@ -36,12 +36,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-
-	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	agentcontroller "github.com/gantry-dev/gantry/agent/controller"
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
@@ -80,8 +78,7 @@ func TestMain(m *testing.M) {
 	must(clientgoscheme.AddToScheme(scheme))
 	must(gantry.AddToScheme(scheme))
 	must(inventory.AddToScheme(scheme))
-	must(jobset.AddToScheme(scheme))
-	must(ray.AddToScheme(scheme))
+	must(jobkind.AddToScheme(scheme))
 	must(ocm.AddToScheme(scheme))
 	must(apiextensionsv1.AddToScheme(scheme))
 
