@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -187,8 +188,13 @@ func (c *Cluster) deniedError() error {
 	return c.denied
 }
 
+// errKindsChanged: the kinds of jobs the hub may run on the worker are no longer those its connection
+// caches (a CRD installed or removed there, a rule granted or taken); the connection is made again.
+var errKindsChanged = errors.New("the kinds of jobs the hub can run on the cluster changed")
+
 // check health checks a live connection: no informer was refused, and the worker is ready, accepts the
-// hub's token and lets the hub do what it needs. Its errors of access are the Unauthorized ConfigError.
+// hub's token, lets the hub do what it needs and serves the kinds the connection caches. Its errors of
+// access are the Unauthorized ConfigError.
 func (c *Cluster) check(ctx context.Context) error {
 	if err := c.deniedError(); err != nil {
 		return err
@@ -196,7 +202,13 @@ func (c *Cluster) check(ctx context.Context) error {
 	if err := healthCheck(ctx, c); err != nil {
 		return unauthorized(err)
 	}
-	return c.review(ctx)
+	if err := c.review(ctx); err != nil {
+		return err
+	}
+	if kinds, err := servedKinds(ctx, c.discovery, c.authz); err == nil && !maps.Equal(kinds, c.kinds) {
+		return errKindsChanged
+	}
+	return nil
 }
 
 // Manager keeps one connection per WorkerCluster.
@@ -291,12 +303,17 @@ func (m *Manager) ensure(ctx context.Context, name string, target Target) error 
 				m.contacted(name)
 				return nil
 			}
-			m.Disconnect(name)
 			var refused *ConfigError
-			if errors.As(err, &refused) {
+			switch {
+			case errors.Is(err, errKindsChanged):
+				// Made again below, with a cache of what it serves now.
+			case errors.As(err, &refused):
+				m.Disconnect(name)
 				return err
+			default:
+				m.Disconnect(name)
+				return fmt.Errorf("health check of %s: %w", name, err)
 			}
-			return fmt.Errorf("health check of %s: %w", name, err)
 		}
 		m.Disconnect(name)
 	}

@@ -21,6 +21,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -311,5 +312,32 @@ func TestClusterDeny(t *testing.T) {
 	err := c.deniedError()
 	if ReasonOf(err) != gantry.ReasonUnauthorized || !strings.Contains(err.Error(), "lacks rights on the worker: failed to list *v1.Job: jobs.batch is forbidden") {
 		t.Fatalf("denied: %v (%s)", err, ReasonOf(err))
+	}
+}
+
+// The kinds the hub runs on a worker are those discovery lists and the hub may watch, create and delete
+// there; batch Jobs always.
+func TestServedKinds(t *testing.T) {
+	jobsets := &metav1.APIResourceList{GroupVersion: "jobset.x-k8s.io/v1alpha2", APIResources: []metav1.APIResource{
+		{Name: "jobsets", Kind: "JobSet"}, {Name: "jobsets/status", Kind: "JobSet"}}}
+	cases := map[string]struct {
+		served []*metav1.APIResourceList
+		denied []string
+		want   map[gantry.JobKind]bool
+	}{
+		"batch only":        {want: map[gantry.JobKind]bool{gantry.JobKindJob: true}},
+		"JobSets":           {served: []*metav1.APIResourceList{jobsets}, want: map[gantry.JobKind]bool{gantry.JobKindJob: true, gantry.JobKindJobSet: true}},
+		"JobSets, no right": {served: []*metav1.APIResourceList{jobsets}, denied: []string{"create jobsets"}, want: map[gantry.JobKind]bool{gantry.JobKindJob: true, gantry.JobKindJobSet: false}},
+	}
+	for name, tc := range cases {
+		cs := authorizer(leastPrivilege(), nil, tc.denied...)
+		cs.Discovery().(*fakediscovery.FakeDiscovery).Resources = tc.served
+		got, err := servedKinds(context.Background(), cs.Discovery(), cs.AuthorizationV1())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: kinds (-want +got):\n%s", name, diff)
+		}
 	}
 }
