@@ -52,11 +52,10 @@ case "${1:-}" in
 esac
 
 command -v curl >/dev/null || die "curl is required (apt-get install curl)"
-command -v openssl >/dev/null || die "openssl is required (apt-get install openssl)"
 trap 'rc=$?; ((rc == 0)) || echo "dev-up: failed; hack/dev-down.sh removes whatever was started" >&2' EXIT
 
 # --- 1. tools and Gantry binaries --------------------------------------------
-log "ensuring testbed tools (a cold first run builds them: 8-16 min on 2 cores)"
+log "ensuring testbed tools (a cold first run builds them: 11-19 min on 2 cores)"
 BIN=$("${ROOT}/hack/install-tools.sh" | tail -n1)
 [[ -x "${BIN}/kwokctl" ]] || die "hack/install-tools.sh did not produce ${BIN}/kwokctl"
 [[ -x "${BIN}/jobset-controller-manager" && -d "${BIN}/jobset" ]] \
@@ -279,21 +278,7 @@ jobset_port() { echo $((PORT_BASE + 7 + 3 * $1 + $2)); }
 # Makes, once per testbed, a CA and a serving certificate for 127.0.0.1 signed by it (ECDSA P-256).
 jobset_certs() {
   [[ -s "${JOBSET_CERTS}/ca.crt" && -s "${JOBSET_CERTS}/tls.crt" && -s "${JOBSET_CERTS}/tls.key" ]] && return 0
-  mkdir -p "${JOBSET_CERTS}"
-  (
-    umask 077
-    cd "${JOBSET_CERTS}"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 \
-      -subj "/CN=gantry-testbed-jobset-webhook-ca" -keyout ca.key -out ca.crt \
-      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign"
-    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -subj "/CN=jobset-webhook" -keyout tls.key -out tls.csr
-    printf '%s\n' "subjectAltName=IP:127.0.0.1" "extendedKeyUsage=serverAuth" \
-      "keyUsage=critical,digitalSignature" "basicConstraints=critical,CA:FALSE" > tls.ext
-    openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -set_serial "0x$(openssl rand -hex 16)" \
-      -days 365 -extfile tls.ext -out tls.crt
-    rm -f ca.key tls.csr tls.ext   # nothing else is ever signed
-  ) >>"${DEV}/logs/jobset-certs.log" 2>&1 \
+  (cd "${ROOT}" && go run ./hack/testbed/webhookcerts -dir "${JOBSET_CERTS}") >>"${DEV}/logs/jobset-certs.log" 2>&1 \
     || die "making the JobSet webhook certificates failed; see ${DEV}/logs/jobset-certs.log"
 }
 

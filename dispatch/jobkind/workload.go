@@ -73,10 +73,31 @@ func podSetOf(ps PodSet, jobProducts []string) (gantry.PodSet, error) {
 	}
 	return gantry.PodSet{
 		Name: ps.Name, Count: ps.Count,
-		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{}),
+		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *requestsDefaulted(spec)}, resourcehelper.PodResourcesOptions{}),
 		NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, RequiredNodeAffinity: affinity,
 		GPUProducts: products,
 	}, nil
+}
+
+// requestsDefaulted is the pod spec with what the API server sets when it creates the pod: a resource
+// with a limit and no request requests its limit. A pod template inside a custom resource (a JobSet's,
+// a RayJob's) is not defaulted until its pods are made, and its demand must count what they will request.
+func requestsDefaulted(spec *corev1.PodSpec) *corev1.PodSpec {
+	out := spec.DeepCopy()
+	for _, cs := range [][]corev1.Container{out.InitContainers, out.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, limit := range r.Limits {
+				if _, ok := r.Requests[name]; !ok {
+					if r.Requests == nil {
+						r.Requests = corev1.ResourceList{}
+					}
+					r.Requests[name] = limit.DeepCopy()
+				}
+			}
+		}
+	}
+	return out
 }
 
 // PriorityClassName is the priority class of the job's pods: the first one a pod set names.

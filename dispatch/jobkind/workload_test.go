@@ -133,3 +133,23 @@ func TestJobPods(t *testing.T) {
 		}
 	}
 }
+
+// A pod template that gives only limits requests them, as its pods will once the API server creates
+// them: a custom resource's templates are not defaulted, and the quota must count the GPUs all the same.
+func TestLimitsAloneAreRequested(t *testing.T) {
+	js := trainingJobSet()
+	c := &js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.Containers[0]
+	c.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{gantry.GPUResource: resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("2")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	wl, err := NewWorkload(JobSet{}, js, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := wl.Spec.PodSets[1].Requests
+	if gpu, cpu := got[gantry.GPUResource], got[corev1.ResourceCPU]; gpu.Cmp(resource.MustParse("4")) != 0 || cpu.Cmp(resource.MustParse("1")) != 0 {
+		t.Fatalf("requests %v, want 4 GPUs (the limit) and 1 CPU (the request)", got)
+	}
+	if _, ok := js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.Containers[0].Resources.Requests[gantry.GPUResource]; ok {
+		t.Error("the JobSet's template was changed")
+	}
+}
