@@ -10,8 +10,8 @@ package clusterset
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -232,14 +232,7 @@ func (p *Plan) requeue(d time.Duration) {
 	}
 }
 
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func sortedNames[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func bounded(s []string, n int) []string {
 	if len(s) <= n {

@@ -94,23 +94,29 @@ func (r *Reconciler) view(ctx context.Context, set *gantry.WorkerClusterSet) (cl
 	if err := r.Client.List(ctx, &wcs); err != nil {
 		return v, err
 	}
-	leaving := false
-	for i := range wcs.Items {
-		v.WorkerClusters[wcs.Items[i].Name] = &wcs.Items[i]
-		leaving = leaving || clusterset.MadeBy(set, &wcs.Items[i])
+	selected := map[string]bool{}
+	for _, name := range v.Selected {
+		selected[name] = true
 	}
-	if !leaving {
+	// Only a cluster the set made that left the selection needs its Workloads counted.
+	var leaving []string
+	for i := range wcs.Items {
+		wc := &wcs.Items[i]
+		v.WorkerClusters[wc.Name] = wc
+		if clusterset.MadeBy(set, wc) && !selected[wc.Name] && v.Problem == nil {
+			leaving = append(leaving, wc.Name)
+		}
+	}
+	if len(leaving) == 0 {
 		return v, nil
 	}
 	var wls gantry.WorkloadList
-	if err := r.Client.List(ctx, &wls); err != nil {
+	if err := r.Client.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
 		return v, err
 	}
-	for name, wc := range v.WorkerClusters {
-		if clusterset.MadeBy(set, wc) {
-			running, nominated := dispatch.OnCluster(name, wls.Items)
-			v.Needed[name] = append(running, nominated...)
-		}
+	for _, name := range leaving {
+		running, nominated := dispatch.OnCluster(name, wls.Items)
+		v.Needed[name] = append(running, nominated...)
 	}
 	return v, nil
 }
