@@ -9,7 +9,7 @@ func TestAgentWordsInvertsWaitingMessage(t *testing.T) {
 	for name, tc := range map[string]struct {
 		nominated []string
 		copies    []Copy
-		rejected  map[string]bool
+		rejected  map[string]string
 		want      map[string]string
 	}{
 		"one agent": {
@@ -27,7 +27,7 @@ func TestAgentWordsInvertsWaitingMessage(t *testing.T) {
 		"rejected clusters are left out": {
 			nominated: []string{"w1", "w2"},
 			copies:    []Copy{{Cluster: "w1", Waiting: true, Reason: "A", Message: "m"}, {Cluster: "w2", Waiting: true, Reason: "B", Message: "n"}},
-			rejected:  map[string]bool{"w1": true},
+			rejected:  map[string]string{"w1": RejectedByAgent},
 			want:      map[string]string{"w2": "B: n"},
 		},
 	} {

@@ -150,9 +150,9 @@ func (b *workloadBuilder) copyExpired(cluster string) *workloadBuilder {
 }
 
 func (b *workloadBuilder) rejected(clusters ...string) *workloadBuilder {
-	b.w.Rejected = map[string]bool{}
+	b.w.Rejected = map[string]string{}
 	for _, c := range clusters {
-		b.w.Rejected[c] = true
+		b.w.Rejected[c] = RejectedByAgent
 	}
 	return b
 }

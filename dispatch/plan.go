@@ -89,12 +89,12 @@ func Plan(s *Snapshot) Result {
 		}
 		rejected := w.Rejected
 		for _, cp := range w.Copies {
-			if cp.Rejected && !rejected[cp.Cluster] {
+			if _, done := rejected[cp.Cluster]; cp.Rejected && !done {
 				res.Rejections[w.Key] = append(res.Rejections[w.Key], Rejection{Cluster: cp.Cluster, Reason: cp.Reason, Message: cp.Message})
 				if len(res.Rejections[w.Key]) == 1 {
 					rejected = copyRejected(w.Rejected) // never mutate the snapshot
 				}
-				rejected[cp.Cluster] = true
+				rejected[cp.Cluster] = RejectedByAgent
 			}
 		}
 		if valid && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
@@ -127,10 +127,10 @@ const maxAgentMessage = 512
 
 // waitingMessage repeats, for a nominated workload, why the agents of its copies cannot admit it now,
 // so that a person reading the hub sees what to change; empty when no agent has said.
-func waitingMessage(w *Workload, rejected map[string]bool) string {
+func waitingMessage(w *Workload, rejected map[string]string) string {
 	var parts []string
 	for _, c := range w.Nominated {
-		if rejected[c] {
+		if rejected[c] != "" {
 			continue
 		}
 		for _, cp := range w.Copies {
@@ -149,8 +149,11 @@ func waitingMessage(w *Workload, rejected map[string]bool) string {
 	return "waiting for " + strings.Join(w.Nominated, ", ") + " to admit; " + strings.Join(parts, "; ")
 }
 
-func copyRejected(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m)+1)
+// RejectedByAgent is why a cluster whose agent rejected a workload is left out for it.
+const RejectedByAgent = "rejected by its agent"
+
+func copyRejected(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+1)
 	for k, v := range m {
 		out[k] = v
 	}
@@ -325,10 +328,10 @@ func within(quota, used, add []int64) bool {
 }
 
 // hasValidNomination says whether a nominated cluster can still admit the workload.
-func (ql *queueLedger) hasValidNomination(w *Workload, rejected map[string]bool) bool {
+func (ql *queueLedger) hasValidNomination(w *Workload, rejected map[string]string) bool {
 	for _, c := range w.Nominated {
 		i, ok := ql.byName[c]
-		if ok && ql.clusters[i].known && ql.clusters[i].cluster.Usable() && !rejected[c] {
+		if ok && ql.clusters[i].known && ql.clusters[i].cluster.Usable() && rejected[c] == "" {
 			return true
 		}
 	}
@@ -531,8 +534,8 @@ func (ql *queueLedger) cannotHoldMessage(w *Workload, vec []int64) string {
 		switch {
 		case !c.known:
 			parts = append(parts, c.name+": no such WorkerCluster")
-		case w.Rejected[c.name]:
-			parts = append(parts, c.name+": rejected by its agent")
+		case w.Rejected[c.name] != "":
+			parts = append(parts, c.name+": "+w.Rejected[c.name])
 		case !c.cluster.Runs(w.Kind):
 			parts = append(parts, c.name+": does not run "+w.Kind+"s")
 		default:
@@ -572,7 +575,7 @@ func (ql *queueLedger) unavailableMessage(w *Workload, vec []int64) string {
 // refusedBy says whether the cluster is out for the workload: its agent rejected it, or the hub cannot
 // run its kind there.
 func (w *Workload) refusedBy(c *clusterLedger) bool {
-	return (len(w.Rejected) > 0 && w.Rejected[c.name]) || !c.cluster.Runs(w.Kind)
+	return (len(w.Rejected) > 0 && w.Rejected[c.name] != "") || !c.cluster.Runs(w.Kind)
 }
 
 func formatMilli(v int64) string {

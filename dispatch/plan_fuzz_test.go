@@ -134,10 +134,10 @@ func (m *model) apply(t *testing.T, r Result) {
 	for key, rejs := range r.Rejections {
 		w := m.byKey(key)
 		if w.Rejected == nil {
-			w.Rejected = map[string]bool{}
+			w.Rejected = map[string]string{}
 		}
 		for _, rj := range rejs {
-			w.Rejected[rj.Cluster] = true
+			w.Rejected[rj.Cluster] = RejectedByAgent
 		}
 	}
 	for _, v := range r.Verdicts {

@@ -184,7 +184,9 @@ type Workload struct {
 	// GlobalQueue than GlobalQueue is void: it neither reserves nor wins, and is replaced.
 	NominatedQueue string
 	Winner         string
-	Rejected       map[string]bool // clusters that said they cannot run it, rejections that have not lapsed
+	// Rejected are the clusters it may not go to, each with why: their agents said they cannot run it
+	// (rejections that have not lapsed), or it was taken back from them too often.
+	Rejected map[string]string
 	// Kind of its job ("" is a batch Job): clusters that cannot run it are left out as if they rejected it.
 	Kind string
 

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -325,10 +326,16 @@ func servesClusterProfiles(mgr ctrl.Manager) (bool, error) {
 
 // serves says whether the hub's API server serves the kind and the hub's scheme knows it.
 func serves(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
-	if !mgr.GetScheme().Recognizes(gvk) {
+	return Serves(mgr.GetScheme(), mgr.GetRESTMapper(), gvk)
+}
+
+// Serves says whether the API server the mapper reads serves the kind and the scheme knows it: the one
+// test of whether the hub takes a kind that may not be installed.
+func Serves(scheme *runtime.Scheme, mapper apimeta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	if !scheme.Recognizes(gvk) {
 		return false, nil
 	}
-	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case err == nil:
 		return true, nil

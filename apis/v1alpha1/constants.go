@@ -130,6 +130,10 @@ const (
 	// ReasonPlacementTimeout: the copy's Job was created, but not all its pods were placed on nodes
 	// within the agent's placement timeout; the agent gave it up and the hub dispatches it again.
 	ReasonPlacementTimeout = "PlacementTimeout"
+	// ReasonRemoteJobRefused: the winner's API server refused the job Gantry created for the copy as
+	// invalid there (its controller's webhook, a policy of the cluster): nothing of it runs there, and
+	// the hub dispatches it again.
+	ReasonRemoteJobRefused = "RemoteJobRefused"
 	// ReasonReservationExpired: the agent admitted the copy, but the hub created no Job for it within
 	// the agent's reservation TTL; the room is released, and the copy waits for a new dispatch epoch.
 	ReasonReservationExpired = "ReservationExpired"

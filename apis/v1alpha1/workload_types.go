@@ -40,7 +40,7 @@ type PodSet struct {
 }
 
 // JobKind is a kind of job Gantry dispatches.
-// +kubebuilder:validation:Enum=Job;JobSet;RayJob
+// +kubebuilder:validation:Enum=Job;JobSet;RayJob;TrainJob
 type JobKind string
 
 // Kinds of jobs.
@@ -51,6 +51,8 @@ const (
 	JobKindJobSet JobKind = "JobSet"
 	// JobKindRayJob is ray.io/v1 RayJob.
 	JobKindRayJob JobKind = "RayJob"
+	// JobKindTrainJob is trainer.kubeflow.org/v1alpha1 TrainJob.
+	JobKindTrainJob JobKind = "TrainJob"
 )
 
 // WorkloadSpec is the job's demand, derived from it when it was submitted.

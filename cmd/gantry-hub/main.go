@@ -6,14 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -135,7 +132,7 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		ctrl.Log.WithName("setup").Info("Leader election", "identity", election.Identity)
 		cfg, opts.Remote.GuardWrites = election.Config, election.Guard.Wrap
 	}
-	byObject, err := namespacedKinds(cfg, namespace)
+	byObject, err := namespacedKinds(cfg, scheme, namespace)
 	if err != nil {
 		return err
 	}
@@ -179,10 +176,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // namespacedKinds restricts the cache to the hub's own namespace for what it may read only there:
 // Secrets, and ClusterProfiles and PlacementDecisions where the hub serves them (a cache cannot be set
 // up for a kind the API server does not serve, and the hub runs without them).
-func namespacedKinds(cfg *rest.Config, namespace string) (map[client.Object]cache.ByObject, error) {
+func namespacedKinds(cfg *rest.Config, scheme *runtime.Scheme, namespace string) (map[client.Object]cache.ByObject, error) {
 	own := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
 	out := map[client.Object]cache.ByObject{&corev1.Secret{}: own}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
 		return nil, err
 	}
@@ -190,14 +191,11 @@ func namespacedKinds(cfg *rest.Config, namespace string) (map[client.Object]cach
 		&inventory.ClusterProfile{}: inventory.GroupVersion.WithKind("ClusterProfile"),
 		&ocm.PlacementDecision{}:    ocm.SchemeGroupVersion.WithKind("PlacementDecision"),
 	} {
-		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+		ok, err := hub.Serves(scheme, mapper, gvk)
+		if err != nil {
+			return nil, err
 		}
-		if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == gvk.Kind }) {
+		if ok {
 			out[obj] = own
 		}
 	}

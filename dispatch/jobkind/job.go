@@ -58,7 +58,7 @@ func JobPods(spec *batchv1.JobSpec) int32 {
 }
 
 // Remote implements Kind. The worker's Job controller runs the Job with fresh selector labels.
-func (Job) Remote(hub client.Object, labels map[string]string, edit func(string, *corev1.PodTemplateSpec)) client.Object {
+func (Job) Remote(hub client.Object, _ []gantry.PodSet, labels map[string]string, edit func(string, *corev1.PodTemplateSpec)) client.Object {
 	h := hub.(*batchv1.Job)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: h.Name, Namespace: h.Namespace, Labels: merge(h.Labels, labels), Annotations: h.Annotations},

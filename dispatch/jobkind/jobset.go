@@ -51,7 +51,7 @@ func (JobSet) PodSets(obj client.Object) ([]PodSet, error) {
 }
 
 // Remote implements Kind.
-func (JobSet) Remote(hub client.Object, labels map[string]string, edit func(string, *corev1.PodTemplateSpec)) client.Object {
+func (JobSet) Remote(hub client.Object, _ []gantry.PodSet, labels map[string]string, edit func(string, *corev1.PodTemplateSpec)) client.Object {
 	h := hub.(*jobset.JobSet)
 	js := &jobset.JobSet{
 		ObjectMeta: metav1.ObjectMeta{Name: h.Name, Namespace: h.Namespace, Labels: merge(h.Labels, labels), Annotations: h.Annotations},

@@ -100,7 +100,7 @@ func TestJobSetRemote(t *testing.T) {
 	hub := trainingJobSet()
 	labels := map[string]string{gantry.WorkloadUIDLabel: "wl-uid", gantry.DispatchEpochLabel: "2"}
 	pinned := map[string]string{}
-	remote := JobSet{}.Remote(hub, labels, func(podSet string, tpl *corev1.PodTemplateSpec) {
+	remote := JobSet{}.Remote(hub, nil, labels, func(podSet string, tpl *corev1.PodTemplateSpec) {
 		pinned[podSet] = tpl.Labels[gantry.PodSetLabel]
 		tpl.Spec.NodeSelector = map[string]string{"pool": podSet}
 	}).(*jobset.JobSet)
@@ -183,7 +183,7 @@ func TestKinds(t *testing.T) {
 			t.Errorf("ForObject(%T) = %v, %v", k.New(), got, ok)
 		}
 	}
-	if diff := cmp.Diff([]gantry.JobKind{gantry.JobKindJob, gantry.JobKindJobSet, gantry.JobKindRayJob}, names); diff != "" {
+	if diff := cmp.Diff([]gantry.JobKind{gantry.JobKindJob, gantry.JobKindJobSet, gantry.JobKindRayJob, gantry.JobKindTrainJob}, names); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)
 	}
 	if k, ok := Named(""); !ok || k.Name() != gantry.JobKindJob {

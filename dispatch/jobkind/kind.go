@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -38,11 +39,11 @@ type Kind interface {
 	// PodSets are the object's groups of identical pods, in the object's order; an error says what in
 	// the object Gantry cannot dispatch.
 	PodSets(obj client.Object) ([]PodSet, error)
-	// Remote is the object Gantry creates on the winner for the hub's object: the worker's controller
-	// runs it (no managedBy, not suspended, no time to live: its end must be mirrored before it goes),
-	// labelled with labels, with labels on every pod template too (and on nothing else the worker's
-	// controller creates from it), and each pod set's template edited by edit.
-	Remote(hub client.Object, labels map[string]string, edit func(podSet string, tpl *corev1.PodTemplateSpec)) client.Object
+	// Remote is the object Gantry creates on the winner for the hub's object, whose Workload has podSets:
+	// the worker's controller runs it (no managedBy, not suspended, no time to live: its end must be
+	// mirrored before it goes), labelled with labels, with labels on every pod template too (and on
+	// nothing else the worker's controller creates from it), and each pod set's template edited by edit.
+	Remote(hub client.Object, podSets []gantry.PodSet, labels map[string]string, edit func(podSet string, tpl *corev1.PodTemplateSpec)) client.Object
 	// State is how far the object got.
 	State(obj client.Object) State
 	// CopyStatus makes to's status that of from and says whether it changed.
@@ -52,6 +53,18 @@ type Kind interface {
 	// Fail marks the object failed for reason, as Gantry ends a job it cannot run any more, and says
 	// whether it changed; a finished object keeps its status.
 	Fail(obj client.Object, reason, message string, now metav1.Time) bool
+}
+
+// Referrer is a Kind whose pods are described partly by another object of the hub, which the hub
+// reads before it asks for the pod sets: a TrainJob's training runtime.
+type Referrer interface {
+	Kind
+	// Reference is an empty object of the kind obj refers to, with its namespace and name set; an error
+	// says what is wrong with the reference.
+	Reference(obj client.Object) (client.Object, error)
+	// WithReference is the Kind whose PodSets read the pods from ref, as Reference named and the hub
+	// read it.
+	WithReference(ref client.Object) Kind
 }
 
 // PodSet is one group of identical pods of a job.
@@ -79,7 +92,7 @@ type State struct {
 
 // AddToScheme registers the API types of every kind (batch/v1 is in client-go's scheme).
 func AddToScheme(s *runtime.Scheme) error {
-	for _, add := range []func(*runtime.Scheme) error{jobset.AddToScheme, ray.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{jobset.AddToScheme, ray.AddToScheme, trainer.AddToScheme} {
 		if err := add(s); err != nil {
 			return err
 		}

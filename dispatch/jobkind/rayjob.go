@@ -93,7 +93,7 @@ func submitterTemplate(rj *ray.RayJob) *corev1.PodTemplateSpec {
 // Remote implements Kind. The submitter's template is written out, so that its pod carries Gantry's
 // labels too; the RayJob's deletion rules are dropped, so that KubeRay never deletes the RayJob before
 // its end reached the hub (the Ray cluster still goes as shutdownAfterJobFinishes says).
-func (RayJob) Remote(hub client.Object, labels map[string]string, edit func(string, *corev1.PodTemplateSpec)) client.Object {
+func (RayJob) Remote(hub client.Object, _ []gantry.PodSet, labels map[string]string, edit func(string, *corev1.PodTemplateSpec)) client.Object {
 	h := hub.(*ray.RayJob)
 	rj := &ray.RayJob{
 		ObjectMeta: metav1.ObjectMeta{Name: h.Name, Namespace: h.Namespace, Labels: merge(h.Labels, labels), Annotations: h.Annotations},

@@ -78,7 +78,7 @@ func TestRayJobRemote(t *testing.T) {
 	hub := trainingRayJob()
 	labels := map[string]string{gantry.WorkloadUIDLabel: "wl-uid"}
 	var edited []string
-	rj := RayJob{}.Remote(hub, labels, func(podSet string, tpl *corev1.PodTemplateSpec) {
+	rj := RayJob{}.Remote(hub, nil, labels, func(podSet string, tpl *corev1.PodTemplateSpec) {
 		edited = append(edited, podSet)
 		if tpl.Labels[gantry.PodSetLabel] != podSet || tpl.Labels[gantry.WorkloadUIDLabel] != "wl-uid" {
 			t.Errorf("%s: labels %v", podSet, tpl.Labels)

@@ -191,6 +191,9 @@ func (d *decider) runOnWinner() {
 	case job == nil && w.ForeignJob:
 		d.finish(gantry.ReasonRemoteJobConflict, fmt.Sprintf("a Job named %s that Gantry did not create already exists on %s", JobNameOf(d.wl), w.Name))
 		return
+	case job == nil && w.JobRefused != "":
+		d.refused(w)
+		return
 	case job == nil && w.Job != nil:
 		return // a leftover holds the name; its deletion brings the Workload back here
 	case job == nil && d.v.HubJob != nil:
@@ -307,6 +310,14 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 	d.takeBack(cond.Reason, cond.Message)
 	d.plan.ConfirmGone = w.Name
 	d.event(corev1.EventTypeWarning, EventEvicted, "Pods not placed on %s (%s); dispatching again", w.Name, cond.Message)
+}
+
+// refused takes the Workload back from a winner whose API server refused its job: nothing of it was
+// created there, so it may run elsewhere; a cluster that refuses it again and again is left out.
+func (d *decider) refused(w Cluster) {
+	msg := fmt.Sprintf("%s refused to create the %s: %s", w.Name, jobkind.Of(d.wl).Name(), w.JobRefused)
+	d.takeBack(gantry.ReasonRemoteJobRefused, msg)
+	d.event(corev1.EventTypeWarning, EventEvicted, "%s; dispatching again", msg)
 }
 
 // evictFromLost takes the Workload back from a winner the operator fenced, or that the hub has not

@@ -195,5 +195,8 @@ func randomCluster(b *byteSource, name string) Cluster {
 		c.JobExpected = now.Add(time.Second)
 	}
 	c.ForeignJob = b.next(5) == 0
+	if b.next(5) == 0 {
+		c.JobRefused = "refused"
+	}
 	return c
 }

@@ -107,6 +107,16 @@ func TestDecide(t *testing.T) {
 			want: outcome{HubJob: "Failed/" + gantry.ReasonRemoteJobConflict,
 				Changed: []string{"Finished=True/RemoteJobConflict", "Pending=False/RemoteJobConflict"}, Events: []string{"Warning Finished"}},
 		},
+		"winner: a Job the winner refused is taken back and dispatched again": {
+			view: func() View {
+				c := up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)
+				c.JobRefused = `admission webhook denied the request: spec.runtimeRef: "torch" not found`
+				return view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), c)
+			}(),
+			want: outcome{Winner: "-", Evictions: 1,
+				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Events:  []string{"Warning Evicted"}},
+		},
 		"winner: a completed Job is mirrored and the Workload finished": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1").with(nil, completed(remoteJob(uid, 2)))),
 			want: outcome{HubJob: "mirrored", Changed: []string{"Finished=True/Succeeded", "Pending=False/Succeeded"}},

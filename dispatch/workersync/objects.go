@@ -34,7 +34,7 @@ func NewCopy(wl *gantry.Workload) *gantry.Workload {
 // NewRemoteJob builds the job that runs on the winner from the hub's job, as its kind says, labelled as
 // Gantry's for the Workload's current epoch and held to the winning agent's choices.
 func NewRemoteJob(hubJob client.Object, wl *gantry.Workload) client.Object {
-	return jobkind.Of(wl).Remote(hubJob, remoteLabels(wl, wl.Status.DispatchEpoch), func(podSet string, tpl *corev1.PodTemplateSpec) {
+	return jobkind.Of(wl).Remote(hubJob, wl.Spec.PodSets, remoteLabels(wl, wl.Status.DispatchEpoch), func(podSet string, tpl *corev1.PodTemplateSpec) {
 		pinToAdmission(&tpl.Spec, podSet, wl)
 	})
 }

@@ -68,6 +68,9 @@ type Cluster struct {
 	Job client.Object
 	// ForeignJob: a live read found a Job of that name that Gantry did not create.
 	ForeignJob bool
+	// JobRefused is why the cluster's API server refused, as invalid, the job Gantry created there for
+	// the current epoch; empty when it did not.
+	JobRefused string
 	// CopyExpected and JobExpected: the executor created the current epoch's copy (the Job) and its
 	// cache does not show it yet; the zero time when it did not.
 	CopyExpected time.Time

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -203,13 +203,13 @@ func workloadOf(wl *gantry.Workload, requests *requestCache, now time.Time, reje
 // rejectedClusters are the clusters whose agents rejected the Workload less than ttl before now, and those
 // it was evicted from too often; nil when there are none. A rejection recorded without a time counts
 // as recorded when the Workload was created.
-func rejectedClusters(wl *gantry.Workload, now time.Time, ttl time.Duration) map[string]bool {
-	var out map[string]bool
-	add := func(c string) {
+func rejectedClusters(wl *gantry.Workload, now time.Time, ttl time.Duration) map[string]string {
+	var out map[string]string
+	add := func(c, why string) {
 		if out == nil {
-			out = map[string]bool{}
+			out = map[string]string{}
 		}
-		out[c] = true
+		out[c] = why
 	}
 	for _, r := range wl.Status.RejectedClusters {
 		at := r.Time.Time
@@ -217,12 +217,13 @@ func rejectedClusters(wl *gantry.Workload, now time.Time, ttl time.Duration) map
 			at = wl.CreationTimestamp.Time
 		}
 		if now.Sub(at) < ttl {
-			add(r.Name)
+			add(r.Name, dispatch.RejectedByAgent)
 		}
 	}
 	for c, n := range evictionsPerCluster(wl) {
 		if n >= MaxEvictionsPerCluster {
-			add(c) // it was admitted there and never placed, again and again: stop trying there
+			// Admitted there and never placed, or refused there, again and again: stop trying there.
+			add(c, fmt.Sprintf("taken back from it %d times (last: %s)", n, lastEvictionReason(wl, c)))
 		}
 	}
 	return out
@@ -329,14 +330,25 @@ func evictionsPerCluster(wl *gantry.Workload) map[string]int {
 	return n
 }
 
-// jobRef is the hub Job a Workload stands for, for Events.
-func jobRef(wl *gantry.Workload) *batchv1.Job {
+// lastEvictionReason is the reason of the Workload's last eviction from the cluster.
+func lastEvictionReason(wl *gantry.Workload, cluster string) string {
+	for i := len(wl.Status.Evictions) - 1; i >= 0; i-- {
+		if e := wl.Status.Evictions[i]; e.Cluster == cluster {
+			return e.Reason
+		}
+	}
+	return ""
+}
+
+// jobRef is the hub's job a Workload stands for, of whatever kind, for Events: its controller owner,
+// as the owner reference names it. Nil when it has none.
+func jobRef(wl *gantry.Workload) client.Object {
 	ref := metav1.GetControllerOf(wl)
-	if ref == nil || ref.Kind != "Job" {
+	if ref == nil {
 		return nil
 	}
-	job := &batchv1.Job{}
-	job.APIVersion, job.Kind = batchv1.SchemeGroupVersion.String(), "Job"
-	job.Name, job.Namespace, job.UID = ref.Name, wl.Namespace, ref.UID
-	return job
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: ref.Name, UID: ref.UID},
+	}
 }

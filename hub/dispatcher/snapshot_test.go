@@ -10,7 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/reference"
+	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -159,7 +162,7 @@ func TestBuildSnapshotGivesUpOnAClusterAfterRepeatedEvictions(t *testing.T) {
 	if len(snap.Workloads) != 1 {
 		t.Fatalf("workloads %+v", snap.Workloads)
 	}
-	if diff := cmp.Diff(map[string]bool{"w1": true}, snap.Workloads[0].Rejected); diff != "" {
+	if diff := cmp.Diff(map[string]string{"w1": "taken back from it 3 times (last: PlacementTimeout)"}, snap.Workloads[0].Rejected); diff != "" {
 		t.Errorf("clusters counted as unable to run it (-want +got):\n%s", diff)
 	}
 }
@@ -261,8 +264,50 @@ func TestBuildSnapshotRejectionsLapse(t *testing.T) {
 		rejectedBy("lapsed", metav1.NewTime(at.Add(time.Second))).
 		rejectedBy("untimed", metav1.Time{}). // counts from the Workload's creation, at
 		obj()
+	for epoch := int64(1); epoch <= MaxEvictionsPerCluster; epoch++ {
+		wl.Status.Evictions = append(wl.Status.Evictions,
+			gantry.Eviction{Cluster: "refusing", Epoch: epoch, Reason: gantry.ReasonRemoteJobRefused},
+			gantry.Eviction{Cluster: "once", Epoch: epoch, Reason: gantry.ReasonPlacementTimeout})
+	}
+	wl.Status.Evictions = wl.Status.Evictions[:len(wl.Status.Evictions)-1] // "once" was evicted twice
 	now := at.Add(DefaultRejectionTTL + time.Second)
-	if diff := cmp.Diff(map[string]bool{"recent": true}, rejectedClusters(wl, now, DefaultRejectionTTL)); diff != "" {
+	want := map[string]string{"recent": dispatch.RejectedByAgent, "refusing": "taken back from it 3 times (last: RemoteJobRefused)"}
+	if diff := cmp.Diff(want, rejectedClusters(wl, now, DefaultRejectionTTL)); diff != "" {
 		t.Errorf("rejected clusters (-want +got):\n%s", diff)
+	}
+}
+
+// The dispatcher's Events go to the hub's job of any kind: the Workload's controller, as its owner
+// reference names it, is what the event recorder refers to.
+func TestJobRefIsTheWorkloadsControllerOfAnyKind(t *testing.T) {
+	owned := func(refs ...metav1.OwnerReference) *gantry.Workload {
+		return &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "jobset-train", OwnerReferences: refs}}
+	}
+	controller := func(apiVersion, kind, name string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true)}
+	}
+	for _, want := range []corev1.ObjectReference{
+		{APIVersion: "batch/v1", Kind: "Job", Namespace: "team-a", Name: "train", UID: "uid-train"},
+		{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Namespace: "team-a", Name: "train", UID: "uid-train"},
+		{APIVersion: "ray.io/v1", Kind: "RayJob", Namespace: "team-a", Name: "train", UID: "uid-train"},
+		{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Namespace: "team-a", Name: "train", UID: "uid-train"},
+	} {
+		notController := controller("v1", "ConfigMap", "other")
+		notController.Controller = nil
+		job := jobRef(owned(notController, controller(want.APIVersion, want.Kind, want.Name)))
+		if job == nil {
+			t.Fatalf("no job for a Workload owned by %s", want.Kind)
+		}
+		// The recorder's own way to an object's reference, with a scheme that knows none of the kinds.
+		got, err := reference.GetReference(runtime.NewScheme(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&want, got); diff != "" {
+			t.Errorf("reference (-want +got):\n%s", diff)
+		}
+	}
+	if job := jobRef(owned()); job != nil {
+		t.Errorf("a Workload without controller: %v, want none", job)
 	}
 }

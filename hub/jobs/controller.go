@@ -88,18 +88,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// would run it again.
 		return ctrl.Result{}, r.failRanBefore(ctx, job)
 	}
-	priority, err := r.priority(ctx, job)
+	wl, err := r.newWorkload(ctx, job)
 	var invalid invalidJobError
 	if err != nil && !errors.As(err, &invalid) {
 		return ctrl.Result{}, err // the API server's answer, not the job's fault: retried with backoff
 	}
-	var wl *gantry.Workload
-	if err == nil {
-		wl, err = jobkind.NewWorkload(r.Kind, job, priority)
-	}
 	if err != nil {
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, EventInvalidJob, "Dispatch", "%v", err)
-		// The PriorityClass may be created later, and no watch brings the job back then.
+		// The PriorityClass or the runtime may be created later, and no watch brings the job back then.
 		return ctrl.Result{RequeueAfter: invalidJobRecheck}, nil
 	}
 	if err := r.Client.Create(ctx, wl); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -128,8 +124,48 @@ const invalidJobRecheck = time.Minute
 // invalidJobError is what is wrong with the Job itself, as opposed to a failed request.
 type invalidJobError struct{ error }
 
-func (r *Reconciler) priority(ctx context.Context, job client.Object) (int32, error) {
-	name := jobkind.PriorityClassName(r.Kind, job)
+// newWorkload builds the job's Workload from the job and what it refers to on the hub (its pods'
+// PriorityClass, a TrainJob's runtime). An invalidJobError says what is wrong with the job.
+func (r *Reconciler) newWorkload(ctx context.Context, job client.Object) (*gantry.Workload, error) {
+	kind, err := r.readReference(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	priority, err := r.priority(ctx, kind, job)
+	if err != nil {
+		return nil, err
+	}
+	wl, err := jobkind.NewWorkload(kind, job, priority)
+	if err != nil {
+		return nil, invalidJobError{err}
+	}
+	return wl, nil
+}
+
+// readReference is the job's kind, with the object its pods are described by read, for a kind whose
+// pods are described partly elsewhere.
+func (r *Reconciler) readReference(ctx context.Context, job client.Object) (jobkind.Kind, error) {
+	referrer, ok := r.Kind.(jobkind.Referrer)
+	if !ok {
+		return r.Kind, nil
+	}
+	ref, err := referrer.Reference(job)
+	if err != nil {
+		return nil, invalidJobError{err}
+	}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ref), ref); err != nil {
+		gvk, _ := r.Client.GroupVersionKindFor(ref)
+		kind := gvk.Kind
+		if apierrors.IsNotFound(err) {
+			return nil, invalidJobError{fmt.Errorf("%s %q not found on the hub", kind, ref.GetName())}
+		}
+		return nil, fmt.Errorf("reading %s %q: %w", kind, ref.GetName(), err)
+	}
+	return referrer.WithReference(ref), nil
+}
+
+func (r *Reconciler) priority(ctx context.Context, kind jobkind.Kind, job client.Object) (int32, error) {
+	name := jobkind.PriorityClassName(kind, job)
 	if name == "" {
 		return 0, nil
 	}

@@ -20,6 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
@@ -78,5 +81,49 @@ func TestAPriorityClassThatCannotBeReadHoldsTheJobWithoutLosingIt(t *testing.T) 
 	var wl gantry.Workload
 	if err := c.Get(context.Background(), wlKey, &wl); err != nil || wl.Spec.Priority != 1000 {
 		t.Fatalf("the Workload once the class exists: priority %d, %v", wl.Spec.Priority, err)
+	}
+}
+
+// A TrainJob's pods are described by its runtime, read on the hub: a runtime not there yet is reported
+// and looked at again, and the Workload comes, with the runtime's pods, once it is.
+func TestATrainJobWaitsForItsRuntime(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gantry.AddToScheme, jobkind.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tj := &trainer.TrainJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "tune", Namespace: "team-a", UID: "u1", Labels: map[string]string{gantry.QueueLabel: "gpu"}},
+		Spec: trainer.TrainJobSpec{Suspend: ptr.To(true), RuntimeRef: trainer.RuntimeRef{Name: "torch"},
+			Trainer: &trainer.Trainer{NumNodes: ptr.To[int32](3)}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tj).Build()
+	recorder := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, Recorder: recorder, Kind: jobkind.TrainJob{}}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "tune"}}
+
+	res, err := r.Reconcile(context.Background(), req)
+	if err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("a missing runtime: %+v %v, want it looked at again later", res, err)
+	}
+	if ev := <-recorder.Events; !strings.Contains(ev, EventInvalidJob) || !strings.Contains(ev, `ClusterTrainingRuntime "torch" not found`) {
+		t.Errorf("event %q", ev)
+	}
+	runtimeSpec := trainer.TrainingRuntimeSpec{Template: trainer.JobSetTemplateSpec{Spec: jobset.JobSetSpec{ReplicatedJobs: []jobset.ReplicatedJob{{
+		Name: "node", Replicas: 1, Template: batchv1.JobTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+			Spec:       batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "node"}}}}}},
+	}}}}}
+	if err := c.Create(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "torch"}, Spec: runtimeSpec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var wl gantry.Workload
+	key := types.NamespacedName{Namespace: "team-a", Name: jobkind.WorkloadName(jobkind.TrainJob{}, "tune")}
+	if err := c.Get(context.Background(), key, &wl); err != nil || len(wl.Spec.PodSets) != 1 || wl.Spec.PodSets[0].Count != 3 {
+		t.Fatalf("the Workload once the runtime exists: %+v, %v", wl.Spec.PodSets, err)
 	}
 }

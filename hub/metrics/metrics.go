@@ -52,7 +52,7 @@ const (
 var (
 	Steps             = []string{StepCreatedToNominated, StepNominatedToWinner, StepWinnerToJobCreated, StepCreatedToJobCreated}
 	RejectionReasons  = []string{gantry.ReasonNeverFits, gantry.ReasonNoEligibleNode, gantry.ReasonJobNameConflict}
-	EvictionReasons   = []string{gantry.ReasonPlacementTimeout, gantry.ReasonWorkerLost}
+	EvictionReasons   = []string{gantry.ReasonPlacementTimeout, gantry.ReasonWorkerLost, gantry.ReasonRemoteJobRefused}
 	WithdrawalReasons = []string{WithdrawnLost, WithdrawnStaleEpoch, WithdrawnNotNominated, WithdrawnDeleted, WithdrawnLeftover, WithdrawnOrphan}
 	FinishReasons     = []string{gantry.ReasonJobSucceeded, gantry.ReasonJobFailed, gantry.ReasonRemoteJobLost, gantry.ReasonRemoteJobConflict}
 	Targets           = []string{TargetHub, TargetWorker}
@@ -132,7 +132,7 @@ func newEvents() *events {
 		}, []string{"cluster", "reason"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gantry_hub_evictions_total",
-			Help: "Evictions recorded: a winner gave a workload up (PlacementTimeout) or was lost (WorkerLost); it is dispatched again.",
+			Help: "Evictions recorded: a winner gave a workload up (PlacementTimeout), was lost (WorkerLost) or refused its job (RemoteJobRefused); it is dispatched again.",
 		}, []string{"cluster", "reason"}),
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gantry_hub_workloads_finished_total",

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,10 +90,12 @@ type Cluster struct {
 	// kinds are the kinds of jobs the worker serves, found on connecting.
 	kinds map[gantry.JobKind]bool
 
-	mu       sync.Mutex
-	rights   Rights // what the worker's authorizer said at the last review
-	reviewed bool   // a review succeeded on this connection
-	denied   error  // the first 401 or 403 an informer met; the next check drops the connection
+	mu     sync.Mutex
+	rights Rights // what the worker's authorizer said at the last review
+	// grantedRules are the rules the last review listed; nil before one succeeded.
+	grantedRules []rbacv1.PolicyRule
+	reviewed     bool  // a review succeeded on this connection
+	denied       error // the first 401 or 403 an informer met; the next check drops the connection
 }
 
 // Worker is one connected worker cluster as the hub's controllers reach it. *Cluster is the real one;
@@ -145,7 +148,7 @@ func (c *Cluster) Rights() Rights {
 // token, or the hub lacks a right of the allowlist. A review that could not be made keeps what the last
 // one said, or, when none succeeded yet, says the rights are unknown.
 func (c *Cluster) review(ctx context.Context) error {
-	rights, err := reviewRights(ctx, c.authz)
+	rights, granted, err := reviewRights(ctx, c.authz)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -157,11 +160,18 @@ func (c *Cluster) review(ctx context.Context) error {
 	case err != nil:
 		return nil
 	}
-	c.rights, c.reviewed = rights, true
+	c.rights, c.grantedRules, c.reviewed = rights, granted, true
 	if len(rights.Missing) > 0 {
 		return lacksRights(bounded(rights.Missing, maxListed))
 	}
 	return nil
+}
+
+// granted are the rules the last rights review listed.
+func (c *Cluster) granted() []rbacv1.PolicyRule {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.grantedRules
 }
 
 // deny remembers the first time an informer was refused: a 401, or a 403 on its list or watch.
@@ -205,7 +215,7 @@ func (c *Cluster) check(ctx context.Context) error {
 	if err := c.review(ctx); err != nil {
 		return err
 	}
-	if kinds, err := servedKinds(ctx, c.discovery, c.authz); err == nil && !maps.Equal(kinds, c.kinds) {
+	if kinds, err := servedKinds(ctx, c.discovery, c.authz, c.granted()); err == nil && !maps.Equal(kinds, c.kinds) {
 		return errKindsChanged
 	}
 	return nil
@@ -499,11 +509,11 @@ func vet(ctx context.Context, name string, cfg *rest.Config, version string, hub
 	if err := checkAPIs(c); err != nil {
 		return nil, unauthorized(err)
 	}
-	if c.kinds, err = servedKinds(ctx, c.discovery, c.authz); err != nil {
-		return nil, unauthorized(err)
-	}
 	if err := c.review(ctx); err != nil {
 		return nil, err
+	}
+	if c.kinds, err = servedKinds(ctx, c.discovery, c.authz, c.granted()); err != nil {
+		return nil, unauthorized(err)
 	}
 	return c, nil
 }
@@ -634,7 +644,8 @@ func healthCheck(ctx context.Context, c *Cluster) error {
 // servedKinds finds the kinds of jobs the hub runs on the worker: batch Jobs always, another kind when
 // discovery lists it and the hub may watch, create and delete it there (a worker whose hub access
 // predates the kind still runs batch Jobs).
-func servedKinds(ctx context.Context, dc discovery.DiscoveryInterface, authz authorizationv1client.AuthorizationV1Interface) (map[gantry.JobKind]bool, error) {
+func servedKinds(ctx context.Context, dc discovery.DiscoveryInterface, authz authorizationv1client.AuthorizationV1Interface,
+	granted []rbacv1.PolicyRule) (map[gantry.JobKind]bool, error) {
 	kinds := map[gantry.JobKind]bool{gantry.JobKindJob: true}
 	for _, k := range jobkind.All() {
 		gvk := k.GroupVersionKind()
@@ -652,7 +663,7 @@ func servedKinds(ctx context.Context, dc discovery.DiscoveryInterface, authz aut
 			if r.Kind != gvk.Kind || strings.Contains(r.Name, "/") {
 				continue
 			}
-			ok, err := mayRun(ctx, authz, gvk.Group, r.Name)
+			ok, err := mayRun(ctx, authz, granted, gvk.Group, r.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -662,10 +673,12 @@ func servedKinds(ctx context.Context, dc discovery.DiscoveryInterface, authz aut
 	return kinds, nil
 }
 
-// mayRun says whether the hub may watch, create and delete the resource on the worker.
-func mayRun(ctx context.Context, authz authorizationv1client.AuthorizationV1Interface, group, resource string) (bool, error) {
+// mayRun says whether the hub may watch, create and delete the resource on the worker: by the rules of
+// the last rights review where they tell, so that a health check asks nothing more of a worker whose
+// rules show them.
+func mayRun(ctx context.Context, authz authorizationv1client.AuthorizationV1Interface, granted []rbacv1.PolicyRule, group, resource string) (bool, error) {
 	for _, verb := range []string{"watch", "create", "delete"} {
-		ok, err := access{group: group, resource: resource, verb: verb}.allowed(ctx, authz)
+		ok, err := access{group: group, resource: resource, verb: verb}.allowedBy(ctx, granted, authz)
 		if err != nil || !ok {
 			return false, err
 		}

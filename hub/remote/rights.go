@@ -35,6 +35,7 @@ var (
 	hubAccessKindRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{"ray.io"}, Resources: []string{"rayjobs"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{APIGroups: []string{"trainer.kubeflow.org"}, Resources: []string{"trainjobs"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 	}
 	hubAccessNamespaceRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
@@ -80,26 +81,27 @@ type Rights struct {
 
 // reviewRights asks the worker what the hub may do in gantry-system and cluster-wide: one rules review
 // returns both. What the review does not show of the allowlist is asked again right by right, since
-// only an access review is the authorizers' last word. The error is the review's request failing.
-func reviewRights(ctx context.Context, authz authorizationv1client.AuthorizationV1Interface) (Rights, error) {
+// only an access review is the authorizers' last word. It returns the rules the review listed too, so
+// that a later question they answer is not asked again. The error is the review's request failing.
+func reviewRights(ctx context.Context, authz authorizationv1client.AuthorizationV1Interface) (Rights, []rbacv1.PolicyRule, error) {
 	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: gantry.GantryNamespace}}
 	review, err := authz.SelfSubjectRulesReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
-		return Rights{}, fmt.Errorf("reviewing the hub's rights: %w", err)
+		return Rights{}, nil, fmt.Errorf("reviewing the hub's rights: %w", err)
 	}
 	r := rightsFrom(review.Status)
 	missing := map[string]map[string]bool{}
 	for _, a := range uncovered(review.Status.ResourceRules) {
 		allowed, err := a.allowed(ctx, authz)
 		if err != nil {
-			return Rights{}, fmt.Errorf("reviewing the hub's right to %s %s: %w", a.verb, a.what(), err)
+			return Rights{}, nil, fmt.Errorf("reviewing the hub's right to %s %s: %w", a.verb, a.what(), err)
 		}
 		if !allowed {
 			add(missing, a.what(), a.verb)
 		}
 	}
 	r.Missing = listed(missing)
-	return r, nil
+	return r, policyRules(review.Status.ResourceRules), nil
 }
 
 // access is one request the hub makes on a worker.
@@ -110,10 +112,7 @@ type access struct {
 // uncovered lists the requests of the allowlist that no rule of a rules review allows. A rule that
 // names objects counts only for the hub's own Lease, the one object of gantry-system it touches.
 func uncovered(rules []authorizationv1.ResourceRule) []access {
-	granted := make([]rbacv1.PolicyRule, 0, len(rules))
-	for _, r := range rules {
-		granted = append(granted, rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs, ResourceNames: r.ResourceNames})
-	}
+	granted := policyRules(rules)
 	var out []access
 	for ns, needed := range map[string][]rbacv1.PolicyRule{"": hubAccessClusterRules, gantry.GantryNamespace: hubAccessNamespaceRules} {
 		for _, rule := range needed {
@@ -132,6 +131,31 @@ func uncovered(rules []authorizationv1.ResourceRule) []access {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].what()+" "+out[i].verb < out[j].what()+" "+out[j].verb })
 	return out
+}
+
+func policyRules(rules []authorizationv1.ResourceRule) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs, ResourceNames: r.ResourceNames})
+	}
+	return out
+}
+
+// allowedBy says whether the hub may make the request: by the rules a review granted, or else by the
+// worker's authorizers.
+func (a access) allowedBy(ctx context.Context, granted []rbacv1.PolicyRule, authz authorizationv1client.AuthorizationV1Interface) (bool, error) {
+	res := a.resource
+	if a.subresource != "" {
+		res += "/" + a.subresource
+	}
+	need := rbacv1.PolicyRule{APIGroups: []string{a.group}, Resources: []string{res}, Verbs: []string{a.verb}}
+	if a.name != "" {
+		need.ResourceNames = []string{a.name}
+	}
+	if ok, _ := rbacvalidation.Covers(granted, []rbacv1.PolicyRule{need}); ok {
+		return true, nil
+	}
+	return a.allowed(ctx, authz)
 }
 
 // what names the resource as the condition messages do: jobs.batch, leases.coordination.k8s.io in

@@ -316,28 +316,44 @@ func TestClusterDeny(t *testing.T) {
 }
 
 // The kinds the hub runs on a worker are those discovery lists and the hub may watch, create and delete
-// there; batch Jobs always.
+// there; batch Jobs always. What the last rules review granted is not asked again.
 func TestServedKinds(t *testing.T) {
 	jobsets := &metav1.APIResourceList{GroupVersion: "jobset.x-k8s.io/v1alpha2", APIResources: []metav1.APIResource{
 		{Name: "jobsets", Kind: "JobSet"}, {Name: "jobsets/status", Kind: "JobSet"}}}
+	jobSetRule := rbacv1.PolicyRule{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: []string{"watch", "create", "delete"}}
 	cases := map[string]struct {
-		served []*metav1.APIResourceList
-		denied []string
-		want   map[gantry.JobKind]bool
+		served      []*metav1.APIResourceList
+		granted     []rbacv1.PolicyRule
+		denied      []string
+		want        map[gantry.JobKind]bool
+		wantReviews int
 	}{
-		"batch only":        {want: map[gantry.JobKind]bool{gantry.JobKindJob: true}},
-		"JobSets":           {served: []*metav1.APIResourceList{jobsets}, want: map[gantry.JobKind]bool{gantry.JobKindJob: true, gantry.JobKindJobSet: true}},
-		"JobSets, no right": {served: []*metav1.APIResourceList{jobsets}, denied: []string{"create jobsets"}, want: map[gantry.JobKind]bool{gantry.JobKindJob: true, gantry.JobKindJobSet: false}},
+		"batch only": {want: map[gantry.JobKind]bool{gantry.JobKindJob: true}},
+		"JobSets": {served: []*metav1.APIResourceList{jobsets}, wantReviews: 3,
+			want: map[gantry.JobKind]bool{gantry.JobKindJob: true, gantry.JobKindJobSet: true}},
+		"JobSets, no right": {served: []*metav1.APIResourceList{jobsets}, denied: []string{"create jobsets"}, wantReviews: 2,
+			want: map[gantry.JobKind]bool{gantry.JobKindJob: true, gantry.JobKindJobSet: false}},
+		"JobSets, granted by the rules review": {served: []*metav1.APIResourceList{jobsets}, granted: []rbacv1.PolicyRule{jobSetRule},
+			want: map[gantry.JobKind]bool{gantry.JobKindJob: true, gantry.JobKindJobSet: true}},
 	}
 	for name, tc := range cases {
 		cs := authorizer(leastPrivilege(), nil, tc.denied...)
 		cs.Discovery().(*fakediscovery.FakeDiscovery).Resources = tc.served
-		got, err := servedKinds(context.Background(), cs.Discovery(), cs.AuthorizationV1())
+		got, err := servedKinds(context.Background(), cs.Discovery(), cs.AuthorizationV1(), tc.granted)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s: kinds (-want +got):\n%s", name, diff)
+		}
+		reviews := 0
+		for _, a := range cs.Actions() {
+			if a.GetResource().Resource == "selfsubjectaccessreviews" {
+				reviews++
+			}
+		}
+		if reviews != tc.wantReviews {
+			t.Errorf("%s: %d access reviews, want %d", name, reviews, tc.wantReviews)
 		}
 	}
 }

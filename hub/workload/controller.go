@@ -68,6 +68,7 @@ type Reconciler struct {
 	// mirrored is the last status mirror to each hub Job, by UID: when, and the version it replaced.
 	mirrored *expectations.Written[types.UID, time.Time]
 	foreign  sync.Map // "cluster/namespace/name" -> true: a live read found a Job Gantry did not create
+	refusals sync.Map // "cluster/workload UID" -> refusal: the cluster refused the job of an epoch
 	expected *expectations.Created
 }
 
@@ -225,6 +226,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	}
 	c.JobExpected = r.expected.Deadline(remoteJobKey(name, wl))
 	_, c.ForeignJob = r.foreign.Load(name + "/" + wl.Namespace + "/" + jobName)
+	c.JobRefused = r.refusal(name, wl)
 	return c, nil
 }
 
@@ -303,11 +305,46 @@ func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.
 		}
 		err = nil
 	}
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		// Not created, and asking again would be refused again: the next decision takes it back.
+		r.refusals.Store(a.Cluster+"/"+string(wl.UID), refusal{epoch: wl.Status.DispatchEpoch, message: apiMessage(err)})
+		return true, nil
+	}
 	if err != nil {
 		return false, err
 	}
 	r.expected.Expect(remoteJobKey(a.Cluster, wl))
 	return true, nil
+}
+
+// refusal is a worker's API server's refusal of the job of one dispatch epoch.
+type refusal struct {
+	epoch   int64
+	message string
+}
+
+// refusal is why the cluster refused the job of the Workload's current epoch; empty when it did not.
+// A refusal of an earlier epoch is forgotten.
+func (r *Reconciler) refusal(cluster string, wl *gantry.Workload) string {
+	key := cluster + "/" + string(wl.UID)
+	v, ok := r.refusals.Load(key)
+	if !ok {
+		return ""
+	}
+	if ref := v.(refusal); ref.epoch == wl.Status.DispatchEpoch {
+		return ref.message
+	}
+	r.refusals.Delete(key)
+	return ""
+}
+
+// apiMessage is the API server's own message of a refusal, without the client's wrapping.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 // applyHub writes the plan's hub side in order, each step only after the one before succeeded.

@@ -104,8 +104,8 @@ func TestLintStrict(t *testing.T) {
 func TestRolesRenderTheirParts(t *testing.T) {
 	hub := []string{"ClusterRole /gantry-hub", "ClusterRole /gantry-view", "ClusterRole /gantry-edit", "ClusterRoleBinding /gantry-hub", "Deployment gantry-system/gantry-hub",
 		"MutatingAdmissionPolicy /gantry-queued-jobs", "MutatingAdmissionPolicyBinding /gantry-queued-jobs",
-		"MutatingAdmissionPolicy /gantry-queued-rayjobs", "MutatingAdmissionPolicyBinding /gantry-queued-rayjobs",
-		"ValidatingAdmissionPolicy /gantry-queued-rayjobs-held", "ValidatingAdmissionPolicyBinding /gantry-queued-rayjobs-held",
+		"MutatingAdmissionPolicy /gantry-queued-suspended", "MutatingAdmissionPolicyBinding /gantry-queued-suspended",
+		"ValidatingAdmissionPolicy /gantry-queued-suspended-held", "ValidatingAdmissionPolicyBinding /gantry-queued-suspended-held",
 		"PodDisruptionBudget gantry-system/gantry-hub", "Role gantry-system/gantry-hub", "RoleBinding gantry-system/gantry-hub",
 		"Service gantry-system/gantry-hub-metrics", "ServiceAccount gantry-system/gantry-hub",
 		"ValidatingAdmissionPolicy /gantry-job-placement", "ValidatingAdmissionPolicyBinding /gantry-job-placement"}

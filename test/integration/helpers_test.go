@@ -276,3 +276,21 @@ func dumpOnFailure(t *testing.T, ns string) {
 		}
 	})
 }
+
+// holders lists the workers that hold an object of obj's kind and key; a worker without the kind's API
+// holds none.
+func holders(obj client.Object) ([]string, error) {
+	var where []string
+	for _, n := range names {
+		got := obj.DeepCopyObject().(client.Object)
+		err := workers[n].client.Get(context.Background(), client.ObjectKeyFromObject(obj), got)
+		switch {
+		case err == nil:
+			where = append(where, n)
+		case apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err):
+		default:
+			return nil, err
+		}
+	}
+	return where, nil
+}

@@ -40,24 +40,6 @@ func gpuJobSet(ns, name string) *jobset.JobSet {
 	}
 }
 
-// remoteJobSets lists the workers that hold a JobSet of that name; a worker without the JobSet API
-// holds none.
-func remoteJobSets(js *jobset.JobSet) ([]string, error) {
-	var where []string
-	for _, n := range names {
-		var got jobset.JobSet
-		err := workers[n].client.Get(context.Background(), client.ObjectKeyFromObject(js), &got)
-		switch {
-		case err == nil:
-			where = append(where, n)
-		case apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err):
-		default:
-			return nil, err
-		}
-	}
-	return where, nil
-}
-
 // A JobSet submitted to the hub is kept there (managedBy, suspended), becomes one Workload of a pod set
 // per replicated job, runs on the one worker that serves JobSets, its status comes back to the hub
 // JobSet, and deleting it removes it from the worker.
@@ -83,7 +65,7 @@ func TestAJobSetRunsOnOneWorkerAndItsStatusComesBack(t *testing.T) {
 		t.Fatalf("workload spec %+v", wl.Spec)
 	}
 	eventually(t, "the JobSet on "+jobSetWorker+" only", func() error {
-		where, err := remoteJobSets(js)
+		where, err := holders(js)
 		if err != nil || !slices.Equal(where, []string{jobSetWorker}) {
 			return fmt.Errorf("on %v, %v", where, err)
 		}

@@ -149,7 +149,7 @@ func jobSetCRDs() (string, error) {
 }
 
 // startCluster starts one API server with Gantry's CRDs, OCM's Placement CRDs on the hub, and the
-// JobSet and KubeRay CRDs on the hub and on jobSetWorker (the other worker has none, as a cluster
+// JobSet, KubeRay and Kubeflow trainer CRDs on the hub and on jobSetWorker (the other worker has none, as a cluster
 // without them would).
 func startCluster(name string) (*cluster, error) {
 	crds := []string{filepath.Join(repoRoot(), "deploy", "crd")}
@@ -169,7 +169,11 @@ func startCluster(name string) (*cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		crds = append(crds, dir, filepath.Join(rayDir, "config", "crd", "bases"))
+		trainerDir, err := moduleDir("github.com/kubeflow/trainer/v2")
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, dir, filepath.Join(rayDir, "config", "crd", "bases"), filepath.Join(trainerDir, "manifests", "base", "crds"))
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()

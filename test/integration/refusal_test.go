@@ -1,0 +1,130 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/hub/dispatcher"
+)
+
+// refuseJobsIn makes the worker's API server refuse, as invalid, every Job created in the namespace,
+// as a policy of the cluster or a webhook of its controller would, until the test ends.
+func refuseJobsIn(t *testing.T, cluster, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	c := workers[cluster].client
+	name := "refuse-jobs-" + ns
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+				}}},
+			},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "Jobs of this namespace are not run here",
+				Reason: ptr.To(metav1.StatusReasonInvalid)}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	for _, obj := range []client.Object{namespace, policy, binding} {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_ = c.Delete(ctx, binding)
+		_ = c.Delete(ctx, policy)
+	})
+	probe := gpuJob(ns, "probe", 1, 0)
+	eventually(t, "the refusal in force on "+cluster, func() error {
+		if err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll); !apierrors.IsInvalid(err) {
+			return fmt.Errorf("a Job created: %v", err)
+		}
+		return nil
+	})
+}
+
+// A job the winner's API server refuses is not asked for again and again: each refusal takes the
+// Workload back and dispatches it anew, a cluster that refused it three times is left out, and the
+// Workload's evictions say why. Nothing of it is created anywhere.
+func TestAJobTheWinnersRefuseIsTakenBackAndSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	startHub(t)
+	newGlobalQueue(t, "refused", map[string]int64{"worker-1": 8, "worker-2": 8})
+	ns := newNamespace(t, "refused")
+	dumpOnFailure(t, ns)
+	for _, n := range names {
+		refuseJobsIn(t, n, ns)
+	}
+	job := gpuJob(ns, "refused", 1, 1)
+	submit(t, job)
+
+	wl := &gantry.Workload{}
+	eventually(t, "every worker to refuse it "+fmt.Sprint(dispatcher.MaxEvictionsPerCluster)+" times", func() error {
+		key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
+		if err := hubEnv.client.Get(ctx, key, wl); err != nil {
+			return err
+		}
+		perCluster := map[string]int{}
+		for _, e := range wl.Status.Evictions {
+			if e.Reason != gantry.ReasonRemoteJobRefused || !strings.Contains(e.Message, "Jobs of this namespace are not run here") {
+				return fmt.Errorf("eviction %+v", e)
+			}
+			perCluster[e.Cluster]++
+		}
+		for _, n := range names {
+			if perCluster[n] < dispatcher.MaxEvictionsPerCluster {
+				return fmt.Errorf("evictions per cluster %v", perCluster)
+			}
+		}
+		return nil
+	})
+	consistently(t, "no more dispatches, nothing created", 3*time.Second, func() error {
+		got := hubWorkload(t, job)
+		if len(got.Status.Evictions) != len(wl.Status.Evictions) || got.Status.ClusterName != "" {
+			return fmt.Errorf("dispatched again: %d evictions, winner %q", len(got.Status.Evictions), got.Status.ClusterName)
+		}
+		if c := apimeta.FindStatusCondition(got.Status.Conditions, gantry.WorkloadPending); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("pending %+v", c)
+		}
+		if where, err := remoteJobs(job); err != nil || len(where) > 0 {
+			return fmt.Errorf("a Job on %v (%v)", where, err)
+		}
+		return nil
+	})
+	pending := apimeta.FindStatusCondition(hubWorkload(t, job).Status.Conditions, gantry.WorkloadPending)
+	if want := "taken back from it 3 times (last: RemoteJobRefused)"; pending.Reason != gantry.ReasonNoClusterCanHold || !strings.Contains(pending.Message, want) {
+		t.Errorf("pending %s: %s, want %s saying %q", pending.Reason, pending.Message, gantry.ReasonNoClusterCanHold, want)
+	}
+	if ev := hubEvents(t, ns, job.Name); !strings.Contains(ev, "refused to create the Job") {
+		t.Errorf("events on the hub Job:\n%s", ev)
+	}
+	var hub batchv1.Job
+	if err := hubEnv.client.Get(ctx, client.ObjectKeyFromObject(job), &hub); err != nil || hub.Status.StartTime != nil {
+		t.Errorf("the hub Job ran: %+v %v", hub.Status, err)
+	}
+}
