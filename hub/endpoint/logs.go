@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -15,7 +16,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/view"
 )
 
 // Workers reaches the pods of worker clusters; *remote.PodLogs is the real one.
@@ -27,8 +30,9 @@ type Workers interface {
 // OmittedHeader counts the pods' containers a followed request leaves out, beyond MaxStreams.
 const OmittedHeader = "Gantry-Logs-Omitted"
 
-// Logs serves GET /logs/{namespace}/{job}: the logs of the Job's pods on the worker it runs on, each
-// line prefixed "[pod/container] ", merged line by line. It runs behind Authenticate.
+// Logs serves GET /logs/{namespace}/{job}: the logs of the job's pods on the worker it runs on, each
+// line prefixed "[pod/container] ", merged line by line; ?kind= names the job's kind (JobSet) when jobs
+// of several kinds have the name. It runs behind Authenticate.
 type Logs struct {
 	// Hub reads the hub's Workloads.
 	Hub client.Reader
@@ -47,7 +51,7 @@ func (l *Logs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	req, err := parseLogRequest(r.PathValue("namespace"), r.PathValue("job"), r.URL.Query())
 	if err == nil {
-		err = l.allowed(ctx, req.Namespace)
+		err = l.mayReadLogs(ctx, req.Namespace)
 	}
 	var sources []source
 	omitted := 0
@@ -75,35 +79,63 @@ func (l *Logs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = rc.Flush()
 	merge(ctx, w, func() { _ = rc.Flush() }, sources, l.MaxStreams)
 	u, _ := UserFrom(ctx)
-	ctrllog.FromContext(ctx).V(1).Info("Served logs", "user", u.Username, "namespace", req.Namespace, "job", req.Job,
+	ctrllog.FromContext(ctx).V(1).Info("Served logs", "user", u.Username, "namespace", req.Namespace, "job", req.Job.String(),
 		"logs", len(sources), "follow", req.Follow)
 }
 
-// allowed is the user's right to read pod logs in the namespace on the hub: whoever may read them
-// there may read them wherever the namespace's jobs run.
-func (l *Logs) allowed(ctx context.Context, namespace string) error {
-	ok, err := l.Allowed(ctx, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "pods", Subresource: "log"})
+// mayReadLogs is the user's right to read pod logs in the namespace on the hub: whoever may read them
+// there may read them wherever the namespace's jobs run. It is asked before anything is read.
+func (l *Logs) mayReadLogs(ctx context.Context, namespace string) error {
+	return l.check(ctx, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "pods", Subresource: "log"},
+		"pods/log in namespace "+namespace)
+}
+
+// mayGetJob is the user's right to get the job on the hub, as its kind is (jobs.batch,
+// jobsets.jobset.x-k8s.io, ...): the logs are the job's, so whoever may not read it sees none.
+func (l *Logs) mayGetJob(ctx context.Context, k jobkind.Kind, namespace, name string) error {
+	return l.check(ctx, view.JobAccess("get", k, namespace, name),
+		fmt.Sprintf("%s %s in namespace %s", view.JobResource(k), name, namespace))
+}
+
+// check asks the hub's authorizer; what says what was asked, in the refusal.
+func (l *Logs) check(ctx context.Context, attrs authorizationv1.ResourceAttributes, what string) error {
+	ok, err := l.Allowed(ctx, attrs)
 	if err != nil {
 		ctrllog.FromContext(ctx).Error(err, "Reviewing access failed")
 		return fail(http.StatusServiceUnavailable, "the hub could not review your access with its API server; try again")
 	}
 	if !ok {
 		u, _ := UserFrom(ctx)
-		return fail(http.StatusForbidden, "%s may not get pods/log in namespace %s on the hub", u.Username, namespace)
+		return fail(http.StatusForbidden, "%s may not get %s on the hub", u.Username, what)
 	}
 	return nil
 }
 
-// sources finds the Job's Workload on the hub, its winner, and there the Job's pods and their logs.
-func (l *Logs) sources(ctx context.Context, req logRequest) ([]source, int, error) {
+// workload is the Workload of the requested job on the hub, once the user may get the job.
+func (l *Logs) workload(ctx context.Context, req logRequest) (*gantry.Workload, error) {
 	var wls gantry.WorkloadList
-	if err := l.Hub.List(ctx, &wls, client.InNamespace(req.Namespace), client.MatchingLabels{gantry.JobNameLabel: req.Job}); err != nil {
-		return nil, 0, fail(http.StatusServiceUnavailable, "reading the job's Workload on the hub: %v", err)
+	if err := l.Hub.List(ctx, &wls, client.InNamespace(req.Namespace), client.MatchingLabels{gantry.JobNameLabel: req.Job.Name}); err != nil {
+		return nil, fail(http.StatusServiceUnavailable, "reading the job's Workload on the hub: %v", err)
 	}
-	wl := pickWorkload(wls.Items)
-	if wl == nil {
-		return nil, 0, fail(http.StatusNotFound, "no Workload for Job %s/%s on the hub: the Job does not exist, or is not queued (label %s)",
-			req.Namespace, req.Job, gantry.QueueLabel)
+	wl, err := view.PickWorkload(req.Namespace, req.Job, wls.Items)
+	switch {
+	case err != nil:
+		return nil, fail(http.StatusConflict, "%v", err)
+	case wl == nil:
+		return nil, fail(http.StatusNotFound, "no Workload for job %s in namespace %s on the hub: the job does not exist, or is not queued (label %s)",
+			req.Job, req.Namespace, gantry.QueueLabel)
+	}
+	if err := l.mayGetJob(ctx, jobkind.Of(wl), req.Namespace, req.Job.Name); err != nil {
+		return nil, err
+	}
+	return wl, nil
+}
+
+// sources finds the job's Workload on the hub, its winner, and there the job's pods and their logs.
+func (l *Logs) sources(ctx context.Context, req logRequest) ([]source, int, error) {
+	wl, err := l.workload(ctx, req)
+	if err != nil {
+		return nil, 0, err
 	}
 	cluster, err := winner(wl)
 	if err != nil {
@@ -116,7 +148,7 @@ func (l *Logs) sources(ctx context.Context, req logRequest) ([]source, int, erro
 	if err != nil {
 		return nil, 0, fail(http.StatusServiceUnavailable, "the job runs on %s, which the hub cannot reach for logs: %v", cluster, err)
 	}
-	list, err := pods.List(ctx, req.Namespace, podSelector(req.Job, wl))
+	list, err := pods.List(ctx, req.Namespace, podSelector(wl, req.PodSet))
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 		return nil, 0, fail(http.StatusBadGateway, "%s does not let the hub list the job's pods (its ClusterRole gantry-hub-remote-logs is missing: install the current chart there): %v", cluster, err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,11 +31,14 @@ import (
 	"github.com/gantry-dev/gantry/hub/remote"
 )
 
-// hubAPI answers the endpoint's reviews as the hub's API server would: tokens of alice and bob are
-// valid; alice may read pod logs in team-a, bob nowhere.
+// hubAPI answers the endpoint's reviews as the hub's API server would: tokens of alice, bob, carol and
+// dave are valid; in team-a alice may read pod logs and get Jobs and JobSets, carol pod logs only, dave
+// pod logs and JobSets only; bob nothing anywhere.
 func hubAPI() *fake.Clientset {
 	cs := fake.NewClientset()
-	users := map[string]string{"alice-token": "alice", "bob-token": "bob"}
+	users := map[string]string{"alice-token": "alice", "bob-token": "bob", "carol-token": "carol", "dave-token": "dave"}
+	may := map[string][]string{"alice": {"pods/log", "jobs.batch", "jobsets.jobset.x-k8s.io"}, "carol": {"pods/log"},
+		"dave": {"pods/log", "jobsets.jobset.x-k8s.io"}}
 	cs.PrependReactor("create", "tokenreviews", func(action k8stesting.Action) (bool, kruntime.Object, error) {
 		review := action.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
 		if name, ok := users[review.Spec.Token]; ok {
@@ -48,8 +52,12 @@ func hubAPI() *fake.Clientset {
 	cs.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, kruntime.Object, error) {
 		review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
 		a := review.Spec.ResourceAttributes
-		review.Status.Allowed = review.Spec.User == "alice" && a.Namespace == "team-a" && a.Verb == "get" &&
-			a.Resource == "pods" && a.Subresource == "log" && len(review.Spec.Groups) == 1
+		what := a.Resource + "/" + a.Subresource
+		if a.Subresource == "" {
+			what = schema.GroupResource{Group: a.Group, Resource: a.Resource}.String()
+		}
+		review.Status.Allowed = slices.Contains(may[review.Spec.User], what) && a.Namespace == "team-a" && a.Verb == "get" &&
+			len(review.Spec.Groups) == 1
 		return true, review, nil
 	})
 	return cs
@@ -115,10 +123,27 @@ func hubWorkload(name, job, cluster string, conds ...metav1.Condition) *gantry.W
 	}
 }
 
+// hubJobSetWorkload is the Workload of JobSet job, with pod sets driver and workers, running on cluster.
+func hubJobSetWorkload(job, cluster string) *gantry.Workload {
+	wl := hubWorkload("jobset-"+job, job, cluster)
+	wl.UID = types.UID("uid-jobset-" + job)
+	wl.Spec.JobKind = gantry.JobKindJobSet
+	wl.Spec.PodSets = []gantry.PodSet{{Name: "driver", Count: 1}, {Name: "workers", Count: 2}}
+	return wl
+}
+
 func jobPod(name, job string, containers ...string) corev1.Pod {
 	p := pod(name, containers)
 	p.Namespace = "team-a"
-	p.Labels = map[string]string{batchv1.JobNameLabel: job, gantry.WorkloadUIDLabel: "uid-" + job}
+	p.Labels = map[string]string{batchv1.JobNameLabel: job, gantry.WorkloadUIDLabel: "uid-" + job, gantry.PodSetLabel: "main"}
+	return p
+}
+
+// jobSetPod is a pod of the JobSet job's pod set: its Job's name is the JobSet's controller's.
+func jobSetPod(name, job, podSet string) corev1.Pod {
+	p := pod(name, []string{"train"})
+	p.Namespace = "team-a"
+	p.Labels = map[string]string{batchv1.JobNameLabel: job + "-" + podSet + "-0", gantry.WorkloadUIDLabel: "uid-jobset-" + job, gantry.PodSetLabel: podSet}
 	return p
 }
 
@@ -140,13 +165,18 @@ func newFixture(t *testing.T, maxStreams, maxTotal int) *fixture {
 			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gpus on 2 cluster(s)"}),
 		hubWorkload("job-lost", "lost", "worker-9"),
 		hubWorkload("job-forbidden", "forbidden", "worker-2"),
+		hubJobSetWorkload("dist", "worker-1"),
+		hubWorkload("job-twin", "twin", "worker-1"), hubJobSetWorkload("twin", "worker-1"),
 	).Build()
 	foreign := jobPod("train-x", "train", "train")
 	foreign.Labels[gantry.WorkloadUIDLabel] = "uid-of-another"
 	w1 := &fakeWorker{
-		pods: []corev1.Pod{jobPod("train-1", "train", "train"), jobPod("train-0", "train", "train", "sidecar"), foreign},
+		pods: []corev1.Pod{jobPod("train-1", "train", "train"), jobPod("train-0", "train", "train", "sidecar"), foreign,
+			jobSetPod("dist-driver-0-0", "dist", "driver"), jobSetPod("dist-workers-0-0", "dist", "workers"), jobSetPod("dist-workers-0-1", "dist", "workers"),
+			jobSetPod("twin-main-0-0", "twin", "main")},
 		logs: map[string]string{"train-0/train": "epoch 1\nepoch 2\n", "train-0/sidecar": "ready\n", "train-1/train": "epoch 1\nepoch 2\n",
-			"train-x/train": "not Gantry's\n"},
+			"train-x/train": "not Gantry's\n", "dist-driver-0-0/train": "driving\n", "dist-workers-0-0/train": "working\n",
+			"dist-workers-0-1/train": "working\n", "twin-main-0-0/train": "the JobSet twin\n"},
 	}
 	w2 := &fakeWorker{listErr: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("cannot list pods"))}
 	hubAPIs := hubAPI()
@@ -180,10 +210,11 @@ func (f *fixture) get(t *testing.T, token, path string) (*http.Response, string)
 
 func TestLogsEndpoint(t *testing.T) {
 	cases := map[string]struct {
-		token, path string
-		wantCode    int
-		wantBody    string              // contained in the answer
-		wantLines   map[string][]string // for a 200: lines by prefix
+		token, path  string
+		wantCode     int
+		wantBody     string              // contained in the answer
+		wantLines    map[string][]string // for a 200: lines by prefix
+		wantSelector string              // for a 200: of the pods listed; the Job train's when empty
 	}{
 		"no token":  {path: "/logs/team-a/train", wantCode: http.StatusUnauthorized, wantBody: "no bearer token"},
 		"bad token": {token: "stolen", path: "/logs/team-a/train", wantCode: http.StatusUnauthorized, wantBody: "does not accept the token"},
@@ -196,9 +227,24 @@ func TestLogsEndpoint(t *testing.T) {
 			wantLines: map[string][]string{"[train-0/sidecar] ": {"ready"}}},
 		"no such container": {token: "alice-token", path: "/logs/team-a/train?container=nope", wantCode: http.StatusNotFound, wantBody: "its containers: sidecar, train"},
 		"no such pod set":   {token: "alice-token", path: "/logs/team-a/train?podSet=workers", wantCode: http.StatusNotFound, wantBody: "its pod sets: main"},
+		"a user who may not get the Job": {token: "carol-token", path: "/logs/team-a/train", wantCode: http.StatusForbidden,
+			wantBody: "carol may not get jobs.batch train in namespace team-a on the hub"},
+		"a JobSet's pods, whatever their Jobs": {token: "dave-token", path: "/logs/team-a/dist", wantCode: http.StatusOK,
+			wantLines:    map[string][]string{"[dist-driver-0-0/train] ": {"driving"}, "[dist-workers-0-0/train] ": {"working"}, "[dist-workers-0-1/train] ": {"working"}},
+			wantSelector: "gantry.dev/workload-uid=uid-jobset-dist"},
+		"one pod set of a JobSet": {token: "dave-token", path: "/logs/team-a/dist?podSet=workers&kind=JobSet", wantCode: http.StatusOK,
+			wantLines:    map[string][]string{"[dist-workers-0-0/train] ": {"working"}, "[dist-workers-0-1/train] ": {"working"}},
+			wantSelector: "gantry.dev/pod-set=workers,gantry.dev/workload-uid=uid-jobset-dist"},
+		"a JobSet's to a user who may not get JobSets": {token: "carol-token", path: "/logs/team-a/dist", wantCode: http.StatusForbidden,
+			wantBody: "carol may not get jobsets.jobset.x-k8s.io dist in namespace team-a on the hub"},
+		"a name of two kinds": {token: "alice-token", path: "/logs/team-a/twin", wantCode: http.StatusConflict, wantBody: "name one, as job/twin or jobset/twin"},
+		"a name of two kinds, the kind named": {token: "alice-token", path: "/logs/team-a/twin?kind=JobSet", wantCode: http.StatusOK,
+			wantLines: map[string][]string{"[twin-main-0-0/train] ": {"the JobSet twin"}}, wantSelector: "gantry.dev/workload-uid=uid-jobset-twin"},
+		"a kind that has none of the name": {token: "alice-token", path: "/logs/team-a/train?kind=JobSet", wantCode: http.StatusNotFound,
+			wantBody: "no Workload for job jobset/train in namespace team-a"},
 		"not dispatched": {token: "alice-token", path: "/logs/team-a/waiting", wantCode: http.StatusConflict,
 			wantBody: "pending: WaitingForQuota: waiting for quota of GlobalQueue gpus on 2 cluster(s)"},
-		"no such job":           {token: "alice-token", path: "/logs/team-a/nope", wantCode: http.StatusNotFound, wantBody: "no Workload for Job team-a/nope"},
+		"no such job":           {token: "alice-token", path: "/logs/team-a/nope", wantCode: http.StatusNotFound, wantBody: "no Workload for job nope in namespace team-a"},
 		"a worker out of reach": {token: "alice-token", path: "/logs/team-a/lost", wantCode: http.StatusServiceUnavailable, wantBody: "the job runs on worker-9"},
 		"a worker that refuses": {token: "alice-token", path: "/logs/team-a/forbidden", wantCode: http.StatusBadGateway, wantBody: "gantry-hub-remote-logs"},
 		"a bad query":           {token: "alice-token", path: "/logs/team-a/train?tail=3", wantCode: http.StatusBadRequest, wantBody: "unknown query parameter"},
@@ -220,7 +266,11 @@ func TestLogsEndpoint(t *testing.T) {
 			if diff := cmp.Diff(tc.wantLines, byPrefix(t, body)); diff != "" {
 				t.Errorf("lines by source (-want +got):\n%s", diff)
 			}
-			if want := "batch.kubernetes.io/job-name=train,gantry.dev/workload-uid=uid-train"; f.worker.selector != want {
+			want := tc.wantSelector
+			if want == "" {
+				want = "gantry.dev/workload-uid=uid-train"
+			}
+			if f.worker.selector != want {
 				t.Errorf("pods selected by %q, want %q", f.worker.selector, want)
 			}
 			if ct := resp.Header.Get("Content-Type"); ct != "text/plain; charset=utf-8" {

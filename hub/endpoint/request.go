@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/view"
 )
 
 // statusError is an answer other than 200, with the message the user reads.
@@ -34,7 +34,9 @@ func fail(code int, format string, args ...any) *statusError {
 
 // logRequest is what GET /logs/{namespace}/{job} asks for.
 type logRequest struct {
-	Namespace, Job    string
+	Namespace string
+	// Job is the job's name and, when the request says, its kind.
+	Job               view.JobRef
 	Follow            bool
 	PodSet, Container string
 	// TailLines is how many of the last lines of each log to show; nil shows all.
@@ -43,15 +45,18 @@ type logRequest struct {
 
 // The query parameters of GET /logs; any other is refused, so that a misspelt one is not ignored.
 const (
+	paramKind      = "kind"
 	paramFollow    = "follow"
 	paramPodSet    = "podSet"
 	paramContainer = "container"
 	paramTailLines = "tailLines"
 )
 
+var logParams = []string{paramKind, paramFollow, paramPodSet, paramContainer, paramTailLines}
+
 // parseLogRequest checks the path and query of a log request.
 func parseLogRequest(namespace, job string, q url.Values) (logRequest, error) {
-	req := logRequest{Namespace: namespace, Job: job}
+	req := logRequest{Namespace: namespace, Job: view.JobRef{Name: job}}
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 		return req, fail(http.StatusBadRequest, "namespace %q: %s", namespace, strings.Join(errs, "; "))
 	}
@@ -59,13 +64,19 @@ func parseLogRequest(namespace, job string, q url.Values) (logRequest, error) {
 		return req, fail(http.StatusBadRequest, "job name %q: %s", job, strings.Join(errs, "; "))
 	}
 	for key, values := range q {
-		if !slices.Contains([]string{paramFollow, paramPodSet, paramContainer, paramTailLines}, key) {
-			return req, fail(http.StatusBadRequest, "unknown query parameter %q: the endpoint takes %s, %s, %s and %s",
-				key, paramFollow, paramPodSet, paramContainer, paramTailLines)
+		if !slices.Contains(logParams, key) {
+			return req, fail(http.StatusBadRequest, "unknown query parameter %q: the endpoint takes %s", key, strings.Join(logParams, ", "))
 		}
 		if len(values) > 1 {
 			return req, fail(http.StatusBadRequest, "query parameter %q given %d times", key, len(values))
 		}
+	}
+	if v := q.Get(paramKind); v != "" {
+		k, ok := view.KindNamed(v)
+		if !ok {
+			return req, fail(http.StatusBadRequest, "%s=%q is not a kind of job Gantry dispatches", paramKind, v)
+		}
+		req.Job.Kind = k
 	}
 	if v := q.Get(paramFollow); v != "" {
 		follow, err := strconv.ParseBool(v)
@@ -86,27 +97,6 @@ func parseLogRequest(namespace, job string, q url.Values) (logRequest, error) {
 		return req, fail(http.StatusBadRequest, "%s=%q: %s", paramContainer, req.Container, strings.Join(errs, "; "))
 	}
 	return req, nil
-}
-
-// pickWorkload is the Workload of the Job among those labelled with its name: the one not being
-// deleted, else the newest. A Job resubmitted under its name gets its Workload once the old one is gone,
-// so two live ones are not expected.
-func pickWorkload(wls []gantry.Workload) *gantry.Workload {
-	var pick *gantry.Workload
-	for i := range wls {
-		wl := &wls[i]
-		switch {
-		case pick == nil:
-			pick = wl
-		case (pick.DeletionTimestamp == nil) != (wl.DeletionTimestamp == nil):
-			if wl.DeletionTimestamp == nil {
-				pick = wl
-			}
-		case pick.CreationTimestamp.Before(&wl.CreationTimestamp):
-			pick = wl
-		}
-	}
-	return pick
 }
 
 // winner is the cluster the job runs on, or why it runs nowhere yet: "pending: <reason>".
@@ -130,8 +120,7 @@ func reasonAndMessage(c *metav1.Condition) string {
 	return c.Reason + ": " + c.Message
 }
 
-// checkPodSet makes sure the pod set asked for is the Workload's. A Job has one pod set, so all its pods
-// are of it; a Workload of several would need its pods to say which is theirs.
+// checkPodSet makes sure the pod set asked for is the Workload's.
 func checkPodSet(wl *gantry.Workload, name string) error {
 	var names []string
 	for _, ps := range wl.Spec.PodSets {
@@ -140,16 +129,19 @@ func checkPodSet(wl *gantry.Workload, name string) error {
 	if name != "" && !slices.Contains(names, name) {
 		return fail(http.StatusNotFound, "job %s has no pod set %q; its pod sets: %s", wl.Labels[gantry.JobNameLabel], name, strings.Join(names, ", "))
 	}
-	if len(names) > 1 {
-		return fail(http.StatusNotImplemented, "job %s has %d pod sets, and nothing on its pods says which is theirs", wl.Labels[gantry.JobNameLabel], len(names))
-	}
 	return nil
 }
 
-// podSelector selects the pods of the Job that Gantry created for the Workload on its worker: a Job of
-// the same name that Gantry did not create has other pods.
-func podSelector(job string, wl *gantry.Workload) labels.Selector {
-	return labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job, gantry.WorkloadUIDLabel: string(wl.UID)})
+// podSelector selects the pods Gantry's job for the Workload has on its worker, whatever its kind: every
+// pod of it, and only those, carries the Workload's UID (a job of the same name that Gantry did not
+// create has other pods). Each also names its pod set, which selects the pods of one; a Workload of one
+// pod set needs no such label, so pods labelled before pod sets were are found too.
+func podSelector(wl *gantry.Workload, podSet string) labels.Selector {
+	set := labels.Set{gantry.WorkloadUIDLabel: string(wl.UID)}
+	if podSet != "" && len(wl.Spec.PodSets) > 1 {
+		set[gantry.PodSetLabel] = podSet
+	}
+	return labels.SelectorFromSet(set)
 }
 
 // target is one container's log.

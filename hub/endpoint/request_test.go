@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/internal/view"
 )
 
 // code is the status an error answers with; 200 for none.
@@ -35,10 +36,13 @@ func TestParseLogRequest(t *testing.T) {
 		want     logRequest
 		wantCode int
 	}{
-		"plain":             {ns: "team-a", job: "train", want: logRequest{Namespace: "team-a", Job: "train"}},
-		"everything":        {ns: "team-a", job: "train", query: "follow=true&podSet=main&container=c1&tailLines=10", want: logRequest{Namespace: "team-a", Job: "train", Follow: true, PodSet: "main", Container: "c1", TailLines: ptr.To[int64](10)}},
-		"follow false":      {ns: "a", job: "j", query: "follow=false", want: logRequest{Namespace: "a", Job: "j"}},
-		"no tail at all":    {ns: "a", job: "j", query: "tailLines=0", want: logRequest{Namespace: "a", Job: "j", TailLines: ptr.To[int64](0)}},
+		"plain":             {ns: "team-a", job: "train", want: logRequest{Namespace: "team-a", Job: view.JobRef{Name: "train"}}},
+		"everything":        {ns: "team-a", job: "train", query: "follow=true&podSet=main&container=c1&tailLines=10", want: logRequest{Namespace: "team-a", Job: view.JobRef{Name: "train"}, Follow: true, PodSet: "main", Container: "c1", TailLines: ptr.To[int64](10)}},
+		"a kind":            {ns: "team-a", job: "train", query: "kind=JobSet&podSet=workers", want: logRequest{Namespace: "team-a", Job: view.JobRef{Kind: jobkind.JobSet{}, Name: "train"}, PodSet: "workers"}},
+		"a kind as kubectl": {ns: "team-a", job: "train", query: "kind=jobs.batch", want: logRequest{Namespace: "team-a", Job: view.JobRef{Kind: jobkind.Job{}, Name: "train"}}},
+		"not a kind":        {ns: "a", job: "j", query: "kind=Pod", wantCode: http.StatusBadRequest},
+		"follow false":      {ns: "a", job: "j", query: "follow=false", want: logRequest{Namespace: "a", Job: view.JobRef{Name: "j"}}},
+		"no tail at all":    {ns: "a", job: "j", query: "tailLines=0", want: logRequest{Namespace: "a", Job: view.JobRef{Name: "j"}, TailLines: ptr.To[int64](0)}},
 		"bad namespace":     {ns: "Team_A", job: "j", wantCode: http.StatusBadRequest},
 		"bad job":           {ns: "a", job: "J..", wantCode: http.StatusBadRequest},
 		"bad follow":        {ns: "a", job: "j", query: "follow=maybe", wantCode: http.StatusBadRequest},
@@ -62,38 +66,6 @@ func TestParseLogRequest(t *testing.T) {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("request (-want +got):\n%s", diff)
 				}
-			}
-		})
-	}
-}
-
-func workload(name string, created int, deleting bool) gantry.Workload {
-	wl := gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(int64(created), 0))}}
-	if deleting {
-		wl.DeletionTimestamp = ptr.To(metav1.NewTime(time.Unix(100, 0)))
-	}
-	return wl
-}
-
-func TestPickWorkload(t *testing.T) {
-	cases := map[string]struct {
-		wls  []gantry.Workload
-		want string
-	}{
-		"none":                       {},
-		"one":                        {wls: []gantry.Workload{workload("a", 1, false)}, want: "a"},
-		"the live one":               {wls: []gantry.Workload{workload("old", 1, true), workload("new", 2, false)}, want: "new"},
-		"the live one, listed first": {wls: []gantry.Workload{workload("new", 2, false), workload("old", 3, true)}, want: "new"},
-		"both being deleted: newest": {wls: []gantry.Workload{workload("a", 1, true), workload("b", 2, true)}, want: "b"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := ""
-			if wl := pickWorkload(tc.wls); wl != nil {
-				got = wl.Name
-			}
-			if got != tc.want {
-				t.Errorf("picked %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -141,7 +113,8 @@ func TestCheckPodSet(t *testing.T) {
 		"any of one":      {wl: one},
 		"the one":         {wl: one, podSet: "main"},
 		"another":         {wl: one, podSet: "workers", wantCode: http.StatusNotFound},
-		"one of several":  {wl: two, podSet: "workers", wantCode: http.StatusNotImplemented},
+		"one of several":  {wl: two, podSet: "workers"},
+		"all of several":  {wl: two},
 		"none of several": {wl: two, podSet: "main", wantCode: http.StatusNotFound},
 	}
 	for name, tc := range cases {
@@ -150,6 +123,27 @@ func TestCheckPodSet(t *testing.T) {
 				t.Errorf("status %d (%v), want %d", code(err), err, tc.wantCode)
 			}
 		})
+	}
+}
+
+// Pods are selected by what Gantry puts on every pod of its job on a worker, whatever the kind: the
+// Workload's UID, and the pod set's name when one of several is asked for.
+func TestPodSelector(t *testing.T) {
+	one := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Spec: gantry.WorkloadSpec{PodSets: []gantry.PodSet{{Name: "main"}}}}
+	two := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{UID: "uid-2"}, Spec: gantry.WorkloadSpec{PodSets: []gantry.PodSet{{Name: "driver"}, {Name: "workers"}}}}
+	for _, tc := range []struct {
+		wl     *gantry.Workload
+		podSet string
+		want   string
+	}{
+		{wl: one, want: "gantry.dev/workload-uid=uid-1"},
+		{wl: one, podSet: "main", want: "gantry.dev/workload-uid=uid-1"},
+		{wl: two, want: "gantry.dev/workload-uid=uid-2"},
+		{wl: two, podSet: "workers", want: "gantry.dev/pod-set=workers,gantry.dev/workload-uid=uid-2"},
+	} {
+		if got := podSelector(tc.wl, tc.podSet).String(); got != tc.want {
+			t.Errorf("pods of %s, pod set %q: selected by %q, want %q", tc.wl.UID, tc.podSet, got, tc.want)
+		}
 	}
 }
 

@@ -8,11 +8,11 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -20,7 +20,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/facts"
+	"github.com/gantry-dev/gantry/internal/view"
 )
 
 // Access asks the hub's authorizer whether the request's user may do what attrs say.
@@ -38,16 +40,19 @@ type Handler struct {
 //go:embed assets templates
 var files embed.FS
 
-var templates = template.Must(template.New("").Funcs(template.FuncMap{"age": age}).ParseFS(files, "templates/*.html"))
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"age": age, "jobPath": jobPath}).ParseFS(files, "templates/*.html"))
 
 // Routes are the page's: the overview, a job's page, their parts for live updates, the change events
-// and the static assets.
+// and the static assets. A job's page is /jobs/NAMESPACE/KIND/NAME (KIND as kubectl gantry takes it:
+// jobset); /jobs/NAMESPACE/NAME is a batch Job's.
 func (h *Handler) Routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { h.overview(w, r, "page") })
 	mux.HandleFunc("GET /fragment/{$}", func(w http.ResponseWriter, r *http.Request) { h.overview(w, r, "overview") })
-	mux.HandleFunc("GET /jobs/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) { h.job(w, r, "page") })
-	mux.HandleFunc("GET /fragment/jobs/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) { h.job(w, r, "job") })
+	for _, path := range []string{"/jobs/{namespace}/{name}", "/jobs/{namespace}/{kind}/{name}"} {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) { h.job(w, r, "page") })
+		mux.HandleFunc("GET /fragment"+path, func(w http.ResponseWriter, r *http.Request) { h.job(w, r, "job") })
+	}
 	mux.HandleFunc("GET /events", h.events)
 	assets, _ := fs.Sub(files, "assets")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(assets)))
@@ -83,38 +88,43 @@ func (h *Handler) readOverview(ctx context.Context) (Overview, error) {
 	if err != nil {
 		return Overview{}, err
 	}
-	visible, err := h.visibleNamespaces(ctx, s.Workloads)
+	visible, err := h.visibleJobs(ctx, s.Workloads)
 	if err != nil {
 		return Overview{}, err
 	}
-	return BuildOverview(s, func(ns string) bool { return visible[ns] }, showClusters, showQueues, h.Now()), nil
+	return BuildOverview(s, visible, showClusters, showQueues, h.Now()), nil
 }
 
-// visibleNamespaces are the namespaces of the workloads whose Jobs the user may list: all at once when
-// the user may list Jobs everywhere, else asked per namespace.
-func (h *Handler) visibleNamespaces(ctx context.Context, wls []gantry.Workload) (map[string]bool, error) {
-	all, err := h.Allowed(ctx, listJobs(""))
-	if err != nil {
-		return nil, err
-	}
+// visibleJobs says of each workload whether the user may list the jobs of its kind in its namespace
+// (jobs.batch, jobsets.jobset.x-k8s.io, ...): asked once per kind for all namespaces, and per namespace
+// only for a kind the user may not list everywhere.
+func (h *Handler) visibleJobs(ctx context.Context, wls []gantry.Workload) (func(*gantry.Workload) bool, error) {
+	everywhere := map[gantry.JobKind]bool{}
 	visible := map[string]bool{}
-	for _, wl := range wls {
-		if _, asked := visible[wl.Namespace]; asked {
+	key := func(k jobkind.Kind, ns string) string { return string(k.Name()) + "/" + ns }
+	for i := range wls {
+		k, ns := jobkind.Of(&wls[i]), wls[i].Namespace
+		all, asked := everywhere[k.Name()]
+		if !asked {
+			var err error
+			if all, err = h.Allowed(ctx, view.JobAccess("list", k, "", "")); err != nil {
+				return nil, err
+			}
+			everywhere[k.Name()] = all
+		}
+		if _, asked := visible[key(k, ns)]; asked {
 			continue
 		}
 		ok := all
 		if !all {
-			if ok, err = h.Allowed(ctx, listJobs(wl.Namespace)); err != nil {
+			var err error
+			if ok, err = h.Allowed(ctx, view.JobAccess("list", k, ns, "")); err != nil {
 				return nil, err
 			}
 		}
-		visible[wl.Namespace] = ok
+		visible[key(k, ns)] = ok
 	}
-	return visible, nil
-}
-
-func listJobs(namespace string) authorizationv1.ResourceAttributes {
-	return authorizationv1.ResourceAttributes{Verb: "list", Group: batchv1.GroupName, Resource: "jobs", Namespace: namespace}
+	return func(wl *gantry.Workload) bool { return visible[key(jobkind.Of(wl), wl.Namespace)] }, nil
 }
 
 func (h *Handler) snapshot(ctx context.Context) (Snapshot, error) {
@@ -136,21 +146,36 @@ func (h *Handler) snapshot(ctx context.Context) (Snapshot, error) {
 // jobPage is a job's story.
 type jobPage struct {
 	Namespace, Name string
+	Kind            gantry.JobKind
 	Story           []string
 }
 
+// jobPath is the page of the job of a row.
+func jobPath(r view.WorkloadRow) string {
+	return "/jobs/" + url.PathEscape(r.Namespace) + "/" + strings.ToLower(string(r.Kind)) + "/" + url.PathEscape(r.Name)
+}
+
+// job serves the page of the job the path names, to a user who may get that job.
 func (h *Handler) job(w http.ResponseWriter, r *http.Request, tmpl string) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	ok, err := h.Allowed(r.Context(), authorizationv1.ResourceAttributes{Verb: "get", Group: batchv1.GroupName, Resource: "jobs", Namespace: ns, Name: name})
+	kind, _ := jobkind.Named(gantry.JobKindJob)
+	if k := r.PathValue("kind"); k != "" {
+		var known bool
+		if kind, known = view.KindNamed(k); !known {
+			http.Error(w, fmt.Sprintf("%q is not a kind of job Gantry dispatches", k), http.StatusNotFound)
+			return
+		}
+	}
+	ok, err := h.Allowed(r.Context(), view.JobAccess("get", kind, ns, name))
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	if !ok {
-		http.Error(w, fmt.Sprintf("you may not get jobs.batch in namespace %s on the hub", ns), http.StatusForbidden)
+		http.Error(w, fmt.Sprintf("you may not get %s in namespace %s on the hub", view.JobResource(kind), ns), http.StatusForbidden)
 		return
 	}
-	story, err := facts.Explain(r.Context(), withoutEvents{h.Cache}, ns, name, h.Now(), func(string) {})
+	story, err := facts.Explain(r.Context(), withoutEvents{h.Cache}, ns, view.JobRef{Kind: kind, Name: name}, h.Now(), func(string) {})
 	if err != nil {
 		if notFound := (*facts.NotFoundError)(nil); errors.As(err, &notFound) {
 			http.Error(w, err.Error(), http.StatusNotFound)
@@ -159,7 +184,8 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, tmpl string) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, tmpl, page{Title: "Job " + ns + "/" + name, Main: "job", Data: jobPage{Namespace: ns, Name: name, Story: story}})
+	h.render(w, r, tmpl, page{Title: string(kind.Name()) + " " + ns + "/" + name, Main: "job",
+		Data: jobPage{Namespace: ns, Name: name, Kind: kind.Name(), Story: story}})
 }
 
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, tmpl string, p page) {

@@ -51,16 +51,17 @@ type Overview struct {
 	Queues       []QueueCard
 	ShowClusters bool
 	ShowQueues   bool
-	// Jobs are the unfinished jobs of the namespaces the reader may list jobs in.
+	// Jobs are the unfinished jobs, of every kind, that the reader may list: of the kinds and namespaces
+	// where they may list jobs of that kind.
 	Jobs []view.WorkloadRow
-	// HiddenNamespaces counts the namespaces with jobs the reader may not see.
+	// HiddenNamespaces counts the namespaces with jobs the reader may not see (of one kind at least).
 	HiddenNamespaces int
 	Now              time.Time
 }
 
-// BuildOverview makes the overview from a snapshot for a reader who sees the namespaces visible says,
-// and the clusters and queues when allowed.
-func BuildOverview(s Snapshot, visible func(namespace string) bool, showClusters, showQueues bool, now time.Time) Overview {
+// BuildOverview makes the overview from a snapshot for a reader who sees the jobs of the workloads
+// visible says, and the clusters and queues when allowed.
+func BuildOverview(s Snapshot, visible func(*gantry.Workload) bool, showClusters, showQueues bool, now time.Time) Overview {
 	o := Overview{ShowClusters: showClusters, ShowQueues: showQueues, Now: now}
 	if showClusters {
 		o.Clusters = clusterCards(s)
@@ -75,7 +76,7 @@ func BuildOverview(s Snapshot, visible func(namespace string) bool, showClusters
 		if state, _ := view.StateOf(wl); state == view.StateFinished {
 			continue
 		}
-		if !visible(wl.Namespace) {
+		if !visible(wl) {
 			hidden[wl.Namespace] = true
 			continue
 		}

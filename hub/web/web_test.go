@@ -16,10 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -55,12 +58,19 @@ func fleet() []client.Object {
 // server serves the page to a user who may do what allowed lists ("list jobs team-a", "list workerclusters").
 func server(t *testing.T, allowed ...string) (*httptest.Server, *Changes) {
 	t.Helper()
+	return serverOf(t, fleet(), allowed...)
+}
+
+// serverOf serves the page of a hub holding objs.
+func serverOf(t *testing.T, objs []client.Object, allowed ...string) (*httptest.Server, *Changes) {
+	t.Helper()
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = gantry.AddToScheme(s)
+	_ = jobkind.AddToScheme(s)
 	changes := &Changes{}
 	h := &Handler{
-		Cache: fake.NewClientBuilder().WithScheme(s).WithObjects(fleet()...).Build(),
+		Cache: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(),
 		Allowed: func(_ context.Context, a authorizationv1.ResourceAttributes) (bool, error) {
 			for _, rule := range allowed {
 				if rule == strings.TrimSpace(a.Verb+" "+a.Resource+" "+a.Namespace) {
@@ -99,7 +109,7 @@ func TestTheOverviewShowsWhatTheReaderMaySee(t *testing.T) {
 	tenant, _ := server(t, "list jobs team-a")
 	_, body = get(t, tenant.URL+"/")
 	for _, want := range []string{"You may not list WorkerClusters", "You may not list GlobalQueues", `data-name="team-a/eval"`,
-		"1 more namespace(s) have jobs you may not list"} {
+		"1 namespace(s) have jobs you may not list"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("tenant's overview has no %q:\n%s", want, body)
 		}
@@ -123,6 +133,54 @@ func TestAJobPageTellsItsStoryToThoseWhoMayGetTheJob(t *testing.T) {
 	}
 	if code, _ := get(t, tenant.URL+"/jobs/team-a/nope"); code != http.StatusNotFound {
 		t.Errorf("a job that does not exist: %d, want 404", code)
+	}
+}
+
+// A JobSet is shown, and its page served, to whoever may list and get JobSets, with or without the
+// right to Jobs; its page is the JobSet's, whose own name a Job may have too.
+func TestJobsOfEveryKindAreShownToThoseWhoMayReadTheirKind(t *testing.T) {
+	dist := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "jobset-train", CreationTimestamp: metav1.NewTime(now.Add(-time.Minute)),
+		Labels: map[string]string{gantry.JobNameLabel: "train"}, OwnerReferences: []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2",
+			Kind: "JobSet", Name: "train", UID: "uid-js", Controller: ptr.To(true)}}},
+		Spec: gantry.WorkloadSpec{JobKind: gantry.JobKindJobSet, QueueName: "q", PodSets: []gantry.PodSet{{Name: "driver", Count: 1}, {Name: "workers", Count: 2}}},
+		Status: gantry.WorkloadStatus{ClusterName: "worker-1", Conditions: []metav1.Condition{
+			{Type: gantry.WorkloadJobCreated, Status: "True", Reason: gantry.ReasonJobCreated}}}}
+	js := func(name string) *jobset.JobSet {
+		return &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, UID: "uid-js",
+			Labels: map[string]string{gantry.QueueLabel: "q"}, CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))}}
+	}
+	srv, _ := serverOf(t, append(fleet(), dist, js("train"), js("fresh")), "list jobsets team-a", "get jobsets team-a")
+	_, body := get(t, srv.URL+"/")
+	for _, want := range []string{`data-name="team-a/train" data-kind="JobSet"`, `href="/jobs/team-a/jobset/train"`, "<td>JobSet</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the overview has no %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, `data-kind="Job"`) || strings.Contains(body, "team-a/eval") {
+		t.Errorf("the overview shows Jobs to a user who may list JobSets only:\n%s", body)
+	}
+	for path, want := range map[string]struct {
+		code int
+		text string
+	}{
+		"/jobs/team-a/jobset/train":                  {http.StatusOK, "JobSet team-a/train (Workload jobset-train)"},
+		"/jobs/team-a/jobsets.jobset.x-k8s.io/train": {http.StatusOK, "State: Running on worker-1"},
+		"/fragment/jobs/team-a/jobset/train":         {http.StatusOK, `<main id="main">`},
+		"/jobs/team-a/jobset/fresh":                  {http.StatusOK, "JobSet team-a/fresh has no Workload on the hub."},
+		"/jobs/team-a/train":                         {http.StatusForbidden, "you may not get jobs.batch in namespace team-a"},
+		"/jobs/team-a/job/eval":                      {http.StatusForbidden, "you may not get jobs.batch in namespace team-a"},
+		"/jobs/team-a/jobset/nope":                   {http.StatusNotFound, "no JobSet nope in namespace team-a"},
+		"/jobs/team-a/pod/train":                     {http.StatusNotFound, `"pod" is not a kind of job`},
+	} {
+		if code, body := get(t, srv.URL+path); code != want.code || !strings.Contains(body, want.text) {
+			t.Errorf("%s: %d, want %d with %q:\n%s", path, code, want.code, want.text, body)
+		}
+	}
+	// A reader of Jobs only sees the Jobs; the JobSet's namespace counts as one with jobs hidden.
+	jobsOnly, _ := serverOf(t, append(fleet(), dist, js("train")), "list jobs team-a")
+	if _, body := get(t, jobsOnly.URL+"/"); strings.Contains(body, "JobSet") || !strings.Contains(body, `href="/jobs/team-a/job/eval"`) ||
+		!strings.Contains(body, "2 namespace(s) have jobs you may not list") {
+		t.Errorf("the overview of a reader of Jobs only:\n%s", body)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -80,11 +81,40 @@ func at(minutes int) metav1.Time {
 func job(name string) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", UID: types.UID("uid-" + name),
 		CreationTimestamp: at(0), Labels: map[string]string{gantry.QueueLabel: "qa"}},
-		Status: batchv1.JobStatus{Active: 1}}
+		Status: batchv1.JobStatus{Active: 1, StartTime: ptr.To(at(1))}}
 }
 
 func jobOwner(name string) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true)}
+}
+
+// jobSets are a JobSet train running on worker-1 and its Workload, to add to the fleet.
+func jobSets() []client.Object {
+	q := resource.MustParse
+	return []client.Object{jobSet("train"),
+		&gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "jobset-train", Namespace: "team-a", CreationTimestamp: at(5),
+			Labels: map[string]string{gantry.JobNameLabel: "train"}, OwnerReferences: []metav1.OwnerReference{jobSetOwner("train")}},
+			Spec: gantry.WorkloadSpec{JobKind: gantry.JobKindJobSet, QueueName: "qa", PodSets: []gantry.PodSet{
+				{Name: "driver", Count: 1, Requests: corev1.ResourceList{corev1.ResourceCPU: q("1")}},
+				{Name: "workers", Count: 2, Requests: corev1.ResourceList{gantry.GPUResource: q("8")}}}},
+			Status: gantry.WorkloadStatus{ClusterName: "worker-1", DispatchEpoch: 1, GlobalQueue: "gpus", NominatedClusters: []string{"worker-1"},
+				Conditions: []metav1.Condition{
+					{Type: gantry.WorkloadAdmitted, Status: "True", Reason: gantry.ReasonAdmittedByCluster, LastTransitionTime: at(6)},
+					{Type: gantry.WorkloadJobCreated, Status: "True", Reason: gantry.ReasonJobCreated, LastTransitionTime: at(6)}}}},
+	}
+}
+
+// jobSet is a queued JobSet of team-a whose status came back from its worker: its driver and workers
+// ready.
+func jobSet(name string) *jobset.JobSet {
+	return &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", UID: types.UID("uid-jobset-" + name),
+		CreationTimestamp: at(5), Labels: map[string]string{gantry.QueueLabel: "qa"}},
+		Status: jobset.JobSetStatus{ReplicatedJobsStatus: []jobset.ReplicatedJobStatus{
+			{Name: "driver", Active: 1, Ready: 1}, {Name: "workers", Active: 2, Ready: 2}}}}
+}
+
+func jobSetOwner(name string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: name, UID: types.UID("uid-jobset-" + name), Controller: ptr.To(true)}
 }
 
 func run(t *testing.T, args ...string) string {
@@ -111,16 +141,21 @@ func runOn(c client.Client, args ...string) (string, error) {
 // Each command's output is its golden file's (go test ./internal/cli -update rewrites them).
 func TestGoldenOutputs(t *testing.T) {
 	for name, args := range map[string][]string{
-		"clusters":      {"clusters"},
-		"clusters-wide": {"clusters", "-o", "wide"},
-		"queues":        {"queues"},
-		"jobs":          {"jobs", "-n", "team-a"},
-		"workloads-all": {"workloads", "-A", "-o", "wide"},
-		"explain-a":     {"explain", "a", "-n", "team-a"},
-		"explain-b":     {"explain", "b", "-n", "team-a"},
-		"explain-c":     {"explain", "c", "-n", "team-a"},
+		"clusters":       {"clusters"},
+		"clusters-wide":  {"clusters", "-o", "wide"},
+		"queues":         {"queues"},
+		"jobs":           {"jobs", "-n", "team-a"},
+		"workloads-all":  {"workloads", "-A", "-o", "wide"},
+		"explain-a":      {"explain", "a", "-n", "team-a"},
+		"explain-b":      {"explain", "b", "-n", "team-a"},
+		"explain-c":      {"explain", "c", "-n", "team-a"},
+		"explain-jobset": {"explain", "jobset/train", "-n", "team-a"},
 	} {
-		got := run(t, args...)
+		out, err := runOn(fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(append(fleet(), jobSets()...)...).Build(), args...)
+		if err != nil {
+			t.Fatalf("kubectl gantry %s: %v", strings.Join(args, " "), err)
+		}
+		got := out
 		path := filepath.Join("testdata", name+".golden")
 		if *update {
 			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

@@ -14,14 +14,18 @@ import (
 
 func newExplainCommand(o *Options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "explain JOB",
+		Use:   "explain [KIND/]NAME",
 		Short: "Why a job waits, where it runs and what happened to it, in plain words",
 		Long: `explain tells a job's story from what the hub knows: what it asks for, its state and position in
 its GlobalQueue, and for each cluster of that queue what keeps it from taking the job (quota left, the
 capacity its agent reported, the agent's own reason with numbers, rejections); then its dispatch history
-(epochs, copies, evictions, the winner) and the status of its Job on the cluster it runs on.
-JOB is the name of the Job (or of its Workload) in the namespace.`,
-		Example:           `  kubectl gantry explain train-llm -n team-a`,
+(epochs, copies, evictions, the winner) and the status the hub mirrored back of the job from the cluster
+it runs on.
+NAME is the name of the job (or of its Workload) in the namespace, of whichever kind has a job of that
+name: Job, JobSet, RayJob and every other kind Gantry dispatches. When jobs of several kinds share the
+name, KIND/NAME says which, KIND as kubectl takes it: jobset/train, jobsets/train, job.batch/train.`,
+		Example: `  kubectl gantry explain train-llm -n team-a
+  kubectl gantry explain jobset/train-llm -n team-a`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: jobNames(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -33,7 +37,11 @@ JOB is the name of the Job (or of its Workload) in the namespace.`,
 			if err != nil {
 				return err
 			}
-			lines, err := facts.Explain(cmd.Context(), c, ns, args[0], o.now(), o.warn)
+			ref, err := view.ParseJobRef(args[0])
+			if err != nil {
+				return err
+			}
+			lines, err := facts.Explain(cmd.Context(), c, ns, ref, o.now(), o.warn)
 			if err != nil {
 				return err
 			}
@@ -43,7 +51,8 @@ JOB is the name of the Job (or of its Workload) in the namespace.`,
 	}
 }
 
-// jobNames completes the names of the Jobs the hub has Workloads for in the namespace.
+// jobNames completes the names of the jobs the hub has Workloads for in the namespace, as KIND/NAME
+// where jobs of several kinds share one.
 func jobNames(o *Options) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
@@ -61,10 +70,6 @@ func jobNames(o *Options) func(*cobra.Command, []string, string) ([]string, cobr
 		if err := c.List(cmd.Context(), &wls, client.InNamespace(ns)); err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		names := make([]string, 0, len(wls.Items))
-		for i := range wls.Items {
-			names = append(names, view.JobOrWorkloadName(&wls.Items[i]))
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return view.JobRefs(wls.Items), cobra.ShellCompDirectiveNoFileComp
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/facts"
 	"github.com/gantry-dev/gantry/internal/view"
 )
@@ -73,33 +76,80 @@ func newWorkloadsCommand(o *Options) *cobra.Command {
 func newJobsCommand(o *Options) *cobra.Command {
 	var s scope
 	cmd := listCommand(o, "jobs",
-		"The Jobs submitted to Gantry queues: state and why, position in the GlobalQueue, cluster, epoch, GPU product",
+		"The jobs of every kind submitted to Gantry queues: state and why, position in the GlobalQueue, cluster, epoch, GPU product",
 		`  kubectl gantry jobs                         # in the current namespace
   kubectl gantry jobs -A -l team=vision
-  kubectl gantry jobs -o wide                 # with GlobalQueue, GPUs and priority`,
+  kubectl gantry jobs -o wide                 # with GlobalQueue, GPUs and priority
+  kubectl gantry jobs -o yaml                 # the jobs themselves, of every kind, as one List`,
 		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
 			queued, _ := labels.NewRequirement(gantry.QueueLabel, selection.Exists, nil)
 			opts, ns, err := s.listOptions(o, *queued)
 			if err != nil {
 				return nil, nil, err
 			}
-			var jobs batchv1.JobList
-			if err := c.List(ctx, &jobs, opts...); err != nil {
-				return nil, nil, fmt.Errorf("listing Jobs on the hub: %w", err)
+			jobs, err := o.queuedJobs(ctx, c, ns, opts)
+			if err != nil {
+				return nil, nil, err
 			}
-			wls, err := workloadsOfJobs(ctx, c, jobs.Items, ns)
+			wls, err := workloadsOfJobs(ctx, c, jobs, ns)
 			if err != nil {
 				return nil, nil, err
 			}
 			rows, err := o.workloadRows(ctx, c, wls, ns)
-			return workloadsTable(view.JobRows(jobs.Items, rows), s.allNamespaces, o.now()), &jobs, err
+			return workloadsTable(view.JobRows(jobs, rows), s.allNamespaces, o.now()), jobList(jobs), err
 		})
+	cmd.Long = `jobs lists the jobs submitted to Gantry queues (label ` + gantry.QueueLabel + `) of every kind the hub
+serves: Jobs, JobSets, RayJobs and so on; a kind whose CRD is not installed on the hub has none. KIND
+says which each is; kubectl gantry explain KIND/NAME tells one's story.`
 	s.addFlags(cmd)
 	return cmd
 }
 
+// queuedJobs lists the jobs of every kind with opts. A kind the hub does not serve has none; the jobs of
+// a kind the user may not list are left out, and said.
+func (o *Options) queuedJobs(ctx context.Context, c client.Client, ns string, opts []client.ListOption) ([]client.Object, error) {
+	var jobs []client.Object
+	for _, k := range jobkind.All() {
+		list := k.NewList()
+		err := c.List(ctx, list, opts...)
+		switch {
+		case apimeta.IsNoMatchError(err):
+			continue
+		case apierrors.IsForbidden(err):
+			o.warn(fmt.Sprintf("%s are left out: you may not list them %s on the hub.", view.KindPlural(k), inNamespace(ns)))
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("listing %s on the hub: %w", view.KindPlural(k), err)
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			jobs = append(jobs, item.(client.Object))
+		}
+	}
+	return jobs, nil
+}
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return "in all namespaces"
+	}
+	return "in namespace " + ns
+}
+
+// jobList holds jobs of several kinds, as kubectl get prints them with -o yaml: a v1 List.
+func jobList(jobs []client.Object) *corev1.List {
+	list := &corev1.List{Items: make([]runtime.RawExtension, 0, len(jobs))}
+	for _, job := range jobs {
+		list.Items = append(list.Items, runtime.RawExtension{Object: job})
+	}
+	return list
+}
+
 // workloadsOfJobs reads the Workloads in ns (all namespaces when empty) that stand for the jobs.
-func workloadsOfJobs(ctx context.Context, c client.Client, jobs []batchv1.Job, ns string) ([]gantry.Workload, error) {
+func workloadsOfJobs(ctx context.Context, c client.Client, jobs []client.Object, ns string) ([]gantry.Workload, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -124,7 +174,7 @@ func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time) 
 	if withNamespace {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, column("Namespace", 0))
 	}
-	t.ColumnDefinitions = append(t.ColumnDefinitions, column("Name", 0), column("Queue", 0), column("GlobalQueue", 1),
+	t.ColumnDefinitions = append(t.ColumnDefinitions, column("Name", 0), column("Kind", 0), column("Queue", 0), column("GlobalQueue", 1),
 		column("State", 0), column("Reason", 0), column("Position", 0), column("Cluster", 0), column("Epoch", 0),
 		column("GPU product", 0), column("GPUs", 1), column("Priority", 1), column("Age", 0))
 	for _, r := range rows {
@@ -132,7 +182,7 @@ func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time) 
 		if withNamespace {
 			cells = append(cells, r.Namespace)
 		}
-		cells = append(cells, r.Name, r.Queue, dash(r.GlobalQueue), r.State, r.Reason, r.Position, dash(r.Cluster),
+		cells = append(cells, r.Name, string(r.Kind), r.Queue, dash(r.GlobalQueue), r.State, r.Reason, r.Position, dash(r.Cluster),
 			r.Epoch, dash(r.GPUProduct), r.GPUs, int64(r.Priority), duration.HumanDuration(now.Sub(r.Created)))
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells})
 	}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/view"
 )
 
 // The ConfigMap on the hub that says where its endpoint is, and its keys; the chart writes it when
@@ -45,25 +46,32 @@ type logsFlags struct {
 func newLogsCommand(o *Options) *cobra.Command {
 	var f logsFlags
 	cmd := &cobra.Command{
-		Use:   "logs JOB",
+		Use:   "logs [KIND/]NAME",
 		Short: "The logs of a job's pods, read from the worker cluster it runs on through the hub",
 		Long: `logs prints the logs of every container of the job's pods, each line prefixed with
 [pod/container], merged line by line as they come. The hub reads them on the worker cluster the job
 runs on, so you need no credentials for workers: the hub's endpoint takes the bearer token of your
 kubeconfig for the hub and shows the logs if you may read pod logs (get pods/log) in the job's
-namespace on the hub. A kubeconfig that authenticates with a client certificate only cannot be used:
-the endpoint takes tokens (a token, or an exec plugin that returns one).
+namespace on the hub and get the job itself (jobs.batch, jobsets.jobset.x-k8s.io, ... as its kind
+is). A kubeconfig that authenticates with a client certificate only cannot be used: the endpoint takes
+tokens (a token, or an exec plugin that returns one).
 The endpoint's address is read from the ConfigMap gantry-system/gantry-hub-endpoint on the hub (keys
 url and ca.crt), unless --hub-endpoint gives it.
-JOB is the name of the Job in the namespace.`,
+NAME is the name of the job in the namespace, of whichever kind has a job of that name; KIND/NAME
+says which kind's when several share it (jobset/train), as for kubectl gantry explain.`,
 		Example: `  kubectl gantry logs train-llm -n team-a
+  kubectl gantry logs jobset/train-llm --pod-set workers  # the pods of one replicated job
   kubectl gantry logs train-llm -f --tail 20            # the last 20 lines of each, then follow
   kubectl gantry logs train-llm --container trainer
   kubectl gantry logs train-llm --hub-endpoint https://gantry.example.com:8443 --hub-endpoint-ca ca.crt`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: jobNames(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.logs(cmd.Context(), args[0], f)
+			ref, err := view.ParseJobRef(args[0])
+			if err != nil {
+				return err
+			}
+			return o.logs(cmd.Context(), ref, f)
 		},
 	}
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "Go on printing lines as they are written, until the pods end or you stop it.")
@@ -77,7 +85,7 @@ JOB is the name of the Job in the namespace.`,
 
 // logs asks the hub's endpoint for the job's logs and copies them to Out until they end, the user stops
 // it, or the endpoint goes away.
-func (o *Options) logs(ctx context.Context, job string, f logsFlags) error {
+func (o *Options) logs(ctx context.Context, job view.JobRef, f logsFlags) error {
 	ns, err := o.namespace()
 	if err != nil {
 		return err
@@ -190,10 +198,13 @@ func loopbackHost(host string) bool {
 }
 
 // logsURL is the endpoint's URL for the job's logs with what the flags ask.
-func logsURL(base *url.URL, ns, job string, f logsFlags) *url.URL {
+func logsURL(base *url.URL, ns string, job view.JobRef, f logsFlags) *url.URL {
 	u := *base
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/logs/" + url.PathEscape(ns) + "/" + url.PathEscape(job)
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/logs/" + url.PathEscape(ns) + "/" + url.PathEscape(job.Name)
 	q := url.Values{}
+	if job.Kind != nil {
+		q.Set("kind", string(job.Kind.Name()))
+	}
 	if f.follow {
 		q.Set("follow", "true")
 	}

@@ -27,6 +27,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/internal/view"
 )
 
 // kubeconfigFile writes a kubeconfig for the hub whose user has the given lines, and returns its path.
@@ -236,17 +239,21 @@ func TestEndpointURL(t *testing.T) {
 
 func TestLogsURL(t *testing.T) {
 	base, _ := url.Parse("https://gantry.example.com/prefix/")
+	train := view.JobRef{Name: "train"}
 	cases := map[string]struct {
+		job  view.JobRef
 		f    logsFlags
 		want string
 	}{
-		"all lines":  {f: logsFlags{tail: -1}, want: "https://gantry.example.com/prefix/logs/team-a/train"},
-		"no lines":   {f: logsFlags{tail: 0}, want: "https://gantry.example.com/prefix/logs/team-a/train?tailLines=0"},
-		"everything": {f: logsFlags{tail: 3, follow: true, container: "c", podSet: "main"}, want: "https://gantry.example.com/prefix/logs/team-a/train?container=c&follow=true&podSet=main&tailLines=3"},
+		"all lines":  {job: train, f: logsFlags{tail: -1}, want: "https://gantry.example.com/prefix/logs/team-a/train"},
+		"no lines":   {job: train, f: logsFlags{tail: 0}, want: "https://gantry.example.com/prefix/logs/team-a/train?tailLines=0"},
+		"everything": {job: train, f: logsFlags{tail: 3, follow: true, container: "c", podSet: "main"}, want: "https://gantry.example.com/prefix/logs/team-a/train?container=c&follow=true&podSet=main&tailLines=3"},
+		"a kind named": {job: view.JobRef{Kind: jobkind.JobSet{}, Name: "train"}, f: logsFlags{tail: -1, podSet: "workers"},
+			want: "https://gantry.example.com/prefix/logs/team-a/train?kind=JobSet&podSet=workers"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := logsURL(base, "team-a", "train", tc.f).String(); got != tc.want {
+			if got := logsURL(base, "team-a", tc.job, tc.f).String(); got != tc.want {
 				t.Errorf("%s, want %s", got, tc.want)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/version"
 )
 
@@ -55,11 +56,12 @@ func (o *Options) namespace() (string, error) {
 	return ns, nil
 }
 
-// Scheme holds the kinds the commands read.
+// Scheme holds the kinds the commands read: Gantry's and every kind of job it dispatches.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = gantry.AddToScheme(s)
+	_ = jobkind.AddToScheme(s)
 	return s
 }
 

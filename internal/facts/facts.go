@@ -6,34 +6,48 @@ package facts
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/view"
 )
 
-// NotFoundError says the hub has neither a Job nor a Workload of that name.
-type NotFoundError struct{ Namespace, Name string }
-
-func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("no Job or Workload %s in namespace %s on the hub", e.Name, e.Namespace)
+// NotFoundError says the hub has no job (of the kind named, or of any kind) nor Workload of that name.
+type NotFoundError struct {
+	Namespace string
+	Ref       view.JobRef
 }
 
-// Explain reads what the hub knows of the Job (or Workload) name in ns and tells it (view.Explain).
-// What the reader may not read is left out and said; warn hears how positions were counted.
-func Explain(ctx context.Context, c client.Reader, ns, name string, now time.Time, warn func(string)) ([]string, error) {
-	wl, err := findWorkload(ctx, c, ns, name)
+func (e *NotFoundError) Error() string {
+	if e.Ref.Kind != nil {
+		return fmt.Sprintf("no %s %s in namespace %s on the hub", e.Ref.Kind.Name(), e.Ref.Name, e.Namespace)
+	}
+	var kinds []string
+	for _, k := range jobkind.All() {
+		kinds = append(kinds, string(k.Name()))
+	}
+	return fmt.Sprintf("no %s, nor Workload, named %s in namespace %s on the hub", strings.Join(kinds, ", "), e.Ref.Name, e.Namespace)
+}
+
+// Explain reads what the hub knows of the referenced job (or Workload) in ns and tells it
+// (view.Explain). What the reader may not read is left out and said; warn hears how positions were
+// counted.
+func Explain(ctx context.Context, c client.Reader, ns string, ref view.JobRef, now time.Time, warn func(string)) ([]string, error) {
+	wl, err := findWorkload(ctx, c, ns, ref)
 	if err != nil {
 		return nil, err
 	}
 	if wl == nil {
-		return explainWithoutWorkload(ctx, c, ns, name, now)
+		return explainWithoutWorkload(ctx, c, ns, ref, now)
 	}
 	f := view.Facts{Workload: wl, Now: now}
 	note := func(kind string, err error) error {
@@ -41,10 +55,11 @@ func Explain(ctx context.Context, c client.Reader, ns, name string, now time.Tim
 			f.Unreadable = append(f.Unreadable, kind)
 			return nil
 		}
-		return client.IgnoreNotFound(err)
+		return ignoreAbsent(err)
 	}
-	if err := note("Jobs", readOwnerJob(ctx, c, wl, &f)); err != nil {
-		return nil, fmt.Errorf("reading the Job of Workload %s/%s: %w", ns, wl.Name, err)
+	kind := jobkind.Of(wl)
+	if err := note(view.KindPlural(kind), readOwnerJob(ctx, c, wl, &f)); err != nil {
+		return nil, fmt.Errorf("reading the %s of Workload %s/%s: %w", kind.Name(), ns, wl.Name, err)
 	}
 	if err := note("Queues", readQueue(ctx, c, wl, &f)); err != nil {
 		return nil, fmt.Errorf("reading the Queue of Workload %s/%s: %w", ns, wl.Name, err)
@@ -63,35 +78,51 @@ func Explain(ctx context.Context, c client.Reader, ns, name string, now time.Tim
 	return view.Explain(f), nil
 }
 
-// findWorkload is the Workload of the Job name in ns, or the Workload of that name; nil when neither exists.
-func findWorkload(ctx context.Context, c client.Reader, ns, name string) (*gantry.Workload, error) {
+// ignoreAbsent ignores what is not there: an object not found, or a kind the hub does not serve (its
+// CRD is not installed).
+func ignoreAbsent(err error) error {
+	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
+}
+
+// findWorkload is the Workload of the referenced job in ns (view.PickWorkload), or, for a name without
+// a kind, the Workload of that name; nil when there is none.
+func findWorkload(ctx context.Context, c client.Reader, ns string, ref view.JobRef) (*gantry.Workload, error) {
 	var wls gantry.WorkloadList
-	if err := c.List(ctx, &wls, client.InNamespace(ns), client.MatchingLabels{gantry.JobNameLabel: name}); err != nil {
+	if err := c.List(ctx, &wls, client.InNamespace(ns), client.MatchingLabels{gantry.JobNameLabel: ref.Name}); err != nil {
 		return nil, fmt.Errorf("listing Workloads in %s on the hub: %w", ns, err)
 	}
-	if len(wls.Items) > 0 {
-		return &wls.Items[0], nil
+	if wl, err := view.PickWorkload(ns, ref, wls.Items); wl != nil || err != nil || ref.Kind != nil {
+		return wl, err
 	}
 	var wl gantry.Workload
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wl); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &wl); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("reading Workload %s/%s on the hub: %w", ns, name, err)
+		return nil, fmt.Errorf("reading Workload %s/%s on the hub: %w", ns, ref.Name, err)
 	}
 	return &wl, nil
 }
 
+// readOwnerJob reads the hub's job the Workload stands for: its controller, of the Workload's kind.
 func readOwnerJob(ctx context.Context, c client.Reader, wl *gantry.Workload, f *view.Facts) error {
+	kind := jobkind.Of(wl)
+	gvk := kind.GroupVersionKind()
 	ref := metav1.GetControllerOf(wl)
-	if ref == nil || ref.Kind != "Job" {
+	if ref == nil || ref.Kind != gvk.Kind {
 		return nil
 	}
-	var job batchv1.Job
-	if err := c.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: ref.Name}, &job); err != nil {
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != gvk.Group {
+		return nil
+	}
+	job := kind.New()
+	if err := c.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: ref.Name}, job); err != nil {
 		return err
 	}
-	f.Job = &job
+	f.Job = job
 	return nil
 }
 
@@ -135,24 +166,55 @@ func readClusters(ctx context.Context, c client.Reader, f *view.Facts) error {
 	return nil
 }
 
-// explainWithoutWorkload tells about a Job the hub has no Workload for, from its events.
-func explainWithoutWorkload(ctx context.Context, c client.Reader, ns, name string, now time.Time) ([]string, error) {
-	var job batchv1.Job
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &NotFoundError{Namespace: ns, Name: name}
-		}
-		return nil, fmt.Errorf("reading Job %s/%s on the hub: %w", ns, name, err)
+// explainWithoutWorkload tells about a job the hub has no Workload for, from its events.
+func explainWithoutWorkload(ctx context.Context, c client.Reader, ns string, ref view.JobRef, now time.Time) ([]string, error) {
+	kind, job, err := findJob(ctx, c, ns, ref)
+	if err != nil {
+		return nil, err
 	}
 	var events eventsv1.EventList
-	err := c.List(ctx, &events, client.InNamespace(ns))
+	err = c.List(ctx, &events, client.InNamespace(ns))
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("listing events in %s on the hub: %w", ns, err)
 	}
 	if err != nil {
-		return view.ExplainWithoutWorkload(&job, nil, false, now), nil
+		return view.ExplainWithoutWorkload(kind, job, nil, false, now), nil
 	}
-	return view.ExplainWithoutWorkload(&job, events.Items, true, now), nil
+	return view.ExplainWithoutWorkload(kind, job, events.Items, true, now), nil
+}
+
+// findJob reads the referenced job in ns: of the kind named, else of whichever kind has a job of that
+// name. A kind the hub does not serve has none; one the reader may not read is passed over while
+// another kind has the job.
+func findJob(ctx context.Context, c client.Reader, ns string, ref view.JobRef) (jobkind.Kind, client.Object, error) {
+	kinds := jobkind.All()
+	if ref.Kind != nil {
+		kinds = []jobkind.Kind{ref.Kind}
+	}
+	var found []jobkind.Kind
+	var job client.Object
+	var denied error
+	for _, k := range kinds {
+		obj := k.New()
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, obj)
+		switch {
+		case err == nil:
+			found, job = append(found, k), obj
+		case apierrors.IsForbidden(err):
+			denied = fmt.Errorf("reading %s %s/%s on the hub: %w", k.Name(), ns, ref.Name, err)
+		case ignoreAbsent(err) != nil:
+			return nil, nil, fmt.Errorf("reading %s %s/%s on the hub: %w", k.Name(), ns, ref.Name, err)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return found[0], job, nil
+	case len(found) > 1:
+		return nil, nil, &view.AmbiguousJobError{Namespace: ns, Name: ref.Name, Kinds: found}
+	case denied != nil:
+		return nil, nil, denied
+	}
+	return nil, nil, &NotFoundError{Namespace: ns, Ref: ref}
 }
 
 // Positions counts positions over every Workload the reader may list: all namespaces when allowed,

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -24,8 +24,9 @@ import (
 // is nil and named in Unreadable.
 type Facts struct {
 	Workload *gantry.Workload
-	// Job is the hub Job the Workload stands for, with the status the hub mirrors back from its cluster.
-	Job *batchv1.Job
+	// Job is the hub's job the Workload stands for, of its kind, with the status the hub mirrors back
+	// from its cluster.
+	Job client.Object
 	// Queue is nil when it does not exist; GlobalQueue when it does not exist or cannot be read.
 	Queue       *gantry.Queue
 	GlobalQueue *gantry.GlobalQueue
@@ -175,29 +176,6 @@ func pendingLines(f Facts, reason string) []string {
 			f.Position.Index, f.Position.Of, f.Position.GlobalQueue))
 	}
 	return lines
-}
-
-// jobStatusLines tell what the hub mirrored back of the Job on its cluster.
-func jobStatusLines(f Facts) []string {
-	if f.Job == nil {
-		return nil
-	}
-	st := f.Job.Status
-	lines := []string{fmt.Sprintf("  Job: %d active (%d ready), %d succeeded, %d failed",
-		st.Active, ptrValue(st.Ready), st.Succeeded, st.Failed)}
-	for _, c := range st.Conditions {
-		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed || c.Type == batchv1.JobSuspended) {
-			lines = append(lines, fmt.Sprintf("  Job %s %s ago: %s %s", c.Type, since(f.Now, c.LastTransitionTime.Time), c.Reason, c.Message))
-		}
-	}
-	return lines
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 func since(now, t time.Time) string {
@@ -396,7 +374,7 @@ func historyLines(f Facts) []string {
 		lines = append(lines, "  "+winnerLine(f))
 	}
 	if c := apimeta.FindStatusCondition(st.Conditions, gantry.WorkloadJobCreated); c != nil && c.Status == metav1.ConditionTrue {
-		lines = append(lines, fmt.Sprintf("  Job created on %s %s ago", st.ClusterName, since(f.Now, c.LastTransitionTime.Time)))
+		lines = append(lines, fmt.Sprintf("  %s created on %s %s ago", jobkind.Of(wl).Name(), st.ClusterName, since(f.Now, c.LastTransitionTime.Time)))
 	}
 	return lines
 }
@@ -419,27 +397,28 @@ func winnerLine(f Facts) string {
 	return line
 }
 
-// ExplainWithoutWorkload tells about a Job the hub made no Workload for: one not submitted to a queue,
-// one not seen yet, or one refused, with the warnings recorded on it. Without eventsRead (the reader may
-// not read events) it says where to look instead of guessing.
-func ExplainWithoutWorkload(job *batchv1.Job, events []eventsv1.Event, eventsRead bool, now time.Time) []string {
-	lines := []string{fmt.Sprintf("Job %s/%s has no Workload on the hub.", job.Namespace, job.Name)}
-	if _, ok := job.Labels[gantry.QueueLabel]; !ok {
+// ExplainWithoutWorkload tells about a job of kind k the hub made no Workload for: one not submitted to
+// a queue, one not seen yet, or one refused, with the warnings recorded on it. Without eventsRead (the
+// reader may not read events) it says where to look instead of guessing.
+func ExplainWithoutWorkload(k jobkind.Kind, job client.Object, events []eventsv1.Event, eventsRead bool, now time.Time) []string {
+	ns, name, queue := job.GetNamespace(), job.GetName(), job.GetLabels()[gantry.QueueLabel]
+	lines := []string{fmt.Sprintf("%s %s/%s has no Workload on the hub.", k.Name(), ns, name)}
+	if _, ok := job.GetLabels()[gantry.QueueLabel]; !ok {
 		return append(lines, "  It has no "+gantry.QueueLabel+" label, so Gantry does not dispatch it.")
 	}
 	if !eventsRead {
-		return append(lines, "  Its events are not shown here: kubectl describe job "+job.Name+" -n "+job.Namespace+
+		return append(lines, "  Its events are not shown here: kubectl describe "+KindRef(k)+" "+name+" -n "+ns+
 			" shows whether the hub refused it (InvalidJob) and why.")
 	}
 	var warnings []string
 	for _, e := range events {
-		if e.Regarding.Kind == "Job" && e.Regarding.Name == job.Name && e.Type == corev1.EventTypeWarning {
+		if e.Regarding.Kind == k.GroupVersionKind().Kind && e.Regarding.Name == name && e.Type == corev1.EventTypeWarning {
 			warnings = append(warnings, fmt.Sprintf("    %s ago: %s: %s", since(now, eventTime(&e)), e.Reason, e.Note))
 		}
 	}
 	if len(warnings) == 0 {
 		return append(lines, fmt.Sprintf("  Submitted %s ago to queue %s; the hub has not taken it up yet (is gantry-hub running?).",
-			since(now, job.CreationTimestamp.Time), job.Labels[gantry.QueueLabel]))
+			since(now, job.GetCreationTimestamp().Time), queue))
 	}
 	lines = append(lines, "  The hub refused it:")
 	return append(lines, warnings...)

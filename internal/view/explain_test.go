@@ -5,13 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // fleetFacts: GlobalQueue gpus over w1 (quota 16 GPUs, 8 used, 4 reserved; 24 of 32 A100s free) and w2
@@ -100,12 +104,12 @@ func TestExplain(t *testing.T) {
 				wl.Status.Evictions = []gantry.Eviction{{Cluster: "w1", Epoch: 1, Reason: gantry.ReasonPlacementTimeout,
 					Message: "1 of 2 pods not placed in 5m", Time: metav1.NewTime(t0.Add(5 * time.Minute))}}
 				f := fleetFacts(wl)
-				f.Job = &batchv1.Job{Status: batchv1.JobStatus{Active: 2}}
+				f.Job = &batchv1.Job{Status: batchv1.JobStatus{Active: 2, StartTime: ptr.To(metav1.NewTime(t0.Add(11 * time.Minute)))}}
 				return f
 			}(),
 			want: []string{
 				"State: Running on w2",
-				"  Job: 2 active (0 ready), 0 succeeded, 0 failed",
+				"  Job: running; 2 active (0 ready), 0 succeeded, 0 failed",
 				"  Evicted from w1 (epoch 1) 55m ago: PlacementTimeout: 1 of 2 pods not placed in 5m",
 				"  Won by w2 in epoch 2, 50m ago; GPU product H100; quota of GlobalQueue gpus",
 				"  Job created on w2 50m ago",
@@ -159,18 +163,36 @@ func TestExplainWithoutWorkload(t *testing.T) {
 		Reason: "InvalidJob", Note: "gantry.dev/gpu-products names a product twice", EventTime: metav1.NewMicroTime(t0)}
 	other := refused
 	other.Regarding.Name = "good"
-	got := ExplainWithoutWorkload(job, []eventsv1.Event{other, refused}, true, t0.Add(time.Minute))
+	got := ExplainWithoutWorkload(jobkind.Job{}, job, []eventsv1.Event{other, refused}, true, t0.Add(time.Minute))
 	want := "    60s ago: InvalidJob: gantry.dev/gpu-products names a product twice"
-	if !hasLine(got, want) || len(got) != 3 {
+	if !hasLine(got, want) || len(got) != 3 || got[0] != "Job a/bad has no Workload on the hub." {
 		t.Errorf("got:\n%s\nwant the one warning on the Job: %q", strings.Join(got, "\n"), want)
 	}
 	unlabelled := job.DeepCopy()
 	unlabelled.Labels = nil
-	if got := ExplainWithoutWorkload(unlabelled, nil, true, t0); !strings.Contains(strings.Join(got, "\n"), "does not dispatch it") {
+	if got := ExplainWithoutWorkload(jobkind.Job{}, unlabelled, nil, true, t0); !strings.Contains(strings.Join(got, "\n"), "does not dispatch it") {
 		t.Errorf("a Job without queue label: got %q", got)
 	}
-	if got := strings.Join(ExplainWithoutWorkload(job, nil, false, t0), "\n"); !strings.Contains(got, "kubectl describe job bad -n a") ||
+	if got := strings.Join(ExplainWithoutWorkload(jobkind.Job{}, job, nil, false, t0), "\n"); !strings.Contains(got, "kubectl describe job bad -n a") ||
 		strings.Contains(got, "not taken it up") {
 		t.Errorf("without events: got %q, want a pointer to the Job's events and no guess", got)
+	}
+}
+
+// A JobSet the hub refused is told from the warnings on the JobSet, not on a Job of its name.
+func TestExplainWithoutWorkloadOfAJobSet(t *testing.T) {
+	js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad", Labels: map[string]string{gantry.QueueLabel: "qa"},
+		CreationTimestamp: metav1.NewTime(t0)}}
+	onJobSet := eventsv1.Event{Regarding: corev1.ObjectReference{Kind: "JobSet", Name: "bad"}, Type: corev1.EventTypeWarning,
+		Reason: "InvalidJob", Note: "replicated job workers: no containers", EventTime: metav1.NewMicroTime(t0)}
+	onJob := onJobSet
+	onJob.Regarding.Kind, onJob.Note = "Job", "about a Job of that name"
+	got := ExplainWithoutWorkload(jobkind.JobSet{}, js, []eventsv1.Event{onJob, onJobSet}, true, t0.Add(time.Minute))
+	want := []string{"JobSet a/bad has no Workload on the hub.", "  The hub refused it:", "    60s ago: InvalidJob: replicated job workers: no containers"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := strings.Join(ExplainWithoutWorkload(jobkind.JobSet{}, js, nil, false, t0), "\n"); !strings.Contains(got, "kubectl describe jobset bad -n a") {
+		t.Errorf("without events: got %q, want a pointer to the JobSet's events", got)
 	}
 }

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // States of a workload as kubectl gantry shows them.
@@ -27,7 +28,9 @@ const (
 // WorkloadRow is one job as kubectl gantry jobs and workloads show it.
 type WorkloadRow struct {
 	Namespace, Name string
-	Queue           string
+	// Kind is the job's kind: Job, JobSet, ...
+	Kind  gantry.JobKind
+	Queue string
 	// GlobalQueue is the one whose quota the workload uses or waits for; empty when its Queue is unknown.
 	GlobalQueue string
 	// State is one of the State constants; Reason says why it is in it.
@@ -143,7 +146,7 @@ func Workloads(wls []gantry.Workload, queues []gantry.Queue, positions map[strin
 			gq = globalOf[wl.Namespace+"/"+wl.Spec.QueueName]
 		}
 		rows = append(rows, WorkloadRow{
-			Namespace: wl.Namespace, Name: JobOrWorkloadName(wl), Queue: wl.Spec.QueueName, GlobalQueue: gq,
+			Namespace: wl.Namespace, Name: JobOrWorkloadName(wl), Kind: jobkind.Of(wl).Name(), Queue: wl.Spec.QueueName, GlobalQueue: gq,
 			State: state, Reason: reason, Position: positions[wl.Namespace+"/"+wl.Name].String(),
 			Cluster: wl.Status.ClusterName, Epoch: wl.Status.DispatchEpoch, GPUProduct: gpuProductOf(wl),
 			GPUs: dispatch.GPUDemandOf(&wl.Spec).Total, Priority: wl.Spec.Priority, Created: wl.CreationTimestamp.Time,
@@ -175,24 +178,27 @@ func gpuProductOf(wl *gantry.Workload) string {
 	return strings.Join(products, ",")
 }
 
-// ReasonNoWorkload: the hub has no Workload for a Job. It has not seen the Job yet, or refused it; the
-// Job's events say why, and kubectl gantry explain shows them.
+// ReasonNoWorkload: the hub has no Workload for a job. It has not seen the job yet, or refused it; the
+// job's events say why, and kubectl gantry explain shows them.
 const ReasonNoWorkload = "NoWorkload"
 
-// JobRows is one row per Job, sorted by namespace and name: the row of its Workload, or a pending row
-// saying it has none.
-func JobRows(jobs []batchv1.Job, workloadRows []WorkloadRow) []WorkloadRow {
+// JobRows is one row per job, of any kind Gantry dispatches, sorted by namespace, name and kind: the
+// row of its Workload, or a pending row saying it has none.
+func JobRows(jobs []client.Object, workloadRows []WorkloadRow) []WorkloadRow {
 	byJob := make(map[string]WorkloadRow, len(workloadRows))
 	for _, r := range workloadRows {
-		byJob[r.Namespace+"/"+r.Name] = r
+		byJob[r.Namespace+"/"+string(r.Kind)+"/"+r.Name] = r
 	}
 	rows := make([]WorkloadRow, 0, len(jobs))
-	for i := range jobs {
-		job := &jobs[i]
-		r, ok := byJob[job.Namespace+"/"+job.Name]
+	for _, job := range jobs {
+		k, ok := jobkind.ForObject(job)
 		if !ok {
-			r = WorkloadRow{Namespace: job.Namespace, Name: job.Name, Queue: job.Labels[gantry.QueueLabel],
-				State: StatePending, Reason: ReasonNoWorkload, Position: "-", Created: job.CreationTimestamp.Time}
+			continue
+		}
+		r, ok := byJob[job.GetNamespace()+"/"+string(k.Name())+"/"+job.GetName()]
+		if !ok {
+			r = WorkloadRow{Namespace: job.GetNamespace(), Name: job.GetName(), Kind: k.Name(), Queue: job.GetLabels()[gantry.QueueLabel],
+				State: StatePending, Reason: ReasonNoWorkload, Position: "-", Created: job.GetCreationTimestamp().Time}
 		}
 		rows = append(rows, r)
 	}
@@ -205,6 +211,9 @@ func sortRows(rows []WorkloadRow) {
 		if rows[a].Namespace != rows[b].Namespace {
 			return rows[a].Namespace < rows[b].Namespace
 		}
-		return rows[a].Name < rows[b].Name
+		if rows[a].Name != rows[b].Name {
+			return rows[a].Name < rows[b].Name
+		}
+		return rows[a].Kind < rows[b].Kind
 	})
 }

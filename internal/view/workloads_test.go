@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -117,20 +119,56 @@ func TestWorkloadsAndJobRows(t *testing.T) {
 	queues := []gantry.Queue{queue("a", "qa", "gpus")}
 	rows := Workloads(wls, queues, Positions(wls, queues))
 	want := []WorkloadRow{
-		{Namespace: "a", Name: "eval", Queue: "qa", GlobalQueue: "gpus", State: StatePending, Reason: gantry.ReasonWaitingForCapacity,
+		{Namespace: "a", Name: "eval", Kind: gantry.JobKindJob, Queue: "qa", GlobalQueue: "gpus", State: StatePending, Reason: gantry.ReasonWaitingForCapacity,
 			Position: "1/1", GPUs: 1, Created: t0.Add(time.Minute)},
-		{Namespace: "a", Name: "train", Queue: "qa", GlobalQueue: "gpus", State: StateRunning, Reason: gantry.ReasonAdmittedByCluster,
+		{Namespace: "a", Name: "train", Kind: gantry.JobKindJob, Queue: "qa", GlobalQueue: "gpus", State: StateRunning, Reason: gantry.ReasonAdmittedByCluster,
 			Position: "-", Cluster: "w1", Epoch: 2, GPUProduct: "H100", GPUs: 16, Created: t0},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("Workloads (-want +got):\n%s", diff)
 	}
-	jobs := []batchv1.Job{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "train"}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad", Labels: map[string]string{gantry.QueueLabel: "qa"}}},
+	jobs := []client.Object{
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "train"}},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad", Labels: map[string]string{gantry.QueueLabel: "qa"}}},
 	}
 	got := JobRows(jobs, rows)
 	if len(got) != 2 || got[0].Name != "bad" || got[0].Reason != ReasonNoWorkload || got[0].Queue != "qa" || got[1].Cluster != "w1" {
 		t.Errorf("JobRows = %+v, want the refused Job without Workload, then train on w1", got)
+	}
+}
+
+// A Job and a JobSet of the same name are two rows, each with its own Workload's, or none.
+func TestJobRowsOfSeveralKinds(t *testing.T) {
+	wls := []gantry.Workload{
+		*with(workload("a", "train", "qa", 0, 2, 8), won("w1", true)),
+		*with(workload("a", "train", "qa", 1, 3, 1), func(w *gantry.Workload) {
+			w.Name, w.Spec.JobKind = "jobset-train", gantry.JobKindJobSet
+			pending(gantry.ReasonWaitingForQuota, "")(w)
+		}),
+	}
+	queues := []gantry.Queue{queue("a", "qa", "gpus")}
+	rows := Workloads(wls, queues, Positions(wls, queues))
+	jobs := []client.Object{
+		&jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "train"}},
+		&jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "refused", Labels: map[string]string{gantry.QueueLabel: "qa"}}},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "train"}},
+	}
+	type row struct {
+		Name   string
+		Kind   gantry.JobKind
+		Reason string
+		GPUs   int64
+	}
+	var got []row
+	for _, r := range JobRows(jobs, rows) {
+		got = append(got, row{r.Name, r.Kind, r.Reason, r.GPUs})
+	}
+	want := []row{
+		{"refused", gantry.JobKindJobSet, ReasonNoWorkload, 0},
+		{"train", gantry.JobKindJob, gantry.ReasonAdmittedByCluster, 16},
+		{"train", gantry.JobKindJobSet, gantry.ReasonWaitingForQuota, 3},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JobRows (-want +got):\n%s", diff)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -92,6 +96,96 @@ func TestKubectlGantryExplainsWhyJobsWait(t *testing.T) {
 	}
 }
 
+// TestKubectlGantryListsAndExplainsJobsOfEveryKind runs a JobSet and a Job of the same name, train,
+// through the hub: kubectl gantry jobs lists both with their kinds (and -o yaml prints both objects),
+// explain asks which is meant and tells each one's story given its kind, the JobSet's as its mirrored
+// status says; the dispatcher's Events are on the JobSet.
+func TestKubectlGantryListsAndExplainsJobsOfEveryKind(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "e2e-cli-kinds")
+	dumpOnFailure(t, ns)
+	js := submitJobSet(t, ns, "train", "2s")
+	submit(t, makeJob(ns, "train").gpus(1).runsFor("10m").obj())
+	// Each kind's Workload: the Job's running, the JobSet's finished.
+	eventually(t, "the Job running and the JobSet finished", 3*time.Minute, 500*time.Millisecond, func() error {
+		for name, condition := range map[string]string{"job-train": gantry.WorkloadJobCreated, "jobset-train": gantry.WorkloadFinished} {
+			var wl gantry.Workload
+			if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wl); err != nil {
+				return err
+			}
+			if !apimeta.IsStatusConditionTrue(wl.Status.Conditions, condition) {
+				return fmt.Errorf("Workload %s: no %s yet: %s", name, condition, conditions(wl.Status.Conditions))
+			}
+		}
+		return nil
+	})
+
+	rows := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(kubectlGantry(t, "jobs", "-n", ns)), "\n")[1:] {
+		f := strings.Fields(l)
+		rows[f[0]+" "+f[1]] = strings.Join(f[2:5], " ")
+	}
+	want := map[string]string{"train Job": "default Running " + gantry.ReasonAdmittedByCluster, "train JobSet": "default Finished " + gantry.ReasonJobSucceeded}
+	if !maps.Equal(rows, want) {
+		t.Errorf("kubectl gantry jobs: rows %v, want %v", rows, want)
+	}
+	if out := kubectlGantry(t, "jobs", "-n", ns, "-o", "yaml"); !strings.Contains(out, "kind: List") ||
+		!strings.Contains(out, "kind: JobSet") || !strings.Contains(out, "kind: Job\n") {
+		t.Errorf("kubectl gantry jobs -o yaml does not hold both jobs:\n%s", out)
+	}
+
+	if _, stderr, err := kubectlGantryResult("explain", "train", "-n", ns); err == nil || !strings.Contains(stderr, "name one, as job/train or jobset/train") {
+		t.Errorf("kubectl gantry explain train: %v, want it to ask which kind's:\n%s", err, stderr)
+	}
+	for ref, lines := range map[string][]string{
+		"jobset/train": {"JobSet " + ns + "/train (Workload jobset-train)", "State: Finished (" + gantry.ReasonJobSucceeded + ")", "  JobSet: succeeded",
+			"  JobSet Completed ", "  JobSet created on worker-"},
+		"job/train": {"Job " + ns + "/train (Workload job-train)", "  Job: running; 1 active"},
+	} {
+		out := kubectlGantry(t, "explain", ref, "-n", ns)
+		for _, line := range lines {
+			if !strings.Contains(out, line) {
+				t.Errorf("kubectl gantry explain %s says no %q:\n%s", ref, line, out)
+			}
+		}
+	}
+
+	var events eventsv1.EventList
+	if err := tb.Hub.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]bool{}
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "JobSet" && e.Regarding.Name == js.Name && e.Regarding.UID == js.UID {
+			reasons[e.Reason] = true
+		}
+	}
+	if !reasons["Dispatched"] || !reasons["Admitted"] {
+		t.Errorf("the dispatcher's Events on the JobSet: %v, want Dispatched and Admitted", reasons)
+	}
+}
+
+// submitJobSet creates on the hub a queued JobSet name in ns: a driver of one pod and workers of two,
+// each asking for a GPU and running for runsFor. It is deleted when the test ends.
+func submitJobSet(t *testing.T, ns, name, runsFor string) *jobset.JobSet {
+	t.Helper()
+	replicated := func(rj string, pods int32) jobset.ReplicatedJob {
+		tpl := makeJob(ns, rj).pods(pods).gpus(1).runsFor(runsFor).obj()
+		return jobset.ReplicatedJob{Name: rj, Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: tpl.Spec}}
+	}
+	js := &jobset.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{gantry.QueueLabel: queueName}},
+		Spec:       jobset.JobSetSpec{ReplicatedJobs: []jobset.ReplicatedJob{replicated("driver", 1), replicated("workers", 2)}},
+	}
+	if err := tb.Hub.Client.Create(context.Background(), js); err != nil {
+		t.Fatalf("submitting JobSet %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = tb.Hub.Client.Delete(context.Background(), js, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
+	return js
+}
+
 // createTightQueue creates GlobalQueue tight (8 GPUs on worker-1, 64 on worker-2) for namespace ns only,
 // and its Queue there.
 func createTightQueue(t *testing.T, ns string) {
@@ -134,18 +228,24 @@ func waitForPending(t *testing.T, ns, job, reason, typ string) {
 // kubectlGantry runs bin/kubectl-gantry (make build) against the hub as its administrator.
 func kubectlGantry(t *testing.T, args ...string) string {
 	t.Helper()
+	out, stderr, err := kubectlGantryResult(args...)
+	if err != nil {
+		t.Fatalf("kubectl gantry %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return out
+}
+
+// kubectlGantryResult runs bin/kubectl-gantry as the hub's administrator, and says how it went.
+func kubectlGantryResult(args ...string) (string, string, error) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
 	cmd := exec.Command(filepath.Join(root, "bin", "kubectl-gantry"), append([]string{"--kubeconfig", filepath.Join(tb.Dir, "hub.kubeconfig")}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl gantry %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
+	return string(out), stderr.String(), err
 }
 
 // checkGolden compares a table with testdata/NAME.golden, word by word and without its last column

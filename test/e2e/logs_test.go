@@ -27,7 +27,7 @@ import (
 
 // TestLogsOfAJobStreamFromItsWorkerThroughTheHub runs a job of two pods on a worker and reads their
 // logs with kubectl gantry logs as a tenant whose kubeconfig holds nothing but a token of a
-// ServiceAccount allowed to read pod logs in its namespace on the hub: every line of the worker's kwok
+// ServiceAccount allowed to read pod logs and get Jobs in its namespace on the hub: every line of the worker's kwok
 // log file comes out prefixed by pod and container. Another tenant's token gets 403, no token 401, a
 // token the hub does not know 401; with -f, a line appended to the log file comes out within seconds;
 // a standby hub replica serves the same logs.
@@ -74,6 +74,82 @@ func TestLogsOfAJobStreamFromItsWorkerThroughTheHub(t *testing.T) {
 
 	followAppendedLine(t, tenant, job.Name, ns, pods)
 	standbyServesLogs(t, tenant, job.Name, ns, pods)
+}
+
+// TestLogsOfAJobSetStreamFromItsWorkerThroughTheHub reads the logs of a JobSet's pods (a driver and
+// two workers, each in a Job the JobSet controller made) as a tenant who may read pod logs and get
+// JobSets in its namespace: every pod's lines come out, those of one pod set alone with --pod-set; a
+// tenant who may read pod logs and get Jobs, but not JobSets, gets 403.
+func TestLogsOfAJobSetStreamFromItsWorkerThroughTheHub(t *testing.T) {
+	ns := newNamespace(t, "e2e-logs-jobset")
+	dumpOnFailure(t, ns)
+	reader := tokenWithRules(t, ns, "reader", false,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: []string{"get"}})
+	jobsReader := logsTenant(t, ns, "jobs-reader")
+	submitJobSet(t, ns, "train", "10m")
+	pods := runningPodsOf(t, ns, "train", 3)
+
+	lines := logFileLines(t)
+	want := func(podSet string) map[string][]string {
+		out := map[string][]string{}
+		for name, set := range pods {
+			if podSet == "" || set == podSet {
+				out["["+name+"/train] "] = lines
+			}
+		}
+		return out
+	}
+	for _, args := range [][]string{{"jobset/train"}, {"train"}, {"jobset/train", "--pod-set", "workers"}} {
+		podSet := ""
+		if len(args) == 3 {
+			podSet = args[2]
+		}
+		out, stderr, err := kubectlGantryAs(t, reader, append([]string{"logs", "-n", ns}, args...)...)
+		if err != nil {
+			t.Fatalf("kubectl gantry logs %v: %v\n%s", args, err, stderr)
+		}
+		if got := linesByPrefix(t, out); !mapsEqual(got, want(podSet)) {
+			t.Errorf("kubectl gantry logs %v printed\n%s\nwant the log file's lines from each of %v", args, out, want(podSet))
+		}
+	}
+	if _, stderr, err := kubectlGantryAs(t, jobsReader, "logs", "jobset/train", "-n", ns); err == nil ||
+		!strings.Contains(stderr, "403 Forbidden: system:serviceaccount:"+ns+":jobs-reader may not get jobsets.jobset.x-k8s.io train in namespace "+ns) {
+		t.Errorf("a tenant who may not get JobSets: %v\n%s", err, stderr)
+	}
+}
+
+// runningPodsOf waits until the n pods of the job's Workload run on its winner, and returns their pod
+// sets by pod name: the pods are found as the hub finds them, by the Workload's UID.
+func runningPodsOf(t *testing.T, ns, job string, n int) map[string]string {
+	t.Helper()
+	pods := map[string]string{}
+	eventually(t, "the pods of "+job+" running on its worker", 2*time.Minute, 250*time.Millisecond, func() error {
+		var wl gantry.WorkloadList
+		if err := tb.Hub.Client.List(context.Background(), &wl, client.InNamespace(ns), client.MatchingLabels{gantry.JobNameLabel: job}); err != nil {
+			return err
+		}
+		if len(wl.Items) != 1 || wl.Items[0].Status.ClusterName == "" {
+			return fmt.Errorf("no winner yet")
+		}
+		var list corev1.PodList
+		if err := tb.Worker(wl.Items[0].Status.ClusterName).Client.List(context.Background(), &list, client.InNamespace(ns),
+			client.MatchingLabels{gantry.WorkloadUIDLabel: string(wl.Items[0].UID)}); err != nil {
+			return err
+		}
+		clear(pods)
+		for _, p := range list.Items {
+			if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s is %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName)
+			}
+			pods[p.Name] = p.Labels[gantry.PodSetLabel]
+		}
+		if len(pods) != n {
+			return fmt.Errorf("%d pods, want %d", len(pods), n)
+		}
+		return nil
+	})
+	return pods
 }
 
 // standbyServesLogs starts a second hub replica, a standby, which holds no connection to the workers,
@@ -169,10 +245,12 @@ func followAppendedLine(t *testing.T, token, job, ns string, pods []string) {
 	_ = cmd.Wait()
 }
 
-// logsTenant creates a ServiceAccount in ns that may read pod logs there, and returns a token of it.
+// logsTenant creates a ServiceAccount in ns that may read pod logs and get Jobs there (the logs of a
+// job are for those who may read it), and returns a token of it.
 func logsTenant(t *testing.T, ns, name string) string {
 	t.Helper()
-	return tokenWithRules(t, ns, name, false, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}})
+	return tokenWithRules(t, ns, name, false, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}})
 }
 
 // logsKubeconfig writes a kubeconfig for the hub whose user has only the token (none when empty).

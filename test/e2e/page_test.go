@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -83,6 +84,61 @@ func TestTheHubPageShowsTheFleetLive(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "job")
+}
+
+// TestTheHubPageShowsAJobSetToAReaderOfJobSets: a tenant who may list and get JobSets in its namespace,
+// but not Jobs, sees its running JobSet on the overview with its kind and reads its story on its page;
+// a Job next to it stays hidden and its page is refused.
+func TestTheHubPageShowsAJobSetToAReaderOfJobSets(t *testing.T) {
+	endpoint := hubEndpoint(t)
+	ns := newNamespace(t, "e2e-page-kinds")
+	dumpOnFailure(t, ns)
+	tenant := tokenWithRules(t, ns, "jobset-reader", false,
+		rbacv1.PolicyRule{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: []string{"get", "list"}})
+	submitJobSet(t, ns, "train", "10m")
+	submit(t, makeJob(ns, "plain").gpus(1).runsFor("10m").obj())
+	waitForPending(t, ns, "train", "", gantry.WorkloadJobCreated)
+	waitForPending(t, ns, "plain", "", gantry.WorkloadJobCreated)
+
+	code, overview := bodyOf(t, endpoint+"/fragment/", tenant)
+	for _, want := range []string{`data-name="` + ns + `/train" data-kind="JobSet"`, `href="/jobs/` + ns + `/jobset/train"`} {
+		if code != http.StatusOK || !strings.Contains(overview, want) {
+			t.Errorf("the tenant's overview (%d) has no %q:\n%s", code, want, overview)
+		}
+	}
+	if strings.Contains(overview, ns+"/plain") {
+		t.Errorf("the overview shows a Job to a tenant who may not list Jobs:\n%s", overview)
+	}
+	// The JobSet's status comes back from its worker once its pods run.
+	eventually(t, "the JobSet's page telling it runs", time.Minute, 250*time.Millisecond, func() error {
+		code, story := bodyOf(t, endpoint+"/jobs/"+ns+"/jobset/train", tenant)
+		for _, want := range []string{"JobSet " + ns + "/train (Workload jobset-train)", "State: Running on worker-", "  JobSet: running"} {
+			if code != http.StatusOK || !strings.Contains(story, want) {
+				return fmt.Errorf("the page (%d) says no %q:\n%s", code, want, story)
+			}
+		}
+		return nil
+	})
+	if code, body := bodyOf(t, endpoint+"/jobs/"+ns+"/plain", tenant); code != http.StatusForbidden || !strings.Contains(body, "jobs.batch") {
+		t.Errorf("a Job's page for a tenant who may not get Jobs: %d %q, want 403", code, body)
+	}
+}
+
+// bodyOf is the status and body of a GET of url with the bearer token.
+func bodyOf(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }
 
 // hubEndpoint is the URL of the hub's endpoint, from the ConfigMap kubectl gantry reads it from.
