@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Tears down the local testbed made by hack/dev-up.sh: stops gantry-hub and the
-# agents, deletes the three kwok clusters and removes .dev/ (or GANTRY_DEV_DIR, the
-# same directory hack/dev-up.sh used).
+# Tears down the local testbed made by hack/dev-up.sh: stops the processes it started
+# (gantry-hub, the agents, the workers' JobSet controllers and KubeRay operators: every
+# pid file in pids/), deletes the three kwok clusters and removes .dev/ (or
+# GANTRY_DEV_DIR, the same directory hack/dev-up.sh used).
 #
 # Usage: hack/dev-down.sh   (make dev-down)
 # Safe after a dev-up that failed halfway, and when nothing is up at all. Never
@@ -38,7 +39,7 @@ stop_pidfile() {
   rm -f "${pidfile}"
 }
 
-# 1. Gantry processes first, so they do not log errors about vanishing clusters.
+# 1. Processes first, so they do not log errors about vanishing clusters.
 shopt -s nullglob
 for pidfile in "${DEV}"/pids/*.pid; do
   log "stopping $(basename "${pidfile}" .pid)"

@@ -4,11 +4,12 @@
 # `kwokctl --runtime binary`, with fake GPU nodes, CRDs, a least-privilege hub
 # identity on each worker, and gantry-hub / gantry-agent running as local processes.
 # Each worker also runs the JobSet controller (sigs.k8s.io/jobset) with its admission
-# webhooks; the hub has the JobSet CRD only (section 4).
+# webhooks (section 4) and the KubeRay operator (github.com/ray-project/kuberay/ray-operator)
+# without webhooks (section 5); the hub has their CRDs only.
 #
 # Usage: hack/dev-up.sh [--no-gantry]   (make dev-up)
 #        hack/dev-down.sh                 (make dev-down) tears it all down.
-#   --no-gantry  clusters, nodes, CRDs (if generated), JobSet and hub access only: builds
+#   --no-gantry  clusters, nodes, CRDs (if generated), JobSet, KubeRay and hub access only: builds
 #                and starts no Gantry process and creates no hub objects (for tests
 #                that run the hub and agents themselves).
 # Everything lives under .dev/ in the repo root (or GANTRY_DEV_DIR); the user's
@@ -19,10 +20,11 @@
 # Environment:
 #   GANTRY_CACHE        tool cache (see hack/install-tools.sh)
 #   GANTRY_DEV_DIR      directory of this testbed (default .dev in the repo root)
-#   GANTRY_DEV_PORT     first of sixteen loopback ports (default 18080): metrics and health of the hub
+#   GANTRY_DEV_PORT     first of twenty loopback ports (default 18080): metrics and health of the hub
 #                       and agents on +0 to +5, the hub's endpoint (kubectl gantry logs, the page) on +9,
 #                       the JobSet controllers' webhook, metrics and health on +10 to +12 (worker-1)
-#                       and +13 to +15 (worker-2)
+#                       and +13 to +15 (worker-2), the KubeRay operators' metrics and health on +16
+#                       and +17 (worker-1) and +18 and +19 (worker-2)
 #   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 #   GANTRY_AGENT_FLAGS  extra flags for both gantry-agents, e.g. "--placement-timeout=30s"
@@ -60,6 +62,8 @@ BIN=$("${ROOT}/hack/install-tools.sh" | tail -n1)
 [[ -x "${BIN}/kwokctl" ]] || die "hack/install-tools.sh did not produce ${BIN}/kwokctl"
 [[ -x "${BIN}/jobset-controller-manager" && -d "${BIN}/jobset" ]] \
   || die "hack/install-tools.sh did not produce ${BIN}/jobset-controller-manager and ${BIN}/jobset/"
+[[ -x "${BIN}/kuberay-operator" && -d "${BIN}/kuberay/crd" ]] \
+  || die "hack/install-tools.sh did not produce ${BIN}/kuberay-operator and ${BIN}/kuberay/crd/"
 
 mkdir -p "${DEV}/logs" "${DEV}/pids" "${DEV}/kwok" "${DEV}/jobset"
 printf '*\n' > "${DEV}/.gitignore"   # keep .dev/ out of git even without a root entry
@@ -97,20 +101,27 @@ stop_process() {
   rm -f "${pidfile}"
 }
 
+# launch NAME HEALTH_PORT CMD...: runs CMD in the background, logging to logs/NAME.log, with its pid in
+# pids/NAME.pid and the port of its /healthz and /readyz (which CMD's own flags set) for wait_healthy.
+launch() {
+  local name=$1 hport=$2
+  shift 2
+  stop_process "${DEV}/pids/${name}.pid"
+  echo "=== $(date -u +%FT%TZ) $*" >>"${DEV}/logs/${name}.log"
+  # setsid: detached from the calling terminal, so a Ctrl-C there does not reach it.
+  setsid "$@" >>"${DEV}/logs/${name}.log" 2>&1 </dev/null &
+  echo $! > "${DEV}/pids/${name}.pid"
+  echo "${hport}" > "${DEV}/pids/${name}.health-port"
+}
+
 # start_process NAME METRICS_PORT HEALTH_PORT CMD...   (CMD takes --metrics-bind-address and
 # --health-probe-bind-address, as Gantry's programs and the JobSet controller do)
 start_process() {
   local name=$1 mport=$2 hport=$3
   shift 3
-  stop_process "${DEV}/pids/${name}.pid"
-  echo "=== $(date -u +%FT%TZ) $*" >>"${DEV}/logs/${name}.log"
-  # setsid: detached from the calling terminal, so a Ctrl-C there does not reach it.
-  setsid "$@" \
+  launch "${name}" "${hport}" "$@" \
     --metrics-bind-address "127.0.0.1:${mport}" \
-    --health-probe-bind-address "127.0.0.1:${hport}" \
-    >>"${DEV}/logs/${name}.log" 2>&1 </dev/null &
-  echo $! > "${DEV}/pids/${name}.pid"
-  echo "${hport}" > "${DEV}/pids/${name}.health-port"
+    --health-probe-bind-address "127.0.0.1:${hport}"
 }
 
 # Waits (bounded) until NAME answers /healthz and /readyz.
@@ -142,6 +153,7 @@ Gantry testbed is up.
   worker-2:  ${DEV}/worker-2.kubeconfig  (etcd $(cat "${DEV}/worker-2.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[2]})
   logs:      ${DEV}/logs/
   JobSet:    the controller and its webhooks on each worker (logs/jobset-controller-N.log); the hub has the CRD only
+  KubeRay:   the operator on each worker, no webhooks (logs/kuberay-operator-N.log); the hub has the CRDs only
   endpoint:  http://127.0.0.1:$((PORT_BASE + 9))  (the live page: log in with a token; kubectl gantry logs JOB, pods' logs from ${DEV}/job-logs.log)
   kubectl:   ${KUBECTL}
 
@@ -151,6 +163,8 @@ Submit a job to the hub: a batch/v1 Job in namespace default labelled
 gantry.dev/queue-name: default (examples: hack/testbed/sample-jobs.yaml), e.g.
   kubectl apply -f hack/testbed/sample-jobs.yaml
   kubectl get workloads.gantry.dev -L gantry.dev/job-name
+A RayJob goes the same way (KubeRay runs it on the worker; kwok's pods run no Ray, so it stays Running):
+  kubectl apply -f hack/testbed/sample-rayjob.yaml
 Tear down with: hack/dev-down.sh
 EOF
 }
@@ -260,9 +274,24 @@ for n in "${WORKERS[@]}"; do
 done
 log "fake GPU nodes ready"
 
+# install_crd FILE KUBECTL_FUNCTION [N]: applies the CRD in FILE and waits (bounded) until it is
+# Established (kubectl wait fails on a CRD that has no status yet). Server-side: these CRDs are too
+# large for the last-applied annotation of a client-side apply.
+install_crd() {
+  local file=$1 crd deadline=$((SECONDS + TIMEOUT))
+  shift
+  crd=$("$@" apply --server-side --force-conflicts -f "${file}" -o name) || return 1
+  # Before the CRD has conditions, kubectl's filter fails (noisily): that only means "not yet".
+  until [[ "$("$@" get "${crd}" \
+      -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == True ]]; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+
 # --- 4. JobSet -----------------------------------------------------------------
 # The JobSet CRD of the sigs.k8s.io/jobset module goes on the hub and on every worker, before the hub's
-# admission policies (section 5), which match JobSets. Only the workers run the JobSet controller:
+# admission policies (section 6), which match JobSets. Only the workers run the JobSet controller:
 # JobSets submitted to the hub are Gantry's to dispatch (spec.managedBy), and neither JobSet's controller
 # nor its webhooks run there.
 # On a worker the controller serves its admission webhooks (defaulting and validation of JobSets, and of
@@ -333,18 +362,7 @@ wait_jobset_webhooks() {
 
 jobset_start=${SECONDS}
 JOBSET_CRD="${BIN}/jobset/crd/jobset.x-k8s.io_jobsets.yaml"
-# install_jobset_crd KUBECTL_FUNCTION [N]: applies the JobSet CRD and waits (bounded) until it is
-# Established (kubectl wait fails on a CRD that has no status yet).
-install_jobset_crd() {
-  local deadline=$((SECONDS + TIMEOUT))
-  "$@" apply --server-side --force-conflicts -f "${JOBSET_CRD}" >/dev/null || return 1
-  # Before the CRD has conditions, kubectl's filter fails (noisily): that only means "not yet".
-  until [[ "$("$@" get crd jobsets.jobset.x-k8s.io \
-      -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == True ]]; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
+install_jobset_crd() { install_crd "${JOBSET_CRD}" "$@"; }
 # One cluster after the other: the CRD is large (over 800 kB), and the API servers compete for the
 # CPUs while they take it in, so installing it in parallel is no faster. The hub's comes last, while
 # the workers' controllers start.
@@ -394,7 +412,53 @@ for n in "${WORKERS[@]}"; do
 done
 log "JobSet CRD on the hub and the workers; JobSet controllers and webhooks serving on the workers ($((SECONDS - jobset_start))s)"
 
-# --- 5. CRDs and hub manifests -----------------------------------------------
+# --- 5. KubeRay ----------------------------------------------------------------
+# The CRDs of the KubeRay module (RayCluster, RayJob, RayService) go on the hub and on every worker, before
+# the hub's admission policies (section 6), which match RayJobs. Only the workers run the KubeRay operator:
+# a RayJob submitted to the hub is Gantry's to dispatch, held there by spec.suspend, and no operator
+# runs there. The operator on a worker runs with
+#   - ENABLE_WEBHOOKS=false: its one webhook (validation of RayClusters) would need a certificate and a
+#     webhook configuration; the CRDs' schemas still validate, and the operator validates each RayJob
+#     itself (a bad one ends ValidationFailed);
+#   - --enable-leader-election=false: one operator per worker, and outside a pod it has no namespace to
+#     keep its lease in;
+#   - no --watch-namespace: it watches every namespace, as Gantry creates RayJobs in the hub's namespaces.
+# Nothing else is turned off for kwok: the operator makes pods, Services and Jobs, which the API server
+# and kwok handle. What it cannot do here is reach a Ray dashboard (the head Service's cluster DNS name
+# does not resolve on this host, and kwok's pods run no containers), so a RayJob gets to Running (its
+# job status stays empty) and stays there while its submitter pod runs; once that pod has ended, KubeRay
+# fails the RayJob (reason JobDeploymentStatusTransitionGracePeriodExceeded) at least 30 s later, as it
+# never read the Ray job's end (about 1.5 min here: its retries of the dashboard back off).
+# kuberay_port N I: worker N's metrics (I=0) and health (1) ports.
+kuberay_port() { echo $((PORT_BASE + 14 + 2 * $1 + $2)); }
+kuberay_start=${SECONDS}
+KUBERAY_CRDS=("${BIN}"/kuberay/crd/*.yaml)
+# install_kuberay_crds KUBECTL_FUNCTION [N]: one CRD after the other, each over 800 kB.
+install_kuberay_crds() {
+  local crd
+  for crd in "${KUBERAY_CRDS[@]}"; do
+    install_crd "${crd}" "$@" || return 1
+  done
+}
+for n in "${WORKERS[@]}"; do
+  install_kuberay_crds kworker "${n}" \
+    || die "the KubeRay CRDs were not installed or did not become Established on worker-${n}"
+done
+for n in "${WORKERS[@]}"; do
+  launch "kuberay-operator-${n}" "$(kuberay_port "${n}" 1)" \
+    env ENABLE_WEBHOOKS=false "${BIN}/kuberay-operator" --kubeconfig "${DEV}/worker-${n}.kubeconfig" \
+    --enable-leader-election=false \
+    --metrics-addr "127.0.0.1:$(kuberay_port "${n}" 0)" \
+    --health-probe-bind-address "127.0.0.1:$(kuberay_port "${n}" 1)" \
+    --log-stdout-encoder console
+done
+install_kuberay_crds khub || die "the KubeRay CRDs were not installed or did not become Established on the hub"
+for n in "${WORKERS[@]}"; do
+  wait_healthy "kuberay-operator-${n}"
+done
+log "KubeRay CRDs on the hub and the workers; KubeRay operators serving on the workers ($((SECONDS - kuberay_start))s)"
+
+# --- 6. CRDs and hub manifests -----------------------------------------------
 if compgen -G "${ROOT}/deploy/crd/*.yaml" >/dev/null; then
   for k in khub "kworker 1" "kworker 2"; do
     ${k} apply --server-side --force-conflicts -k "${ROOT}/deploy/crd/" >/dev/null
@@ -415,7 +479,7 @@ done
 khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/rbac.yaml" -f "${ROOT}/deploy/hub/user-roles.yaml" \
   -f "${ROOT}/deploy/hub/job-admission-policy.yaml" >/dev/null
 
-# --- 6. least-privilege hub identity on each worker ----------------------------
+# --- 7. least-privilege hub identity on each worker ----------------------------
 for n in "${WORKERS[@]}"; do
   kworker "${n}" apply --server-side --force-conflicts -f "${ROOT}/deploy/worker/hub-access.yaml" >/dev/null
   server=$(kworker "${n}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
@@ -451,7 +515,7 @@ EOF
 done
 log "hub access to workers configured"
 
-# --- 7. Gantry processes -----------------------------------------------------
+# --- 8. Gantry processes -----------------------------------------------------
 if ((!GANTRY)); then
   print_summary
   echo "(--no-gantry: gantry-hub and gantry-agent are not running)"
@@ -486,7 +550,7 @@ sed -e "s|\${ENDPOINT_URL}|http://${ENDPOINT_ADDR}|g" "${TESTBED}/hub-endpoint.y
   | khub apply --server-side --force-conflicts -f - >/dev/null
 log "the hub's endpoint serves on http://${ENDPOINT_ADDR} (ConfigMap gantry-system/gantry-hub-endpoint)"
 
-# --- 8. hub objects ----------------------------------------------------------
+# --- 9. hub objects ----------------------------------------------------------
 khub apply -f "${TESTBED}/hub-objects.yaml" >/dev/null
 for n in "${WORKERS[@]}"; do
   if ! khub wait --for=condition=Connected "workerclusters.gantry.dev/worker-${n}" --timeout="${TIMEOUT}s" >/dev/null; then
@@ -497,5 +561,5 @@ for n in "${WORKERS[@]}"; do
 done
 log "both WorkerClusters Connected"
 
-# --- 9. summary --------------------------------------------------------------
+# --- 10. summary -------------------------------------------------------------
 print_summary

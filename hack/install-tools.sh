@@ -4,17 +4,20 @@
 #   etcd (go.etcd.io/etcd/server/v3), kwok, kwokctl (sigs.k8s.io/kwok)
 #   jobset-controller-manager (sigs.k8s.io/jobset), with the module's JobSet CRD and
 #   webhook manifests copied next to it into jobset/ (the testbed installs them)
+#   kuberay-operator (github.com/ray-project/kuberay/ray-operator), with the module's
+#   RayCluster, RayJob and RayService CRDs copied next to it into kuberay/crd/ (the
+#   operator watches all three; the testbed installs them)
 #
 # Usage: BIN=$(hack/install-tools.sh [--envtest])
 #   Prints the bin dir as the last line of stdout; progress goes to stderr.
 #   Binaries are cached in ${GANTRY_CACHE:-$HOME/.cache/gantry}/bin/<stamp>/, so a
 #   second run returns at once. envtest: KUBEBUILDER_ASSETS=$(hack/install-tools.sh --envtest)
 #   --envtest  only etcd, kube-apiserver and kubectl (what envtest runs; saves
-#              several minutes on a cold machine; never builds JobSet). Same bin
-#              dir as a full run.
+#              several minutes on a cold machine; never builds JobSet or KubeRay).
+#              Same bin dir as a full run.
 #
-# Versions come from the build modules under hack/tools/{kube,etcd,kwok,jobset}; each
-# is a separate module so their dependency graphs never have to agree.
+# Versions come from the build modules under hack/tools/{kube,etcd,kwok,jobset,kuberay};
+# each is a separate module so their dependency graphs never have to agree.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,16 +47,34 @@ K8S_VERSION=$(modver "${TOOLS}/kube/go.mod" k8s.io/kubernetes)
 ETCD_VERSION=$(modver "${TOOLS}/etcd/go.mod" go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(modver "${TOOLS}/kwok/go.mod" sigs.k8s.io/kwok)
 JOBSET_VERSION=$(modver "${TOOLS}/jobset/go.mod" sigs.k8s.io/jobset)
+KUBERAY_MODULE=github.com/ray-project/kuberay/ray-operator
+KUBERAY_VERSION=$(modver "${TOOLS}/kuberay/go.mod" "${KUBERAY_MODULE}")
+# Gantry reads RayJobs with the types of its own KubeRay requirement: the testbed should run that release.
+if gantry_kuberay=$(modver "${ROOT}/go.mod" "${KUBERAY_MODULE}" 2>/dev/null) \
+   && [[ "${gantry_kuberay}" != "${KUBERAY_VERSION}" ]]; then
+  log "warning: go.mod requires ${KUBERAY_MODULE} ${gantry_kuberay}, hack/tools/kuberay builds ${KUBERAY_VERSION}"
+fi
 
-STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_jobset-${JOBSET_VERSION}"
+STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_jobset-${JOBSET_VERSION}_kuberay-${KUBERAY_VERSION}"
 BIN="${CACHE}/bin/${STAMP}"
 # What the testbed reads from the JobSet module, copied into BIN/jobset/ (see jobset_manifests).
 JOBSET_CRD=crd/jobset.x-k8s.io_jobsets.yaml
+# The CRDs of the KubeRay module, copied into BIN/kuberay/crd/ (see kuberay_manifests).
+KUBERAY_CRDS=(ray.io_rayclusters.yaml ray.io_rayjobs.yaml ray.io_rayservices.yaml)
 if ((ENVTEST_ONLY)); then
   WANT=(etcd kube-apiserver kubectl)
 else
-  WANT=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwokctl jobset-controller-manager)
+  WANT=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwokctl jobset-controller-manager
+        kuberay-operator)
 fi
+
+# True when every KubeRay CRD is in BIN/kuberay/crd/.
+kuberay_crds_present() {
+  local f
+  for f in "${KUBERAY_CRDS[@]}"; do
+    [[ -f "${BIN}/kuberay/crd/${f}" ]] || return 1
+  done
+}
 
 missing() {
   local b
@@ -63,6 +84,7 @@ missing() {
   if ((!ENVTEST_ONLY)); then
     [[ -f "${BIN}/jobset/${JOBSET_CRD}" && -f "${BIN}/jobset/webhook/kustomization.yaml" ]] \
       || echo "jobset manifests"
+    kuberay_crds_present || echo "kuberay CRDs"
   fi
 }
 
@@ -148,16 +170,18 @@ build "${TOOLS}/kube" "$(k8s_ldflags)" \
 build "${TOOLS}/kwok" "${KWOK_LDFLAGS}" \
   kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
 
-# JobSet: the controller manager is the main package at the root of the module sigs.k8s.io/jobset.
-# Its directory in the module cache, from go mod download (which fetches it if needed).
-jobset_module_dir() {
+# module_dir BUILD_MODULE_DIR MODULE: the directory of MODULE (at the version the build module requires)
+# in the module cache, from go mod download (which fetches it if needed).
+module_dir() {
   local out dir
-  out=$(cd "${TOOLS}/jobset" && go mod download -json sigs.k8s.io/jobset) \
-    || die "go mod download sigs.k8s.io/jobset failed"
+  out=$(cd "$1" && go mod download -json "$2") || die "go mod download $2 failed"
   dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"${out}" | head -n 1)
-  [[ -d "${dir}" ]] || die "go mod download printed no directory for sigs.k8s.io/jobset"
+  [[ -d "${dir}" ]] || die "go mod download printed no directory for $2"
   echo "${dir}"
 }
+
+# JobSet: the controller manager is the main package at the root of the module sigs.k8s.io/jobset.
+jobset_module_dir() { module_dir "${TOOLS}/jobset" sigs.k8s.io/jobset; }
 
 # Copies the module's JobSet CRD and its webhook kustomization (the upstream
 # webhook configurations with their patches) into BIN/jobset/, in one rename.
@@ -179,11 +203,32 @@ jobset_manifests() {
   log "copied the JobSet ${JOBSET_VERSION} CRD and webhook manifests into ${BIN}/jobset"
 }
 
+# Copies the KubeRay module's CRDs (config/crd/bases) into BIN/kuberay/crd/, in one rename.
+kuberay_manifests() {
+  kuberay_crds_present && return 0
+  local dir f
+  dir=$(module_dir "${TOOLS}/kuberay" "${KUBERAY_MODULE}")
+  rm -rf "${STAGE:?}"/*
+  mkdir -p "${STAGE}/kuberay/crd"
+  for f in "${KUBERAY_CRDS[@]}"; do
+    [[ -f "${dir}/config/crd/bases/${f}" ]] || die "no ${f} in the module ${KUBERAY_MODULE} (${dir}/config/crd/bases)"
+    cp "${dir}/config/crd/bases/${f}" "${STAGE}/kuberay/crd/${f}"
+  done
+  chmod -R u+w "${STAGE}/kuberay"   # the module cache is read-only
+  rm -rf "${BIN}/kuberay"
+  mv "${STAGE}/kuberay" "${BIN}/kuberay"
+  log "copied the KubeRay ${KUBERAY_VERSION} CRDs into ${BIN}/kuberay/crd"
+}
+
 if ((!ENVTEST_ONLY)); then
   # The module carries no commit the build could read; the version says which release it is.
   build "${TOOLS}/jobset" "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=${JOBSET_VERSION} -X sigs.k8s.io/jobset/pkg/version.GitCommit=unknown" \
     jobset-controller-manager=sigs.k8s.io/jobset
   jobset_manifests
+  # KubeRay: the operator is the main package at the root of its module; its version is a constant
+  # of the module (utils.KUBERAY_VERSION), so it needs no version ldflags.
+  build "${TOOLS}/kuberay" "-s -w" kuberay-operator="${KUBERAY_MODULE}"
+  kuberay_manifests
 fi
 
 [[ -z "$(missing)" ]] || die "still missing after build: $(missing | tr '\n' ' ')"
