@@ -290,7 +290,7 @@ func (h *Hub) setupSets(mgr ctrl.Manager, opts Options, watchProfiles bool) erro
 
 // setupJobs registers a job controller for each kind of job the hub takes.
 func setupJobs(mgr ctrl.Manager, recorder events.EventRecorder, workers int) error {
-	kinds, err := servedKinds(mgr)
+	kinds, err := ServedKinds(mgr)
 	if err != nil {
 		return err
 	}
@@ -302,9 +302,9 @@ func setupJobs(mgr ctrl.Manager, recorder events.EventRecorder, workers int) err
 	return nil
 }
 
-// servedKinds are the kinds of jobs the hub takes: batch Jobs, and each other kind whose API the hub's
+// ServedKinds are the kinds of jobs the hub takes: batch Jobs, and each other kind whose API the hub's
 // API server serves and the hub's scheme knows. A kind installed later is taken after a restart.
-func servedKinds(mgr ctrl.Manager) ([]jobkind.Kind, error) {
+func ServedKinds(mgr ctrl.Manager) ([]jobkind.Kind, error) {
 	var out []jobkind.Kind
 	for _, k := range jobkind.All() {
 		ok, err := serves(mgr, k.GroupVersionKind())

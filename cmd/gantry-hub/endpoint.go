@@ -7,14 +7,14 @@ import (
 	"net/http"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/endpoint"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/hub/web"
@@ -71,9 +71,16 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access
 func addPage(mgr ctrl.Manager, allowed web.Access) (http.Handler, error) {
 	changes := &web.Changes{}
 	h := &web.Handler{Cache: mgr.GetCache(), Allowed: allowed, Changes: changes, Now: time.Now}
+	kinds, err := hub.ServedKinds(mgr)
+	if err != nil {
+		return nil, err
+	}
+	watched := []client.Object{&gantry.Workload{}, &gantry.WorkerCluster{}, &gantry.GlobalQueue{}, &gantry.Queue{}}
+	for _, k := range kinds {
+		watched = append(watched, k.New()) // a job's mirrored status changes its page
+	}
 	watch := func(ctx context.Context) error {
-		if err := web.Watch(ctx, mgr.GetCache(), changes, &gantry.Workload{}, &gantry.WorkerCluster{},
-			&gantry.GlobalQueue{}, &gantry.Queue{}, &batchv1.Job{}); err != nil {
+		if err := web.Watch(ctx, mgr.GetCache(), changes, watched...); err != nil {
 			return fmt.Errorf("watching the hub's cache for the page: %w", err)
 		}
 		<-ctx.Done()

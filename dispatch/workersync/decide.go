@@ -264,7 +264,7 @@ func givenUp(cp *gantry.Workload) bool {
 
 func (d *decider) recordJobCreated(cluster string) {
 	d.setCondition(gantry.WorkloadJobCreated, metav1.ConditionTrue, gantry.ReasonJobCreated,
-		fmt.Sprintf("the Job was created on %s in epoch %d", cluster, d.wl.Status.DispatchEpoch))
+		fmt.Sprintf("the %s was created on %s in epoch %d", jobkind.Of(d.wl).Name(), cluster, d.wl.Status.DispatchEpoch))
 }
 
 // mirror copies the worker job's status to the hub job, and finishes the Workload once the job ended

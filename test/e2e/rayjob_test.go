@@ -350,9 +350,7 @@ func onWinnerOnly(t *testing.T, history *rayObjects, ns, winner string, expected
 		if p.Cluster != winner {
 			t.Errorf("pod %s of pod set %q on %s", p.Name, p.PodSet, p.Cluster)
 		}
-		if !p.Deleted { // the ledger's record of a deletion carries no pod set
-			sets[p.PodSet] = true
-		}
+		sets[p.PodSet] = true
 	}
 	if !sets["head"] || !sets["gpu"] || !sets["submitter"] || len(sets) != 3 {
 		t.Errorf("pod records by pod set %v, want head, gpu and submitter", sets)

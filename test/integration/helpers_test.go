@@ -294,3 +294,20 @@ func holders(obj client.Object) ([]string, error) {
 	}
 	return where, nil
 }
+
+// workloadFinishes waits until the hub Workload is Finished with the reason. The hub mirrors a job's
+// end to the hub's job before it writes the Workload's, so one read right after the first may not
+// show the second yet.
+func workloadFinishes(t *testing.T, ns, name, reason string) {
+	t.Helper()
+	eventually(t, "workload "+name+" finished with "+reason, func() error {
+		var wl gantry.Workload
+		if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &wl); err != nil {
+			return err
+		}
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
+			return fmt.Errorf("finished condition %+v", c)
+		}
+		return nil
+	})
+}

@@ -105,9 +105,7 @@ func TestAJobSetRunsOnOneWorkerAndItsStatusComesBack(t *testing.T) {
 		}
 		return nil
 	})
-	if c := workloadCondition(t, ns, wl.Name, gantry.WorkloadFinished); c == nil || c.Reason != gantry.ReasonJobSucceeded {
-		t.Fatalf("finished condition %+v", c)
-	}
+	workloadFinishes(t, ns, wl.Name, gantry.ReasonJobSucceeded)
 
 	if err := hubEnv.client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)

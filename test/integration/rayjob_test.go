@@ -101,7 +101,5 @@ func TestARayJobRunsOnOneWorkerAndItsStatusComesBack(t *testing.T) {
 		}
 		return nil
 	})
-	if c := workloadCondition(t, ns, wl.Name, gantry.WorkloadFinished); c == nil || c.Reason != gantry.ReasonJobSucceeded {
-		t.Fatalf("finished condition %+v", c)
-	}
+	workloadFinishes(t, ns, wl.Name, gantry.ReasonJobSucceeded)
 }

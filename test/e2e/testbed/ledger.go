@@ -181,7 +181,7 @@ func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
 	r := PodRecord{Cluster: cluster, Namespace: ns, Name: name, Revision: ev.Kv.ModRevision, Seen: now}
 	if ev.Type == clientv3.EventTypeDelete {
 		prev := a.last[id]
-		r.WorkloadUID, r.Epoch, r.NodeName, r.Phase, r.GPUs, r.Deleted = prev.WorkloadUID, prev.Epoch, prev.NodeName, prev.Phase, prev.GPUs, true
+		r.WorkloadUID, r.Epoch, r.PodSet, r.NodeName, r.Phase, r.GPUs, r.Deleted = prev.WorkloadUID, prev.Epoch, prev.PodSet, prev.NodeName, prev.Phase, prev.GPUs, true
 		delete(a.last, id)
 	} else {
 		var pod corev1.Pod
