@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +69,7 @@ type Reconciler struct {
 	// mirrored is the last status mirror to each hub Job, by UID: when, and the version it replaced.
 	mirrored *expectations.Written[types.UID, time.Time]
 	foreign  sync.Map // "cluster/namespace/name" -> true: a live read found a Job Gantry did not create
-	refusals sync.Map // "cluster/workload UID" -> refusal: the cluster refused the job of an epoch
+	refusals sync.Map // "workload UID/cluster" -> refusal: the cluster refused the job of an epoch
 	expected *expectations.Created
 }
 
@@ -307,7 +308,7 @@ func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.
 	}
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		// Not created, and asking again would be refused again: the next decision takes it back.
-		r.refusals.Store(a.Cluster+"/"+string(wl.UID), refusal{epoch: wl.Status.DispatchEpoch, message: apiMessage(err)})
+		r.refusals.Store(string(wl.UID)+"/"+a.Cluster, refusal{epoch: wl.Status.DispatchEpoch, message: apiMessage(err)})
 		return true, nil
 	}
 	if err != nil {
@@ -326,7 +327,7 @@ type refusal struct {
 // refusal is why the cluster refused the job of the Workload's current epoch; empty when it did not.
 // A refusal of an earlier epoch is forgotten.
 func (r *Reconciler) refusal(cluster string, wl *gantry.Workload) string {
-	key := cluster + "/" + string(wl.UID)
+	key := string(wl.UID) + "/" + cluster
 	v, ok := r.refusals.Load(key)
 	if !ok {
 		return ""
@@ -410,6 +411,12 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, wl *gantry.Workload, h
 	if hubJob != nil {
 		r.mirrored.Forget(hubJob.GetUID())
 	}
+	r.refusals.Range(func(key, _ any) bool { // a Workload that goes takes its refusals along
+		if strings.HasPrefix(key.(string), string(wl.UID)+"/") {
+			r.refusals.Delete(key)
+		}
+		return true
+	})
 	patch := client.MergeFrom(wl.DeepCopy())
 	wl.Finalizers = slices.DeleteFunc(wl.Finalizers, func(f string) bool { return f == gantry.WorkloadFinalizer })
 	if err := r.Client.Patch(ctx, wl, patch); err != nil {
