@@ -4,12 +4,13 @@
 # `kwokctl --runtime binary`, with fake GPU nodes, CRDs, a least-privilege hub
 # identity on each worker, and gantry-hub / gantry-agent running as local processes.
 # Each worker also runs the JobSet controller (sigs.k8s.io/jobset) with its admission
-# webhooks (section 4) and the KubeRay operator (github.com/ray-project/kuberay/ray-operator)
-# without webhooks (section 5); the hub has their CRDs only.
+# webhooks (section 4), the KubeRay operator (github.com/ray-project/kuberay/ray-operator)
+# without webhooks (section 5) and the Kubeflow trainer (github.com/kubeflow/trainer/v2) with its
+# webhooks (section 6); the hub has their CRDs only (and the trainer's runtime).
 #
 # Usage: hack/dev-up.sh [--no-gantry]   (make dev-up)
 #        hack/dev-down.sh                 (make dev-down) tears it all down.
-#   --no-gantry  clusters, nodes, CRDs (if generated), JobSet, KubeRay and hub access only: builds
+#   --no-gantry  clusters, nodes, CRDs (if generated), JobSet, KubeRay, the trainer and hub access only: builds
 #                and starts no Gantry process and creates no hub objects (for tests
 #                that run the hub and agents themselves).
 # Everything lives under .dev/ in the repo root (or GANTRY_DEV_DIR); the user's
@@ -20,11 +21,12 @@
 # Environment:
 #   GANTRY_CACHE        tool cache (see hack/install-tools.sh)
 #   GANTRY_DEV_DIR      directory of this testbed (default .dev in the repo root)
-#   GANTRY_DEV_PORT     first of twenty loopback ports (default 18080): metrics and health of the hub
+#   GANTRY_DEV_PORT     first of 26 loopback ports (default 18080): metrics and health of the hub
 #                       and agents on +0 to +5, the hub's endpoint (kubectl gantry logs, the page) on +9,
 #                       the JobSet controllers' webhook, metrics and health on +10 to +12 (worker-1)
 #                       and +13 to +15 (worker-2), the KubeRay operators' metrics and health on +16
-#                       and +17 (worker-1) and +18 and +19 (worker-2)
+#                       and +17 (worker-1) and +18 and +19 (worker-2), the trainers' webhook, metrics
+#                       and health on +20 to +22 (worker-1) and +23 to +25 (worker-2)
 #   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 #   GANTRY_AGENT_FLAGS  extra flags for both gantry-agents, e.g. "--placement-timeout=30s"
@@ -64,8 +66,10 @@ BIN=$("${ROOT}/hack/install-tools.sh" | tail -n1)
   || die "hack/install-tools.sh did not produce ${BIN}/jobset-controller-manager and ${BIN}/jobset/"
 [[ -x "${BIN}/kuberay-operator" && -d "${BIN}/kuberay/crd" ]] \
   || die "hack/install-tools.sh did not produce ${BIN}/kuberay-operator and ${BIN}/kuberay/crd/"
+[[ -x "${BIN}/trainer-controller-manager" && -d "${BIN}/trainer/crd" && -d "${BIN}/trainer/webhook" ]] \
+  || die "hack/install-tools.sh did not produce ${BIN}/trainer-controller-manager and ${BIN}/trainer/"
 
-mkdir -p "${DEV}/logs" "${DEV}/pids" "${DEV}/kwok" "${DEV}/jobset"
+mkdir -p "${DEV}/logs" "${DEV}/pids" "${DEV}/kwok" "${DEV}/jobset" "${DEV}/trainer"
 printf '*\n' > "${DEV}/.gitignore"   # keep .dev/ out of git even without a root entry
 echo "${BIN}" > "${DEV}/bin-dir"     # lets dev-down find kwokctl without building
 
@@ -154,6 +158,8 @@ Gantry testbed is up.
   logs:      ${DEV}/logs/
   JobSet:    the controller and its webhooks on each worker (logs/jobset-controller-N.log); the hub has the CRD only
   KubeRay:   the operator on each worker, no webhooks (logs/kuberay-operator-N.log); the hub has the CRDs only
+  trainer:   the controller and its webhooks on each worker (logs/trainer-controller-N.log); the hub has the
+             CRDs; hub and workers have the runtime torch-distributed (hack/testbed/trainer-runtime.yaml)
   endpoint:  http://127.0.0.1:$((PORT_BASE + 9))  (the live page: log in with a token; kubectl gantry logs JOB, pods' logs from ${DEV}/job-logs.log)
   kubectl:   ${KUBECTL}
 
@@ -165,6 +171,8 @@ gantry.dev/queue-name: default (examples: hack/testbed/sample-jobs.yaml), e.g.
   kubectl get workloads.gantry.dev -L gantry.dev/job-name
 A RayJob goes the same way (KubeRay runs it on the worker; kwok's pods run no Ray, so it stays Running):
   kubectl apply -f hack/testbed/sample-rayjob.yaml
+and so does a TrainJob (the trainer makes it a JobSet on the worker, which completes):
+  kubectl apply -f hack/testbed/sample-trainjob.yaml
 Tear down with: hack/dev-down.sh
 EOF
 }
@@ -291,7 +299,7 @@ install_crd() {
 
 # --- 4. JobSet -----------------------------------------------------------------
 # The JobSet CRD of the sigs.k8s.io/jobset module goes on the hub and on every worker, before the hub's
-# admission policies (section 6), which match JobSets. Only the workers run the JobSet controller:
+# admission policies (section 7), which match JobSets. Only the workers run the JobSet controller:
 # JobSets submitted to the hub are Gantry's to dispatch (spec.managedBy), and neither JobSet's controller
 # nor its webhooks run there.
 # On a worker the controller serves its admission webhooks (defaulting and validation of JobSets, and of
@@ -360,6 +368,15 @@ wait_jobset_webhooks() {
   done
 }
 
+# check_webhook_urls FILE WHOSE: every webhook in the rendered FILE lost its Service and got a URL.
+check_webhook_urls() {
+  local urls
+  urls=$(grep -c '^    url: https://127\.0\.0\.1:' "$1") || true
+  if ((urls == 0)) || [[ "${urls}" != "$(grep -c '^  clientConfig:$' "$1")" ]] || grep -q 'service:' "$1"; then
+    die "rendering ${2} webhook configurations went wrong; see ${1}"
+  fi
+}
+
 jobset_start=${SECONDS}
 JOBSET_CRD="${BIN}/jobset/crd/jobset.x-k8s.io_jobsets.yaml"
 install_jobset_crd() { install_crd "${JOBSET_CRD}" "$@"; }
@@ -399,12 +416,8 @@ for n in "${WORKERS[@]}"; do
   webhooks="${DEV}/jobset/worker-${n}.webhooks.yaml"
   "${KUBECTL}" kustomize "${BIN}/jobset/webhook" \
     | awk -v base="https://127.0.0.1:$(jobset_port "${n}" 0)" -v ca="${CA_BUNDLE}" \
-        -f "${TESTBED}/jobset-webhooks.awk" > "${webhooks}"
-  urls=$(grep -c '^    url: https://127\.0\.0\.1:' "${webhooks}") || true
-  if ((urls == 0)) || [[ "${urls}" != "$(grep -c '^  clientConfig:$' "${webhooks}")" ]] \
-     || grep -q 'service:' "${webhooks}"; then
-    die "rendering JobSet's webhook configurations went wrong; see ${webhooks}"
-  fi
+        -v prefix=jobset- -f "${TESTBED}/webhook-urls.awk" > "${webhooks}"
+  check_webhook_urls "${webhooks}" "JobSet's"
   kworker "${n}" apply --server-side --force-conflicts -f "${webhooks}" >/dev/null
 done
 for n in "${WORKERS[@]}"; do
@@ -414,7 +427,7 @@ log "JobSet CRD on the hub and the workers; JobSet controllers and webhooks serv
 
 # --- 5. KubeRay ----------------------------------------------------------------
 # The CRDs of the KubeRay module (RayCluster, RayJob, RayService) go on the hub and on every worker, before
-# the hub's admission policies (section 6), which match RayJobs. Only the workers run the KubeRay operator:
+# the hub's admission policies (section 7), which match RayJobs. Only the workers run the KubeRay operator:
 # a RayJob submitted to the hub is Gantry's to dispatch, held there by spec.suspend, and no operator
 # runs there. The operator on a worker runs with
 #   - ENABLE_WEBHOOKS=false: its one webhook (validation of RayClusters) would need a certificate and a
@@ -432,14 +445,16 @@ log "JobSet CRD on the hub and the workers; JobSet controllers and webhooks serv
 # kuberay_port N I: worker N's metrics (I=0) and health (1) ports.
 kuberay_port() { echo $((PORT_BASE + 14 + 2 * $1 + $2)); }
 kuberay_start=${SECONDS}
-KUBERAY_CRDS=("${BIN}"/kuberay/crd/*.yaml)
-# install_kuberay_crds KUBECTL_FUNCTION [N]: one CRD after the other, each over 800 kB.
-install_kuberay_crds() {
-  local crd
-  for crd in "${KUBERAY_CRDS[@]}"; do
+# install_crds DIR KUBECTL_FUNCTION [N]: every CRD in DIR, one after the other (KubeRay's and the
+# trainer's are large, up to 900 kB each).
+install_crds() {
+  local dir=$1 crd
+  shift
+  for crd in "${dir}"/*.yaml; do
     install_crd "${crd}" "$@" || return 1
   done
 }
+install_kuberay_crds() { install_crds "${BIN}/kuberay/crd" "$@"; }
 for n in "${WORKERS[@]}"; do
   install_kuberay_crds kworker "${n}" \
     || die "the KubeRay CRDs were not installed or did not become Established on worker-${n}"
@@ -458,7 +473,112 @@ for n in "${WORKERS[@]}"; do
 done
 log "KubeRay CRDs on the hub and the workers; KubeRay operators serving on the workers ($((SECONDS - kuberay_start))s)"
 
-# --- 6. CRDs and hub manifests -----------------------------------------------
+# --- 6. Kubeflow trainer -------------------------------------------------------
+# The trainer's CRDs (TrainJob, TrainingRuntime, ClusterTrainingRuntime) go on the hub and on every worker,
+# before the hub's admission policies (section 7), which match TrainJobs; so does the runtime the samples
+# name (hack/testbed/trainer-runtime.yaml): the hub reads it to count a TrainJob's pods, a worker's
+# trainer to build the JobSet. Only the workers run the trainer's controller manager: a TrainJob on the
+# hub is Gantry's to dispatch, held there by spec.suspend. On a worker it runs
+#   - with its validating webhooks (of TrainJobs and runtimes), on loopback like JobSet's and with the
+#     same testbed certificate: its own certificate management is off, and its webhook server reads the
+#     certificate from a fixed directory under TMPDIR, which the testbed points at one of its own;
+#   - without leader election, and without the PodGroup CRDs of gang schedulers (the runtime asks for
+#     none; the JobSet's pods go to the worker's scheduler).
+# A TrainJob becomes a JobSet there, whose pods kwok completes; the trainer then marks it Complete.
+# trainer_port N I: worker N's webhook (I=0), metrics (1) and health (2) ports.
+trainer_port() { echo $((PORT_BASE + 17 + 3 * $1 + $2)); }
+# A ClusterTrainingRuntime only the trainer's validating webhook refuses: its trainer step has two replicas.
+trainer_probe() {
+  cat <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata:
+  name: testbed-webhook-probe
+spec:
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        replicas: 2
+        template:
+          metadata:
+            labels:
+              trainer.kubeflow.org/trainjob-ancestor-step: trainer
+          spec:
+            template:
+              spec:
+                containers:
+                - name: node
+                  image: registry.example/probe:1
+EOF
+}
+
+# Waits (bounded) until worker N's API server calls the trainer's webhook: it refuses the probe.
+wait_trainer_webhook() {
+  local n=$1 out="" deadline=$((SECONDS + TIMEOUT))
+  while :; do
+    out=$(trainer_probe | kworker "${n}" create --dry-run=server -f - -o name 2>&1) && out="accepted: ${out}"
+    [[ "${out}" == *'admission webhook "validator.clustertrainingruntime.trainer.kubeflow.org" denied the request'* ]] \
+      && return 0
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "${DEV}/logs/trainer-controller-${n}.log" >&2 || true
+      die "worker-${n}'s API server does not call the trainer's webhook after ${TIMEOUT}s (last answer: ${out}); see ${DEV}/logs/trainer-controller-${n}.log"
+    fi
+    sleep 0.5
+  done
+}
+
+trainer_start=${SECONDS}
+install_trainer_crds() { install_crds "${BIN}/trainer/crd" "$@"; }
+for n in "${WORKERS[@]}"; do
+  install_trainer_crds kworker "${n}" \
+    || die "the trainer's CRDs were not installed or did not become Established on worker-${n}"
+done
+for n in "${WORKERS[@]}"; do
+  tmp="${DEV}/trainer/worker-${n}.tmp"
+  mkdir -p "${tmp}/k8s-webhook-server"
+  ln -sfn "${JOBSET_CERTS}" "${tmp}/k8s-webhook-server/serving-certs"
+  cat > "${DEV}/trainer/worker-${n}.config.yaml" <<EOF
+apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+health:
+  healthProbeBindAddress: 127.0.0.1:$(trainer_port "${n}" 2)
+metrics:
+  bindAddress: 127.0.0.1:$(trainer_port "${n}" 1)
+  secureServing: false
+webhook:
+  host: 127.0.0.1
+  port: $(trainer_port "${n}" 0)
+leaderElection:
+  leaderElect: false
+certManagement:
+  enable: false
+EOF
+  launch "trainer-controller-${n}" "$(trainer_port "${n}" 2)" \
+    env TMPDIR="${tmp}" "${BIN}/trainer-controller-manager" --kubeconfig "${DEV}/worker-${n}.kubeconfig" \
+    --config "${DEV}/trainer/worker-${n}.config.yaml" --zap-log-level=info
+done
+install_trainer_crds khub || die "the trainer's CRDs were not installed or did not become Established on the hub"
+for n in "${WORKERS[@]}"; do
+  wait_healthy "trainer-controller-${n}"
+  webhooks="${DEV}/trainer/worker-${n}.webhooks.yaml"
+  "${KUBECTL}" kustomize "${BIN}/trainer/webhook" \
+    | awk -v base="https://127.0.0.1:$(trainer_port "${n}" 0)" -v ca="${CA_BUNDLE}" \
+        -f "${TESTBED}/webhook-urls.awk" > "${webhooks}"
+  check_webhook_urls "${webhooks}" "the trainer's"
+  kworker "${n}" apply --server-side --force-conflicts -f "${webhooks}" >/dev/null
+done
+# The runtime goes to a worker once its API server calls the trainer's webhook, which validates runtimes
+# (an API server picks up new webhook configurations asynchronously; until then the apply goes through
+# unvalidated, so the check is a dry run the webhook must refuse).
+for n in "${WORKERS[@]}"; do
+  wait_trainer_webhook "${n}"
+  kworker "${n}" apply --server-side --force-conflicts -f "${TESTBED}/trainer-runtime.yaml" >/dev/null
+done
+khub apply --server-side --force-conflicts -f "${TESTBED}/trainer-runtime.yaml" >/dev/null
+log "trainer CRDs and runtime on the hub and the workers; trainers and webhooks serving on the workers ($((SECONDS - trainer_start))s)"
+
+# --- 7. CRDs and hub manifests -----------------------------------------------
 if compgen -G "${ROOT}/deploy/crd/*.yaml" >/dev/null; then
   for k in khub "kworker 1" "kworker 2"; do
     ${k} apply --server-side --force-conflicts -k "${ROOT}/deploy/crd/" >/dev/null
@@ -479,7 +599,7 @@ done
 khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/rbac.yaml" -f "${ROOT}/deploy/hub/user-roles.yaml" \
   -f "${ROOT}/deploy/hub/job-admission-policy.yaml" >/dev/null
 
-# --- 7. least-privilege hub identity on each worker ----------------------------
+# --- 8. least-privilege hub identity on each worker ----------------------------
 for n in "${WORKERS[@]}"; do
   kworker "${n}" apply --server-side --force-conflicts -f "${ROOT}/deploy/worker/hub-access.yaml" >/dev/null
   server=$(kworker "${n}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
@@ -515,7 +635,7 @@ EOF
 done
 log "hub access to workers configured"
 
-# --- 8. Gantry processes -----------------------------------------------------
+# --- 9. Gantry processes -----------------------------------------------------
 if ((!GANTRY)); then
   print_summary
   echo "(--no-gantry: gantry-hub and gantry-agent are not running)"
@@ -550,7 +670,7 @@ sed -e "s|\${ENDPOINT_URL}|http://${ENDPOINT_ADDR}|g" "${TESTBED}/hub-endpoint.y
   | khub apply --server-side --force-conflicts -f - >/dev/null
 log "the hub's endpoint serves on http://${ENDPOINT_ADDR} (ConfigMap gantry-system/gantry-hub-endpoint)"
 
-# --- 9. hub objects ----------------------------------------------------------
+# --- 10. hub objects ----------------------------------------------------------
 khub apply -f "${TESTBED}/hub-objects.yaml" >/dev/null
 for n in "${WORKERS[@]}"; do
   if ! khub wait --for=condition=Connected "workerclusters.gantry.dev/worker-${n}" --timeout="${TIMEOUT}s" >/dev/null; then
@@ -561,5 +681,5 @@ for n in "${WORKERS[@]}"; do
 done
 log "both WorkerClusters Connected"
 
-# --- 10. summary -------------------------------------------------------------
+# --- 11. summary -------------------------------------------------------------
 print_summary

@@ -7,16 +7,19 @@
 #   kuberay-operator (github.com/ray-project/kuberay/ray-operator), with the module's
 #   RayCluster, RayJob and RayService CRDs copied next to it into kuberay/crd/ (the
 #   operator watches all three; the testbed installs them)
+#   trainer-controller-manager (github.com/kubeflow/trainer/v2), with the module's TrainJob,
+#   TrainingRuntime and ClusterTrainingRuntime CRDs and its webhook manifests copied next to it into
+#   trainer/ (the testbed installs them)
 #
 # Usage: BIN=$(hack/install-tools.sh [--envtest])
 #   Prints the bin dir as the last line of stdout; progress goes to stderr.
 #   Binaries are cached in ${GANTRY_CACHE:-$HOME/.cache/gantry}/bin/<stamp>/, so a
 #   second run returns at once. envtest: KUBEBUILDER_ASSETS=$(hack/install-tools.sh --envtest)
 #   --envtest  only etcd, kube-apiserver and kubectl (what envtest runs; saves
-#              several minutes on a cold machine; never builds JobSet or KubeRay).
+#              several minutes on a cold machine; never builds JobSet, KubeRay or the trainer).
 #              Same bin dir as a full run.
 #
-# Versions come from the build modules under hack/tools/{kube,etcd,kwok,jobset,kuberay};
+# Versions come from the build modules under hack/tools/{kube,etcd,kwok,jobset,kuberay,trainer};
 # each is a separate module so their dependency graphs never have to agree.
 set -euo pipefail
 
@@ -55,24 +58,35 @@ if gantry_kuberay=$(modver "${ROOT}/go.mod" "${KUBERAY_MODULE}" 2>/dev/null) \
   log "warning: go.mod requires ${KUBERAY_MODULE} ${gantry_kuberay}, hack/tools/kuberay builds ${KUBERAY_VERSION}"
 fi
 
-STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_jobset-${JOBSET_VERSION}_kuberay-${KUBERAY_VERSION}"
+TRAINER_MODULE=github.com/kubeflow/trainer/v2
+TRAINER_VERSION=$(modver "${TOOLS}/trainer/go.mod" "${TRAINER_MODULE}")
+if gantry_trainer=$(modver "${ROOT}/go.mod" "${TRAINER_MODULE}" 2>/dev/null) \
+   && [[ "${gantry_trainer}" != "${TRAINER_VERSION}" ]]; then
+  log "warning: go.mod requires ${TRAINER_MODULE} ${gantry_trainer}, hack/tools/trainer builds ${TRAINER_VERSION}"
+fi
+
+STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_jobset-${JOBSET_VERSION}_kuberay-${KUBERAY_VERSION}_trainer-${TRAINER_VERSION}"
 BIN="${CACHE}/bin/${STAMP}"
 # What the testbed reads from the JobSet module, copied into BIN/jobset/ (see jobset_manifests).
 JOBSET_CRD=crd/jobset.x-k8s.io_jobsets.yaml
-# The CRDs of the KubeRay module, copied into BIN/kuberay/crd/ (see kuberay_manifests).
+# The CRDs of the KubeRay module, copied into BIN/kuberay/crd/ (see copy_crds).
 KUBERAY_CRDS=(ray.io_rayclusters.yaml ray.io_rayjobs.yaml ray.io_rayservices.yaml)
+# The CRDs of the trainer module, copied into BIN/trainer/crd/ (see copy_crds).
+TRAINER_CRDS=(trainer.kubeflow.org_trainjobs.yaml trainer.kubeflow.org_trainingruntimes.yaml
+              trainer.kubeflow.org_clustertrainingruntimes.yaml)
 if ((ENVTEST_ONLY)); then
   WANT=(etcd kube-apiserver kubectl)
 else
   WANT=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwokctl jobset-controller-manager
-        kuberay-operator)
+        kuberay-operator trainer-controller-manager)
 fi
 
-# True when every KubeRay CRD is in BIN/kuberay/crd/.
-kuberay_crds_present() {
-  local f
-  for f in "${KUBERAY_CRDS[@]}"; do
-    [[ -f "${BIN}/kuberay/crd/${f}" ]] || return 1
+# crds_present NAME FILE...: true when every FILE is in BIN/NAME/crd/.
+crds_present() {
+  local name=$1 f
+  shift
+  for f in "$@"; do
+    [[ -f "${BIN}/${name}/crd/${f}" ]] || return 1
   done
 }
 
@@ -84,7 +98,9 @@ missing() {
   if ((!ENVTEST_ONLY)); then
     [[ -f "${BIN}/jobset/${JOBSET_CRD}" && -f "${BIN}/jobset/webhook/kustomization.yaml" ]] \
       || echo "jobset manifests"
-    kuberay_crds_present || echo "kuberay CRDs"
+    crds_present kuberay "${KUBERAY_CRDS[@]}" || echo "kuberay CRDs"
+    crds_present trainer "${TRAINER_CRDS[@]}" && [[ -f "${BIN}/trainer/webhook/kustomization.yaml" ]] \
+      || echo "trainer manifests"
   fi
 }
 
@@ -203,21 +219,37 @@ jobset_manifests() {
   log "copied the JobSet ${JOBSET_VERSION} CRD and webhook manifests into ${BIN}/jobset"
 }
 
-# Copies the KubeRay module's CRDs (config/crd/bases) into BIN/kuberay/crd/, in one rename.
-kuberay_manifests() {
-  kuberay_crds_present && return 0
-  local dir f
-  dir=$(module_dir "${TOOLS}/kuberay" "${KUBERAY_MODULE}")
+# copy_crds NAME BUILD_MODULE_DIR MODULE SUBDIR FILE...: copies the CRD files from SUBDIR of MODULE into
+# BIN/NAME/crd/, in one rename.
+copy_crds() {
+  local name=$1 build_dir=$2 module=$3 subdir=$4 dir f
+  shift 4
+  crds_present "${name}" "$@" && return 0
+  dir=$(module_dir "${build_dir}" "${module}")
   rm -rf "${STAGE:?}"/*
-  mkdir -p "${STAGE}/kuberay/crd"
-  for f in "${KUBERAY_CRDS[@]}"; do
-    [[ -f "${dir}/config/crd/bases/${f}" ]] || die "no ${f} in the module ${KUBERAY_MODULE} (${dir}/config/crd/bases)"
-    cp "${dir}/config/crd/bases/${f}" "${STAGE}/kuberay/crd/${f}"
+  mkdir -p "${STAGE}/${name}/crd"
+  for f in "$@"; do
+    [[ -f "${dir}/${subdir}/${f}" ]] || die "no ${f} in the module ${module} (${dir}/${subdir})"
+    cp "${dir}/${subdir}/${f}" "${STAGE}/${name}/crd/${f}"
   done
-  chmod -R u+w "${STAGE}/kuberay"   # the module cache is read-only
-  rm -rf "${BIN}/kuberay"
-  mv "${STAGE}/kuberay" "${BIN}/kuberay"
-  log "copied the KubeRay ${KUBERAY_VERSION} CRDs into ${BIN}/kuberay/crd"
+  chmod -R u+w "${STAGE}/${name}"   # the module cache is read-only
+  rm -rf "${BIN:?}/${name}"
+  mv "${STAGE}/${name}" "${BIN}/${name}"
+  log "copied the ${module} CRDs into ${BIN}/${name}/crd"
+}
+
+# Copies the trainer module's webhook kustomization (manifests/base/webhook) into BIN/trainer/webhook/.
+trainer_webhook() {
+  [[ -f "${BIN}/trainer/webhook/kustomization.yaml" ]] && return 0
+  local dir
+  dir=$(module_dir "${TOOLS}/trainer" "${TRAINER_MODULE}")
+  [[ -f "${dir}/manifests/base/webhook/kustomization.yaml" ]] \
+    || die "no webhook kustomization in the module ${TRAINER_MODULE} (${dir}/manifests/base/webhook)"
+  rm -rf "${STAGE:?}"/*
+  cp -R "${dir}/manifests/base/webhook" "${STAGE}/webhook"
+  chmod -R u+w "${STAGE}/webhook"   # the module cache is read-only
+  mv "${STAGE}/webhook" "${BIN}/trainer/webhook"
+  log "copied the trainer's ${TRAINER_VERSION} webhook manifests into ${BIN}/trainer/webhook"
 }
 
 if ((!ENVTEST_ONLY)); then
@@ -228,7 +260,11 @@ if ((!ENVTEST_ONLY)); then
   # KubeRay: the operator is the main package at the root of its module; its version is a constant
   # of the module (utils.KUBERAY_VERSION), so it needs no version ldflags.
   build "${TOOLS}/kuberay" "-s -w" kuberay-operator="${KUBERAY_MODULE}"
-  kuberay_manifests
+  copy_crds kuberay "${TOOLS}/kuberay" "${KUBERAY_MODULE}" config/crd/bases "${KUBERAY_CRDS[@]}"
+  # The trainer: its controller manager has no version variables for ldflags to set.
+  build "${TOOLS}/trainer" "-s -w" trainer-controller-manager="${TRAINER_MODULE}/cmd/trainer-controller-manager"
+  copy_crds trainer "${TOOLS}/trainer" "${TRAINER_MODULE}" manifests/base/crds "${TRAINER_CRDS[@]}"
+  trainer_webhook
 fi
 
 [[ -z "$(missing)" ]] || die "still missing after build: $(missing | tr '\n' ' ')"

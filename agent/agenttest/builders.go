@@ -172,6 +172,12 @@ func (w *CopyWrapper) PodSet(name string, count int32, requests ...string) *Copy
 	return w
 }
 
+// Deferred marks the last pod set as one whose pods the job's controller creates later.
+func (w *CopyWrapper) Deferred() *CopyWrapper {
+	w.Spec.PodSets[len(w.Spec.PodSets)-1].Deferred = true
+	return w
+}
+
 // NodeSelector sets the node selector of the last pod set.
 func (w *CopyWrapper) NodeSelector(k, v string) *CopyWrapper {
 	ps := &w.Spec.PodSets[len(w.Spec.PodSets)-1]
@@ -239,7 +245,6 @@ func (w *PodWrapper) Node(name string) *PodWrapper {
 	return w
 }
 
-// Phase sets status.phase.
 // Unschedulable marks the pod as one the scheduler could not place, with the scheduler's message.
 func (w *PodWrapper) Unschedulable(message string) *PodWrapper {
 	w.Status.Conditions = append(w.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled,
@@ -247,6 +252,19 @@ func (w *PodWrapper) Unschedulable(message string) *PodWrapper {
 	return w
 }
 
+// PodSet labels the pod as one of the named pod set.
+func (w *PodWrapper) PodSet(name string) *PodWrapper {
+	w.Labels[gantryv1alpha1.PodSetLabel] = name
+	return w
+}
+
+// Created sets the pod's creation time.
+func (w *PodWrapper) Created(t time.Time) *PodWrapper {
+	w.CreationTimestamp = metav1.NewTime(t)
+	return w
+}
+
+// Phase sets status.phase.
 func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper {
 	w.Status.Phase = p
 	return w

@@ -221,7 +221,9 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		placing := owned && !suspended && in.PlacementTimeout > 0 && !progress.Done()
 		var since time.Time
 		if placing {
-			since = placingSince(c, job, in.Now)
+			since, placing = placementClock(c, placingSince(c, job, in.Now), copyPods, progress)
+		}
+		if placing {
 			p.wakeAt(in.Now, since.Add(in.PlacementTimeout+time.Second))
 		}
 		if placing && in.Now.Sub(since) > in.PlacementTimeout {
@@ -405,6 +407,48 @@ func placingSince(c *gantryv1alpha1.Workload, job client.Object, now time.Time) 
 	return since
 }
 
+// placementClock is when the placement timeout of a copy whose pods are not all placed began to count,
+// and whether it counts yet: from began (the job's placing) for the pod sets whose pods the job's
+// controller creates at once, and for a deferred pod set from its first pod's creation, so that a
+// RayJob's submitter, made once the Ray cluster is ready, is not timed while the cluster comes up. A
+// deferred set none of whose pods exist yet is its controller's to start, not the scheduler's to place.
+// The earliest clock of the pod sets with pods left counts.
+func placementClock(c *gantryv1alpha1.Workload, began time.Time, pods []*corev1.Pod, progress Progress) (time.Time, bool) {
+	var since time.Time
+	counting := false
+	for _, ps := range c.Spec.PodSets {
+		if progress.Left[ps.Name] <= 0 {
+			continue
+		}
+		from, ok := began, true
+		if ps.Deferred {
+			from, ok = firstPodCreated(pods, ps.Name)
+			if from.Before(began) {
+				from = began
+			}
+		}
+		if ok && (!counting || from.Before(since)) {
+			since, counting = from, true
+		}
+	}
+	return since, counting
+}
+
+// firstPodCreated is the creation time of the earliest of the pods of a pod set, if any exists.
+func firstPodCreated(pods []*corev1.Pod, podSet string) (time.Time, bool) {
+	var first time.Time
+	found := false
+	for _, pod := range pods {
+		if pod.Labels[gantryv1alpha1.PodSetLabel] != podSet {
+			continue
+		}
+		if t := pod.CreationTimestamp.Time; !found || t.Before(first) {
+			first, found = t, true
+		}
+	}
+	return first, found
+}
+
 // placementTimeoutMessage says how much of the gang was not placed, and what the scheduler said of a pod
 // that waits, for a person to act on.
 func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods []*corev1.Pod, waited time.Duration) string {
@@ -413,7 +457,7 @@ func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods
 		left += progress.Left[ps.Name]
 		total += ps.Count
 	}
-	msg := fmt.Sprintf("%d of %d pods not placed on a node %s after the Job was created", left, total, waited.Round(time.Second))
+	msg := fmt.Sprintf("%d of %d pods not placed on a node %s after their placement began", left, total, waited.Round(time.Second))
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" || IsTerminal(pod) {
 			continue

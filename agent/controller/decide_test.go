@@ -576,6 +576,60 @@ func TestDecidePlacementTimeout(t *testing.T) {
 	}
 }
 
+// A deferred pod set (a RayJob's submitter, made once the Ray cluster is ready) is timed from its first
+// pod's creation, not from the job's: a Ray cluster slow to come up does not lose the gang its room.
+func TestDecidePlacementTimeoutOfDeferredPodSets(t *testing.T) {
+	const timeout = 5 * time.Minute
+	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
+	ray := func() *gantryv1alpha1.Workload {
+		return agenttest.MakeCopy("r", "ns").Created(t0).PodSet("head", 1, "nvidia.com/gpu", "8").
+			PodSet("submitter", 1, "nvidia.com/gpu", "8").Deferred().Admitted().Obj()
+	}
+	rayJob := jobs(agenttest.MakeJob("r", "ns").Workload("hub-r").Created(now.Add(-time.Hour)).Obj())
+	head := gpuPod("r-head", "hub-r", "8").PodSet("head").Node("n1").Phase(corev1.PodRunning).Created(now.Add(-time.Hour)).Obj()
+	submitter := func(created time.Time) *corev1.Pod {
+		return gpuPod("r-submitter", "hub-r", "8").PodSet("submitter").Created(created).
+			Unschedulable("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.").Obj()
+	}
+	eight := agenttest.Resources("nvidia.com/gpu", "8")
+	placement := map[types.UID]admission.Placement{"copy-r": {
+		{PodSet: "head", Node: "n1", Count: 1, Requests: eight}, {PodSet: "submitter", Node: "n2", Count: 1, Requests: eight}}}
+	held := outcome{Reserved: map[string]int32{"ns/r": 1}, FreeGPU: map[string]int64{"n1": 0, "n2": 0}, Remembered: []string{"ns/r"}}
+	cases := map[string]struct {
+		pods []*corev1.Pod
+		want outcome
+		wake time.Duration
+	}{
+		"an hour after the job, no submitter pod yet: its room is held and no clock runs": {
+			pods: []*corev1.Pod{head}, want: held,
+		},
+		"the submitter pod made within the timeout: held, and woken when it would run out": {
+			pods: []*corev1.Pod{head, submitter(now.Add(-time.Minute))}, want: held, wake: timeout - time.Minute + time.Second,
+		},
+		"the submitter pod not placed a timeout after it was made: given up": {
+			pods: []*corev1.Pod{head, submitter(now.Add(-timeout - time.Second))},
+			want: outcome{Updates: map[string]string{"ns/r": "False/PlacementTimeout"}, FreeGPU: map[string]int64{"n1": 0, "n2": 8}},
+		},
+		"the head not placed a timeout after the job was made: given up, whatever the submitter": {
+			pods: []*corev1.Pod{gpuPod("r-head", "hub-r", "8").PodSet("head").Unschedulable("no room").Obj()},
+			want: outcome{Updates: map[string]string{"ns/r": "False/PlacementTimeout"}, FreeGPU: map[string]int64{"n1": 8, "n2": 8}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{ray()}, Jobs: rayJob, Pods: tc.pods,
+				Placements: placement, Now: now, PlacementTimeout: timeout}
+			plan := Decide(in)
+			if diff := cmp.Diff(tc.want, outcomeOf(in, plan), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+			if plan.Wake != tc.wake {
+				t.Errorf("Wake = %v, want %v", plan.Wake, tc.wake)
+			}
+		})
+	}
+}
+
 func TestDecideWakesForTimeouts(t *testing.T) {
 	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
 	in := Input{

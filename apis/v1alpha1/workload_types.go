@@ -37,6 +37,12 @@ type PodSet struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(p, self.filter(q, q == p).size() == 1)",message="gpuProducts must not name a product twice"
 	// +optional
 	GPUProducts []string `json:"gpuProducts,omitempty"`
+	// Deferred is true for a pod set whose pods the job's controller creates only once other pod sets'
+	// pods have started or finished: a RayJob's submitter, a JobSet's replicated job that dependsOn
+	// others. Its room is held from admission on like the others', but the placement timeout counts for
+	// it from the creation of its first pod, not from the job's.
+	// +optional
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // JobKind is a kind of job Gantry dispatches.

@@ -30,6 +30,11 @@ func (Job) GroupVersionKind() schema.GroupVersionKind {
 	return batchv1.SchemeGroupVersion.WithKind("Job")
 }
 
+// Resource implements Kind.
+func (Job) Resource() schema.GroupVersionResource {
+	return batchv1.SchemeGroupVersion.WithResource("jobs")
+}
+
 // New implements Kind.
 func (Job) New() client.Object { return &batchv1.Job{} }
 

@@ -26,6 +26,11 @@ func (JobSet) GroupVersionKind() schema.GroupVersionKind {
 	return jobset.SchemeGroupVersion.WithKind("JobSet")
 }
 
+// Resource implements Kind.
+func (JobSet) Resource() schema.GroupVersionResource {
+	return jobset.SchemeGroupVersion.WithResource("jobsets")
+}
+
 // New implements Kind.
 func (JobSet) New() client.Object { return &jobset.JobSet{} }
 
@@ -38,14 +43,15 @@ func (k JobSet) Held(obj client.Object) (bool, string) {
 }
 
 // PodSets implements Kind: a replicated job's pods are its replicas times the pods of its Job template;
-// the Job template's annotations may choose the set's placement.
+// the Job template's annotations may choose the set's placement. JobSet creates the Jobs of a replicated
+// job that dependsOn others only once those are Ready or Complete: such a set is deferred.
 func (JobSet) PodSets(obj client.Object) ([]PodSet, error) {
 	js := obj.(*jobset.JobSet)
 	sets := make([]PodSet, 0, len(js.Spec.ReplicatedJobs))
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
 		sets = append(sets, PodSet{Name: rj.Name, Count: max(rj.Replicas, 1) * JobPods(&rj.Template.Spec),
-			Template: &rj.Template.Spec.Template, Annotations: rj.Template.Annotations})
+			Template: &rj.Template.Spec.Template, Annotations: rj.Template.Annotations, Deferred: len(rj.DependsOn) > 0})
 	}
 	return sets, nil
 }

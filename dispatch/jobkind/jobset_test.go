@@ -39,9 +39,12 @@ func trainingJobSet() *jobset.JobSet {
 }
 
 // A JobSet is one workload: a pod set per replicated job of replicas times parallelism pods, each with
-// its own GPU products where its Job template names them, the JobSet's otherwise; one topology key.
+// its own GPU products where its Job template names them, the JobSet's otherwise; one topology key. A
+// replicated job that dependsOn another is deferred: JobSet creates it once that one is ready.
 func TestJobSetWorkload(t *testing.T) {
-	wl, err := NewWorkload(JobSet{}, trainingJobSet(), 10)
+	js := trainingJobSet()
+	js.Spec.ReplicatedJobs[1].DependsOn = []jobset.DependsOn{{Name: "driver", Status: jobset.DependencyReady}}
+	wl, err := NewWorkload(JobSet{}, js, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,12 +58,13 @@ func TestJobSetWorkload(t *testing.T) {
 		Name     string
 		Count    int32
 		Products []string
+		Deferred bool
 	}
 	var got []set
 	for _, ps := range wl.Spec.PodSets {
-		got = append(got, set{ps.Name, ps.Count, ps.GPUProducts})
+		got = append(got, set{ps.Name, ps.Count, ps.GPUProducts, ps.Deferred})
 	}
-	want := []set{{"driver", 1, []string{"NVIDIA-A100-SXM4-80GB", "NVIDIA-L4"}}, {"workers", 8, []string{"NVIDIA-H100-80GB-HBM3"}}}
+	want := []set{{"driver", 1, []string{"NVIDIA-A100-SXM4-80GB", "NVIDIA-L4"}, false}, {"workers", 8, []string{"NVIDIA-H100-80GB-HBM3"}, true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pod sets (-want +got):\n%s", diff)
 	}
@@ -181,6 +185,10 @@ func TestKinds(t *testing.T) {
 		names = append(names, k.Name())
 		if got, ok := ForObject(k.New()); !ok || got.Name() != k.Name() {
 			t.Errorf("ForObject(%T) = %v, %v", k.New(), got, ok)
+		}
+		// Every kind's resource is its kind's regular plural, in its group and version.
+		if plural, _ := apimeta.UnsafeGuessKindToResource(k.GroupVersionKind()); k.Resource() != plural {
+			t.Errorf("%s: resource %v, want %v", k.Name(), k.Resource(), plural)
 		}
 	}
 	if diff := cmp.Diff([]gantry.JobKind{gantry.JobKindJob, gantry.JobKindJobSet, gantry.JobKindRayJob, gantry.JobKindTrainJob}, names); diff != "" {

@@ -30,6 +30,8 @@ type Kind interface {
 	// Name is the kind as Workload.spec.jobKind names it.
 	Name() gantry.JobKind
 	GroupVersionKind() schema.GroupVersionKind
+	// Resource is the API resource of the kind's objects, as RBAC and the API server name it.
+	Resource() schema.GroupVersionResource
 	// New and NewList return empty objects of the kind.
 	New() client.Object
 	NewList() client.ObjectList
@@ -77,6 +79,9 @@ type PodSet struct {
 	Template *corev1.PodTemplateSpec
 	// Annotations that may choose the pod set's placement (gantry.dev/gpu-products), over the object's.
 	Annotations map[string]string
+	// Deferred: the kind's controller creates these pods only once other pod sets' pods started or
+	// finished (see gantry.PodSet.Deferred).
+	Deferred bool
 }
 
 // State is how far a job got, as its status says.
@@ -145,16 +150,19 @@ func ForObject(obj client.Object) (Kind, bool) {
 	return nil, false
 }
 
+// Ref is the kind as names and references write it: jobset (Workload names, KIND/NAME, page paths).
+func Ref(k gantry.JobKind) string { return strings.ToLower(string(k)) }
+
 // WorkloadName is the name of the hub Workload that stands for the named job of the kind. The kind's
 // prefix keeps a Job and a JobSet of the same name apart.
 func WorkloadName(k Kind, jobName string) string {
-	return strings.ToLower(string(k.Name())) + "-" + jobName
+	return Ref(k.Name()) + "-" + jobName
 }
 
 // ParseWorkloadName inverts WorkloadName: the kind and the job's name.
 func ParseWorkloadName(name string) (Kind, string, bool) {
 	for _, k := range kinds {
-		if jobName, ok := strings.CutPrefix(name, strings.ToLower(string(k.Name()))+"-"); ok {
+		if jobName, ok := strings.CutPrefix(name, Ref(k.Name())+"-"); ok {
 			return k, jobName, true
 		}
 	}
@@ -166,7 +174,7 @@ func JobName(wl *gantry.Workload) string {
 	if name := wl.Labels[gantry.JobNameLabel]; name != "" {
 		return name
 	}
-	return strings.TrimPrefix(wl.Name, strings.ToLower(string(Of(wl).Name()))+"-")
+	return strings.TrimPrefix(wl.Name, Ref(Of(wl).Name())+"-")
 }
 
 // setStatus makes *to want and says whether that changed it.

@@ -30,6 +30,9 @@ func (RayJob) Name() gantry.JobKind { return gantry.JobKindRayJob }
 // GroupVersionKind implements Kind.
 func (RayJob) GroupVersionKind() schema.GroupVersionKind { return ray.GroupVersion.WithKind("RayJob") }
 
+// Resource implements Kind.
+func (RayJob) Resource() schema.GroupVersionResource { return ray.GroupVersion.WithResource("rayjobs") }
+
 // New implements Kind.
 func (RayJob) New() client.Object { return &ray.RayJob{} }
 
@@ -63,7 +66,8 @@ func (RayJob) PodSets(obj client.Object) ([]PodSet, error) {
 		}
 	}
 	if tpl := submitterTemplate(rj); tpl != nil {
-		sets = append(sets, PodSet{Name: submitterPodSet, Count: 1, Template: tpl})
+		// KubeRay creates the submitter only once the Ray cluster is ready.
+		sets = append(sets, PodSet{Name: submitterPodSet, Count: 1, Template: tpl, Deferred: true})
 	}
 	return sets, nil
 }

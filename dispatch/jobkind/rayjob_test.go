@@ -44,16 +44,18 @@ func TestRayJobWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	type set struct {
-		Name  string
-		Count int32
-		CPU   string
+		Name     string
+		Count    int32
+		CPU      string
+		Deferred bool
 	}
 	var got []set
 	for _, ps := range wl.Spec.PodSets {
 		cpu := ps.Requests[corev1.ResourceCPU]
-		got = append(got, set{ps.Name, ps.Count, cpu.String()})
+		got = append(got, set{ps.Name, ps.Count, cpu.String(), ps.Deferred})
 	}
-	want := []set{{"head", 1, "0"}, {"gpu", 4, "0"}, {"cpu", 1, "0"}, {"submitter", 1, "500m"}}
+	// KubeRay makes the submitter once the Ray cluster is ready.
+	want := []set{{"head", 1, "0", false}, {"gpu", 4, "0", false}, {"cpu", 1, "0", false}, {"submitter", 1, "500m", true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pod sets (-want +got):\n%s", diff)
 	}

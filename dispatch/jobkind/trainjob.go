@@ -48,6 +48,11 @@ func (TrainJob) GroupVersionKind() schema.GroupVersionKind {
 	return trainer.GroupVersion.WithKind(trainer.TrainJobKind)
 }
 
+// Resource implements Kind.
+func (TrainJob) Resource() schema.GroupVersionResource {
+	return trainer.GroupVersion.WithResource("trainjobs")
+}
+
 // New implements Kind.
 func (TrainJob) New() client.Object { return &trainer.TrainJob{} }
 

@@ -75,7 +75,7 @@ func podSetOf(ps PodSet, jobProducts []string) (gantry.PodSet, error) {
 		Name: ps.Name, Count: ps.Count,
 		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *requestsDefaulted(spec)}, resourcehelper.PodResourcesOptions{}),
 		NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, RequiredNodeAffinity: affinity,
-		GPUProducts: products,
+		GPUProducts: products, Deferred: ps.Deferred,
 	}, nil
 }
 

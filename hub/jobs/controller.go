@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +41,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[gantry.QueueLabel] != "" })
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("hub-"+strings.ToLower(string(r.Kind.Name()))+"s").
+		Named("hub-"+jobkind.Ref(r.Kind.Name())+"s").
 		For(r.Kind.New(), builder.WithPredicates(queued, predicate.GenerationChangedPredicate{})).
 		// A Workload that appears (also each one listed when the hub starts) has its job looked at, so a
 		// Workload whose job went while the hub was down is deleted even where no garbage collector

@@ -152,7 +152,7 @@ type jobPage struct {
 
 // jobPath is the page of the job of a row.
 func jobPath(r view.WorkloadRow) string {
-	return "/jobs/" + url.PathEscape(r.Namespace) + "/" + strings.ToLower(string(r.Kind)) + "/" + url.PathEscape(r.Name)
+	return "/jobs/" + url.PathEscape(r.Namespace) + "/" + jobkind.Ref(r.Kind) + "/" + url.PathEscape(r.Name)
 }
 
 // job serves the page of the job the path names, to a user who may get that job.

@@ -221,6 +221,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 		c.Job = job
 		if job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID) {
 			r.expected.Observe(remoteJobKey(name, wl))
+			r.foreign.Delete(name + "/" + wl.Namespace + "/" + jobName) // the foreign one went, ours came
 		}
 	case !apierrors.IsNotFound(err):
 		return c, fmt.Errorf("reading %s %s/%s on %s: %w", jobkind.Of(wl).Name(), wl.Namespace, jobName, name, err)
@@ -306,7 +307,7 @@ func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.
 		}
 		err = nil
 	}
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+	if refusedByWorker(err) {
 		// Not created, and asking again would be refused again: the next decision takes it back.
 		r.refusals.Store(string(wl.UID)+"/"+a.Cluster, refusal{epoch: wl.Status.DispatchEpoch, message: apiMessage(err)})
 		return true, nil
@@ -316,6 +317,22 @@ func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.
 	}
 	r.expected.Expect(remoteJobKey(a.Cluster, wl))
 	return true, nil
+}
+
+// refusedByWorker tells a worker's final answer to a create from a passing failure: the object is
+// invalid there (a schema, CEL rule or admission policy refused it: 422 or 400), or an admission webhook
+// or policy denied it, which a webhook may do with 403 (controller-runtime's webhooks do). A 403 of RBAC
+// or of an exhausted ResourceQuota is not a refusal of the job: rights and quota may come back.
+func refusedByWorker(err error) bool {
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return true
+	}
+	if !apierrors.IsForbidden(err) {
+		return false
+	}
+	msg := apiMessage(err)
+	return strings.HasPrefix(msg, "admission webhook ") && strings.Contains(msg, " denied the request") ||
+		strings.HasPrefix(msg, "ValidatingAdmissionPolicy ") && strings.Contains(msg, " denied request")
 }
 
 // refusal is a worker's API server's refusal of the job of one dispatch epoch.
@@ -414,6 +431,13 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, wl *gantry.Workload, h
 	r.refusals.Range(func(key, _ any) bool { // a Workload that goes takes its refusals along
 		if strings.HasPrefix(key.(string), string(wl.UID)+"/") {
 			r.refusals.Delete(key)
+		}
+		return true
+	})
+	jobPath := "/" + wl.Namespace + "/" + workersync.JobNameOf(wl)
+	r.foreign.Range(func(key, _ any) bool { // and what it found in the way of its job
+		if strings.HasSuffix(key.(string), jobPath) {
+			r.foreign.Delete(key)
 		}
 		return true
 	})

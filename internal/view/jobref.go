@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -59,7 +58,7 @@ func KindNamed(s string) (jobkind.Kind, bool) {
 }
 
 // KindRef is the kind as references write it: jobset.
-func KindRef(k jobkind.Kind) string { return strings.ToLower(string(k.Name())) }
+func KindRef(k jobkind.Kind) string { return jobkind.Ref(k.Name()) }
 
 // KindPlural names the kind's objects in sentences: JobSets.
 func KindPlural(k jobkind.Kind) string { return string(k.Name()) + "s" }
@@ -72,12 +71,9 @@ func kindList() string {
 	return strings.Join(names, ", ")
 }
 
-// JobResource is the API resource of the kind's objects, as RBAC names it (jobs.batch,
-// jobsets.jobset.x-k8s.io): the regular plural of the kind, which every kind Gantry dispatches has.
-func JobResource(k jobkind.Kind) schema.GroupResource {
-	plural, _ := apimeta.UnsafeGuessKindToResource(k.GroupVersionKind())
-	return plural.GroupResource()
-}
+// JobResource is the API resource of the kind's objects, as RBAC names it: jobs.batch,
+// jobsets.jobset.x-k8s.io.
+func JobResource(k jobkind.Kind) schema.GroupResource { return k.Resource().GroupResource() }
 
 // JobAccess is what a user asks the hub's authorizer to verb a job of the kind in the namespace (name
 // empty for all of them). Whoever may read the job may read what Gantry tells of it: its Workload's

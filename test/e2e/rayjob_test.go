@@ -5,13 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,7 +44,7 @@ func TestRayJobRunsOnOneWorkerUnderKubeRay(t *testing.T) {
 	ns := newNamespace(t, "rayjob-hub")
 	dumpOnFailure(t, ns)
 	hub := rayClient(t, tb.Hub)
-	history := watchRayObjects(t, ns)
+	history := watchObjects(t, ns, "ray.io")
 	rj := makeRayJob(ns, "tune")
 	submitted := time.Now()
 	if err := hub.Create(ctx, rj); err != nil {
@@ -331,7 +327,7 @@ func kubeRayObjectsGone(t *testing.T, worker client.Client, rj *ray.RayJob, rayC
 // expects (resource/name) were created on the winner only, once, and nothing else of KubeRay's was;
 // every pod of Gantry's (head, worker, submitter) and the submitter Job lived on the winner only; and
 // the ledger's promises hold.
-func onWinnerOnly(t *testing.T, history *rayObjects, ns, winner string, expected map[string]bool) {
+func onWinnerOnly(t *testing.T, history *groupObjects, ns, winner string, expected map[string]bool) {
 	t.Helper()
 	created := history.created(t)
 	for obj, clusters := range created {
@@ -363,121 +359,3 @@ func onWinnerOnly(t *testing.T, history *rayObjects, ns, winner string, expected
 }
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
-
-// rayObjectsPrefix is where the API servers keep KubeRay's objects in etcd: prefix +
-// "<resource>/<namespace>/<name>".
-const rayObjectsPrefix = "/registry/ray.io/"
-
-// rayObjects records the creations of ray.io objects in one namespace in each worker's etcd, from
-// the moment it starts: an object created and deleted again before anyone listed it is recorded too.
-type rayObjects struct {
-	ns      string
-	mu      sync.Mutex
-	made    map[string][]string // resource/name -> the clusters it was created on, once per creation
-	synced  map[string]int64    // highest revision each watch delivered
-	errs    []error
-	clients map[string]*clientv3.Client
-}
-
-// watchRayObjects starts watching each worker's etcd; the test's cleanup stops it.
-func watchRayObjects(t *testing.T, ns string) *rayObjects {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &rayObjects{ns: ns, made: map[string][]string{}, synced: map[string]int64{}, clients: map[string]*clientv3.Client{}}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		for _, cli := range h.clients {
-			_ = cli.Close()
-		}
-		wg.Wait()
-	})
-	for _, w := range tb.Workers {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{w.EtcdURL}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			t.Fatalf("connecting to the etcd of %s: %v", w.Name, err)
-		}
-		h.clients[w.Name] = cli
-		rev, err := revision(ctx, cli)
-		if err != nil {
-			t.Fatalf("the etcd of %s: %v", w.Name, err)
-		}
-		h.synced[w.Name] = rev
-		ch := cli.Watch(ctx, rayObjectsPrefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-		wg.Add(1)
-		go func(cluster string) {
-			defer wg.Done()
-			h.record(cluster, ch)
-		}(w.Name)
-	}
-	return h
-}
-
-func revision(ctx context.Context, cli *clientv3.Client) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := cli.Get(ctx, rayObjectsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return 0, err
-	}
-	return resp.Header.Revision, nil
-}
-
-func (h *rayObjects) record(cluster string, ch clientv3.WatchChan) {
-	for resp := range ch {
-		h.mu.Lock()
-		if err := resp.Err(); err != nil {
-			h.errs = append(h.errs, fmt.Errorf("watching the etcd of %s: %w", cluster, err))
-			h.mu.Unlock()
-			return
-		}
-		for _, ev := range resp.Events {
-			parts := strings.Split(strings.TrimPrefix(string(ev.Kv.Key), rayObjectsPrefix), "/")
-			if len(parts) == 3 && parts[1] == h.ns && ev.Type == clientv3.EventTypePut && ev.Kv.CreateRevision == ev.Kv.ModRevision {
-				h.made[parts[0]+"/"+parts[2]] = append(h.made[parts[0]+"/"+parts[2]], cluster)
-			}
-		}
-		h.synced[cluster] = max(h.synced[cluster], resp.Header.Revision)
-		h.mu.Unlock()
-	}
-}
-
-// created waits until each watch delivered everything its etcd holds now and returns the creations.
-func (h *rayObjects) created(t *testing.T) map[string][]string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for name, cli := range h.clients {
-		rev, err := revision(ctx, cli)
-		if err != nil {
-			t.Fatalf("the etcd of %s: %v", name, err)
-		}
-		for !h.reached(name, rev) {
-			// A progress notification carries the store's revision even when no ray.io key changed.
-			if err := cli.RequestProgress(ctx); err != nil {
-				t.Fatalf("requesting watch progress from the etcd of %s: %v", name, err)
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("the watch of the etcd of %s did not reach revision %d", name, rev)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := errors.Join(h.errs...); err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string][]string, len(h.made))
-	for k, v := range h.made {
-		out[k] = slices.Clone(v)
-	}
-	return out
-}
-
-func (h *rayObjects) reached(cluster string, rev int64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.synced[cluster] >= rev || len(h.errs) > 0
-}

@@ -420,7 +420,7 @@ func TestPlacementTimeoutDispatchesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	apimeta.SetStatusCondition(&cp.Status.Conditions, metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionFalse,
-		Reason: gantry.ReasonPlacementTimeout, Message: "1 of 2 pods not placed on a node 5m0s after the Job was created",
+		Reason: gantry.ReasonPlacementTimeout, Message: "1 of 2 pods not placed on a node 5m0s after their placement began",
 		ObservedGeneration: cp.Generation})
 	if err := workers[first].client.Status().Update(ctx, &cp); err != nil {
 		t.Fatal(err)

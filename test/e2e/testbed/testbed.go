@@ -160,8 +160,9 @@ func script(ctx context.Context, root, name, dir string, out io.Writer, env ...s
 // DevPorts is how many consecutive loopback ports hack/dev-up.sh takes from GANTRY_DEV_PORT: metrics and
 // health probes of the hub and agents on the first six, profiles on the next three, the hub's endpoint on
 // the tenth, the JobSet controllers' webhooks, metrics and health probes on the next six, the KubeRay
-// operators' metrics and health probes on the last four.
-const DevPorts = 20
+// operators' metrics and health probes on the next four, the trainers' webhooks, metrics and health
+// probes on the last six.
+const DevPorts = 26
 
 // FreePortBase returns the first port from start on, in steps of ten, where the DevPorts consecutive
 // loopback ports hack/dev-up.sh may take are free.
