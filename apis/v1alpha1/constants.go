@@ -48,6 +48,9 @@ const (
 	// TopologyKeyAnnotation on a batch Job names a node label key; all its pods must land on nodes
 	// sharing one value of it (one zone, one rack).
 	TopologyKeyAnnotation = "gantry.dev/topology-key"
+	// AdmissionDeadlineAnnotation on a job sets how long it may wait for a cluster (a duration: "30m",
+	// "2h"), over its GlobalQueue's spec.admissionDeadline.
+	AdmissionDeadlineAnnotation = "gantry.dev/admission-deadline"
 	// MaxGPUProducts is how many products a job may list.
 	MaxGPUProducts = 8
 	// MaxPodSets is how many groups of pods a workload may have (a JobSet's replicated jobs).
@@ -106,6 +109,9 @@ const (
 	ReasonWaitingForWorker = "WaitingForWorker"
 	// ReasonRanBefore: the Workload of a Job that already ran was deleted; the Job is not run again.
 	ReasonRanBefore = "RanBefore"
+	// ReasonInadmissible: the Workload waited its admission deadline without a cluster to run it; it is
+	// finished and its hub job marked Failed.
+	ReasonInadmissible = "Inadmissible"
 
 	// Reasons an agent gives on a copy's Admitted condition.
 	ReasonFits                  = "Fits"

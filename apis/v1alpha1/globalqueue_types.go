@@ -38,6 +38,14 @@ type GlobalQueueSpec struct {
 	// Dispatch tunes how workloads are sent to clusters.
 	// +optional
 	Dispatch DispatchPolicy `json:"dispatch,omitempty"`
+
+	// AdmissionDeadline is how long a workload may wait for a cluster, from when it was queued (or last
+	// taken back from a cluster): one still without a cluster then is finished as Inadmissible, saying
+	// what blocked it, and its job is marked Failed. A job's annotation gantry.dev/admission-deadline
+	// overrides it. Unset: workloads wait as long as it takes.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="admissionDeadline must be positive"
+	// +optional
+	AdmissionDeadline *metav1.Duration `json:"admissionDeadline,omitempty"`
 }
 
 // ClusterQuota is the quota of one queue on one worker cluster.

@@ -85,6 +85,10 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:MaxLength=317
 	// +optional
 	TopologyKey string `json:"topologyKey,omitempty"`
+	// AdmissionDeadline is the job's own deadline to get a cluster (its annotation
+	// gantry.dev/admission-deadline), over its GlobalQueue's.
+	// +optional
+	AdmissionDeadline *metav1.Duration `json:"admissionDeadline,omitempty"`
 }
 
 // PodSetAdmission is where an agent placed one pod set.

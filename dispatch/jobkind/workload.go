@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +33,10 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 	if err != nil {
 		return nil, err
 	}
+	deadline, err := AdmissionDeadlineOf(obj.GetAnnotations())
+	if err != nil {
+		return nil, err
+	}
 	podSets := make([]gantry.PodSet, 0, len(sets))
 	for _, ps := range sets {
 		p, err := podSetOf(ps, products)
@@ -48,7 +53,7 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 			Finalizers:      []string{gantry.WorkloadFinalizer},
 		},
 		Spec: gantry.WorkloadSpec{JobKind: k.Name(), QueueName: labels[gantry.QueueLabel], Priority: priority,
-			PodSets: podSets, TopologyKey: topologyKey},
+			PodSets: podSets, TopologyKey: topologyKey, AdmissionDeadline: deadline},
 	}, nil
 }
 
@@ -109,6 +114,20 @@ func PriorityClassName(k Kind, obj client.Object) string {
 		}
 	}
 	return ""
+}
+
+// AdmissionDeadlineOf reads a job's own admission deadline (gantry.dev/admission-deadline: "30m"); nil
+// when the job has none.
+func AdmissionDeadlineOf(annotations map[string]string) (*metav1.Duration, error) {
+	v, ok := annotations[gantry.AdmissionDeadlineAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return nil, fmt.Errorf("annotation %s=%q is not a positive duration such as 30m or 2h", gantry.AdmissionDeadlineAnnotation, v)
+	}
+	return &metav1.Duration{Duration: d}, nil
 }
 
 // PlacementOf reads placement annotations: the GPU products pods accept, in order of preference

@@ -3,6 +3,7 @@ package jobkind
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
@@ -113,6 +114,45 @@ func TestPlacementOfRejectsBadAnnotations(t *testing.T) {
 	products, key, err := PlacementOf(nil)
 	if err != nil || products != nil || key != "" {
 		t.Fatalf("PlacementOf(no annotations) = %v, %q, %v", products, key, err)
+	}
+}
+
+// A job's own admission deadline is a positive duration; anything else says what is wrong.
+func TestAdmissionDeadlineOf(t *testing.T) {
+	cases := map[string]struct {
+		value string
+		want  time.Duration
+		err   bool
+	}{
+		"minutes":        {value: "30m", want: 30 * time.Minute},
+		"hours, spaced":  {value: " 2h ", want: 2 * time.Hour},
+		"zero":           {value: "0s", err: true},
+		"negative":       {value: "-5m", err: true},
+		"no unit":        {value: "30", err: true},
+		"not a duration": {value: "tomorrow", err: true},
+	}
+	for name, tc := range cases {
+		got, err := AdmissionDeadlineOf(map[string]string{gantry.AdmissionDeadlineAnnotation: tc.value})
+		switch {
+		case tc.err && (err == nil || !strings.Contains(err.Error(), "not a positive duration")):
+			t.Errorf("%s: %v, %v; want an error saying it is not a positive duration", name, got, err)
+		case !tc.err && (err != nil || got == nil || got.Duration != tc.want):
+			t.Errorf("%s: %v, %v; want %v", name, got, err, tc.want)
+		}
+	}
+	if got, err := AdmissionDeadlineOf(nil); got != nil || err != nil {
+		t.Errorf("no annotation: %v, %v", got, err)
+	}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns",
+		Annotations: map[string]string{gantry.AdmissionDeadlineAnnotation: "45m"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}}}
+	wl, err := NewWorkload(Job{}, job, 0)
+	if err != nil || wl.Spec.AdmissionDeadline == nil || wl.Spec.AdmissionDeadline.Duration != 45*time.Minute {
+		t.Errorf("NewWorkload: %v, deadline %v", err, wl.Spec.AdmissionDeadline)
+	}
+	job.Annotations[gantry.AdmissionDeadlineAnnotation] = "soon"
+	if _, err := NewWorkload(Job{}, job, 0); err == nil {
+		t.Error("a job with a bad deadline got a Workload")
 	}
 }
 

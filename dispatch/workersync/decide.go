@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,10 +33,14 @@ func Decide(v View) Plan {
 	switch {
 	case d.wl.DeletionTimestamp != nil:
 		d.finalize()
+	case apimeta.IsStatusConditionTrue(d.wl.Status.Conditions, gantry.WorkloadFinished):
+		finished := apimeta.FindStatusCondition(d.wl.Status.Conditions, gantry.WorkloadFinished)
+		d.failHubJob(finished.Reason, finished.Message) // where the Workload's end was written first
+		d.withdrawFromLosers()                          // without a winner: from every cluster
+	case d.wl.Status.ClusterName == "" && d.pastAdmissionDeadline():
+		d.withdrawFromLosers()
 	case d.wl.Status.ClusterName == "":
 		d.syncCopies()
-	case apimeta.IsStatusConditionTrue(d.wl.Status.Conditions, gantry.WorkloadFinished):
-		d.withdrawFromLosers()
 	default:
 		d.withdrawFromLosers()
 		d.runOnWinner()
@@ -147,6 +152,35 @@ func (d *decider) syncCopies() {
 	if len(fenced) > 0 {
 		d.event(corev1.EventTypeNormal, EventWithdrawn, "Withdrew copies from %s", strings.Join(fenced, ", "))
 	}
+}
+
+// pastAdmissionDeadline finishes a Workload without a winner that has waited its admission deadline,
+// counted from its creation or, for one taken back from a cluster, from its last eviction (it waits
+// anew), as Inadmissible with what blocked it (its Pending message); before then it asks to look again
+// at the deadline.
+func (d *decider) pastAdmissionDeadline() bool {
+	if d.v.AdmissionDeadline <= 0 {
+		return false
+	}
+	since := d.wl.CreationTimestamp.Time
+	if n := len(d.wl.Status.Evictions); n > 0 && d.wl.Status.Evictions[n-1].Time.After(since) {
+		since = d.wl.Status.Evictions[n-1].Time.Time
+	}
+	due := since.Add(d.v.AdmissionDeadline)
+	if d.v.Now.Before(due) {
+		d.plan.requeue(due.Sub(d.v.Now))
+		return false
+	}
+	msg := fmt.Sprintf("no cluster admitted it within its admission deadline of %s (waiting since %s)",
+		d.v.AdmissionDeadline, since.UTC().Format(time.RFC3339))
+	if c := apimeta.FindStatusCondition(d.wl.Status.Conditions, gantry.WorkloadPending); c != nil && c.Message != "" {
+		msg += ": " + c.Message
+	}
+	// The end is written before the hub job is failed (in the next pass): should the dispatcher record
+	// a winner meanwhile, this write is refused and the job runs, its hub job untouched.
+	d.status.NominatedClusters = nil
+	d.end(gantry.ReasonInadmissible, msg)
+	return true
 }
 
 // withdrawFromLosers removes the Workload from every connected cluster but its winner.
@@ -315,6 +349,9 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 // refused takes the Workload back from a winner whose API server refused its job: nothing of it was
 // created there, so it may run elsewhere; a cluster that refuses it again and again is left out.
 func (d *decider) refused(w Cluster) {
+	// The refusal says nothing was created by that request; a live read says no Job of it is there at
+	// all (an earlier create of the epoch may have gone through) before the winner is cleared.
+	d.plan.ConfirmGone = w.Name
 	msg := fmt.Sprintf("%s refused to create the %s: %s", w.Name, jobkind.Of(d.wl).Name(), w.JobRefused)
 	d.takeBack(gantry.ReasonRemoteJobRefused, msg)
 	d.event(corev1.EventTypeWarning, EventEvicted, "%s; dispatching again", msg)
@@ -355,24 +392,37 @@ func (d *decider) takeBack(reason, message string) {
 	d.setCondition(gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonEvicted, msg)
 }
 
-// finish records that the Workload ended, which releases its quota. When Gantry ends the job itself
-// (the Job did not finish on its own), the hub Job is marked Failed with the same reason, so that
-// kubectl tells the truth without reading Workloads.
+// finish records that the Workload ended, which releases its quota, and marks the hub job Failed when
+// Gantry ended it (failHubJob), in the same plan: the hub job's status is written first.
 func (d *decider) finish(reason, message string) {
+	if d.end(reason, message) {
+		d.failHubJob(reason, message)
+	}
+}
+
+// end records that the Workload ended, and says whether it had not before.
+func (d *decider) end(reason, message string) bool {
 	if apimeta.IsStatusConditionTrue(d.status.Conditions, gantry.WorkloadFinished) {
-		return
+		return false
 	}
 	d.setCondition(gantry.WorkloadFinished, metav1.ConditionTrue, reason, message)
 	d.setCondition(gantry.WorkloadPending, metav1.ConditionFalse, reason, message)
-	if reason == gantry.ReasonJobSucceeded || reason == gantry.ReasonJobFailed {
-		return // the mirrored status says it
+	if reason != gantry.ReasonJobSucceeded && reason != gantry.ReasonJobFailed {
+		d.event(corev1.EventTypeWarning, EventFinished, "%s", message)
 	}
-	if d.v.HubJob != nil {
-		if failed := d.v.HubJob.DeepCopyObject().(client.Object); jobkind.Of(d.wl).Fail(failed, reason, message, metav1.NewTime(d.v.Now)) {
-			d.plan.HubJobStatus = failed
-		}
+	return true
+}
+
+// failHubJob marks the hub job Failed with the reason when Gantry ended the job itself (it did not
+// finish on its own, whose end the mirrored status says), so that kubectl tells the truth without
+// reading Workloads. A job already finished keeps its status.
+func (d *decider) failHubJob(reason, message string) {
+	if reason == gantry.ReasonJobSucceeded || reason == gantry.ReasonJobFailed || d.v.HubJob == nil {
+		return
 	}
-	d.event(corev1.EventTypeWarning, EventFinished, "%s", message)
+	if failed := d.v.HubJob.DeepCopyObject().(client.Object); jobkind.Of(d.wl).Fail(failed, reason, message, metav1.NewTime(d.v.Now)) {
+		d.plan.HubJobStatus = failed
+	}
 }
 
 // finalize withdraws everything from the connected workers, then lets the Workload go. While its Job

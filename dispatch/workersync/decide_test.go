@@ -113,7 +113,7 @@ func TestDecide(t *testing.T) {
 				c.JobRefused = `admission webhook denied the request: spec.runtimeRef: "torch" not found`
 				return view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), c)
 			}(),
-			want: outcome{Winner: "-", Evictions: 1,
+			want: outcome{Winner: "-", Evictions: 1, ConfirmGone: "w1",
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},

@@ -41,6 +41,9 @@ type View struct {
 	LastMirror *Mirror
 	// FinalizerRemoved: the executor removed the finalizer; the cache does not show it yet.
 	FinalizerRemoved bool
+	// AdmissionDeadline is how long the Workload may wait for a winner (its job's own, else its
+	// GlobalQueue's); 0 for as long as it takes.
+	AdmissionDeadline time.Duration
 }
 
 // Cluster is what the hub knows of one worker cluster for the Workload.

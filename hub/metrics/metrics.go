@@ -54,7 +54,7 @@ var (
 	RejectionReasons  = []string{gantry.ReasonNeverFits, gantry.ReasonNoEligibleNode, gantry.ReasonJobNameConflict}
 	EvictionReasons   = []string{gantry.ReasonPlacementTimeout, gantry.ReasonWorkerLost, gantry.ReasonRemoteJobRefused}
 	WithdrawalReasons = []string{WithdrawnLost, WithdrawnStaleEpoch, WithdrawnNotNominated, WithdrawnDeleted, WithdrawnLeftover, WithdrawnOrphan}
-	FinishReasons     = []string{gantry.ReasonJobSucceeded, gantry.ReasonJobFailed, gantry.ReasonRemoteJobLost, gantry.ReasonRemoteJobConflict}
+	FinishReasons     = []string{gantry.ReasonJobSucceeded, gantry.ReasonJobFailed, gantry.ReasonRemoteJobLost, gantry.ReasonRemoteJobConflict, gantry.ReasonInadmissible}
 	Targets           = []string{TargetHub, TargetWorker}
 	Verbs             = []string{"create", "update", "patch", "delete"}
 	// WriteResources are the resources (and subresources) Gantry's hub writes, on the hub and on workers.

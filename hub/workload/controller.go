@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // view gathers what Decide needs from the caches and from the memory of this controller's writes.
 func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.View, error) {
 	v := workersync.View{Now: r.Clock.Now(), Workload: wl, Clusters: map[string]workersync.Cluster{},
-		FinalizerRemoved: r.expected.IsPending(finalizedKey(wl))}
+		FinalizerRemoved: r.expected.IsPending(finalizedKey(wl)), AdmissionDeadline: r.admissionDeadline(ctx, wl)}
 	if name := workersync.JobNameOf(wl); name != "" {
 		hubJob := jobkind.Of(wl).New()
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: name}, hubJob)
@@ -230,6 +230,24 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	_, c.ForeignJob = r.foreign.Load(name + "/" + wl.Namespace + "/" + jobName)
 	c.JobRefused = r.refusal(name, wl)
 	return c, nil
+}
+
+// admissionDeadline is how long the Workload may wait for a winner: its job's own, else that of the
+// GlobalQueue its Queue points at now; 0 when neither sets one, or while the queue cannot be read (the
+// dispatcher says why such a Workload waits).
+func (r *Reconciler) admissionDeadline(ctx context.Context, wl *gantry.Workload) time.Duration {
+	if d := wl.Spec.AdmissionDeadline; d != nil {
+		return d.Duration
+	}
+	var q gantry.Queue
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &q); err != nil {
+		return 0
+	}
+	var gq gantry.GlobalQueue
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: q.Spec.GlobalQueue}, &gq); err != nil || gq.Spec.AdmissionDeadline == nil {
+		return 0
+	}
+	return gq.Spec.AdmissionDeadline.Duration
 }
 
 // readRegistration fills in what the WorkerCluster says: whether the operator fenced it, and since when

@@ -147,6 +147,7 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 	}
 	cases := map[string]struct {
 		clusters []gantry.ClusterQuota
+		deadline *metav1.Duration
 		want     string
 	}{
 		"negative quota": {
@@ -160,11 +161,15 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 		"no clusters": {
 			want: "spec.clusters",
 		},
+		"an admission deadline of no time": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, deadline: &metav1.Duration{},
+			want: "admissionDeadline must be positive",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"},
-				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters}}
+				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters, AdmissionDeadline: tc.deadline}}
 			err := hubEnv.client.Create(ctx, gq)
 			if err == nil {
 				_ = hubEnv.client.Delete(ctx, gq)
@@ -253,6 +258,10 @@ func TestBadPlacementAnnotationsAreRejected(t *testing.T) {
 		"a product twice":       {map[string]string{gantry.GPUProductsAnnotation: "A100,H100,A100"}, "names a product twice"},
 		"nine products":         {map[string]string{gantry.GPUProductsAnnotation: "a,b,c,d,e,f,g,h,i"}, "more than 8 products"},
 		"a bad topology key":    {map[string]string{gantry.TopologyKeyAnnotation: "zone/"}, "must be a node label key"},
+		"a deadline":            {map[string]string{gantry.AdmissionDeadlineAnnotation: "1h30m"}, ""},
+		"a deadline of no time": {map[string]string{gantry.AdmissionDeadlineAnnotation: "0s"}, "must be a positive duration"},
+		"a deadline in words":   {map[string]string{gantry.AdmissionDeadlineAnnotation: "tomorrow"}, "must be a positive duration"},
+		"a deadline, no unit":   {map[string]string{gantry.AdmissionDeadlineAnnotation: "30"}, "must be a positive duration"},
 	}
 	i := 0
 	for name, tc := range cases {

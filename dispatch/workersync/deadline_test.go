@@ -1,0 +1,87 @@
+package workersync
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// A Workload without a winner that waited its admission deadline is finished as Inadmissible and its
+// copies withdrawn; once that is written, its hub job is marked Failed with the reason. The deadline
+// counts from its creation or its last eviction, and one with a winner is never ended by it.
+func TestDecideAdmissionDeadline(t *testing.T) {
+	const deadline = 30 * time.Minute
+	queued := func(ago time.Duration) *wlBuilder {
+		b := workload().nominated(2, "w1", "w2").condition(gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonWaitingForAdmission)
+		b.wl.CreationTimestamp = metav1.NewTime(now.Add(-ago))
+		return b
+	}
+	evicted := func(b *wlBuilder, ago time.Duration) *wlBuilder {
+		b.wl.Status.Evictions = []gantry.Eviction{{Cluster: "w1", Epoch: 1, Reason: gantry.ReasonPlacementTimeout, Time: metav1.NewTime(now.Add(-ago))}}
+		return b
+	}
+	inadmissible := outcome{
+		Worker:  []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2", "Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
+		Changed: []string{"Finished=True/" + gantry.ReasonInadmissible, "Pending=False/" + gantry.ReasonInadmissible},
+		Events:  []string{"Warning " + EventFinished},
+	}
+	cases := map[string]struct {
+		wl       *gantry.Workload
+		deadline time.Duration
+		want     outcome
+	}{
+		"within the deadline: it waits, and is looked at again when it runs out": {
+			wl: queued(deadline - time.Minute).obj(), deadline: deadline, want: outcome{Requeue: time.Minute},
+		},
+		"past the deadline: finished as Inadmissible, copies withdrawn": {
+			wl: queued(deadline + time.Second).obj(), deadline: deadline, want: inadmissible,
+		},
+		"no deadline: it waits as long as it takes": {
+			wl: queued(1000 * time.Hour).obj(), want: outcome{},
+		},
+		"taken back from a cluster: the deadline counts anew from the eviction": {
+			wl: evicted(queued(2*deadline), deadline-time.Minute).obj(), deadline: deadline, want: outcome{Requeue: time.Minute},
+		},
+		"taken back long ago: past the deadline": {
+			wl: evicted(queued(3*deadline), deadline+time.Second).obj(), deadline: deadline, want: inadmissible,
+		},
+		"admitted, though late: the deadline no longer applies": {
+			wl: queued(2 * deadline).winner("w1").jobCreated().obj(), deadline: deadline,
+			want: outcome{Worker: []string{"Delete w2 Copy ns/job-train uid=wl-uid epoch=2"}, HubJob: "mirrored"},
+		},
+		"finished as Inadmissible: the hub job is marked Failed, and a copy that shows up later is withdrawn": {
+			wl: queued(2*deadline).condition(gantry.WorkloadFinished, metav1.ConditionTrue, gantry.ReasonInadmissible).obj(), deadline: deadline,
+			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2", "Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
+				HubJob: "Failed/" + gantry.ReasonInadmissible},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := view(tc.wl, hubJob(), up("w1").with(copyOf(uid, 2), nil), up("w2").with(copyOf(uid, 2), nil))
+			if tc.wl.Status.ClusterName == "w1" {
+				v.Clusters["w1"] = up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2)))
+			}
+			v.AdmissionDeadline = tc.deadline
+			p := Decide(v)
+			if diff := cmp.Diff(tc.want, summarize(v, p)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if !slices.Equal(tc.want.Changed, inadmissible.Changed) {
+				return
+			}
+			// It says what the deadline was and what blocked the Workload (its Pending message), and
+			// leaves no nomination.
+			c := apimeta.FindStatusCondition(p.Status.Conditions, gantry.WorkloadFinished)
+			if !strings.Contains(c.Message, "admission deadline of 30m0s") || !strings.HasSuffix(c.Message, ": set by the test") || len(p.Status.NominatedClusters) > 0 {
+				t.Errorf("finished: %q, nominated %v", c.Message, p.Status.NominatedClusters)
+			}
+		})
+	}
+}
