@@ -73,6 +73,26 @@ func (b *queueBuilder) quota(cluster string, pairs ...any) *queueBuilder {
 	return b
 }
 
+// cohort puts the queue in a cohort.
+func (b *queueBuilder) cohort(name string) *queueBuilder { b.q.Cohort = name; return b }
+
+// borrowingLimit and lendingLimit cap GPUs (whole units) on a cluster.
+func (b *queueBuilder) borrowingLimit(cluster string, gpus int) *queueBuilder {
+	if b.q.BorrowingLimit == nil {
+		b.q.BorrowingLimit = map[string]Resources{}
+	}
+	b.q.BorrowingLimit[cluster] = Resources{"nvidia.com/gpu": int64(gpus) * 1000}
+	return b
+}
+
+func (b *queueBuilder) lendingLimit(cluster string, gpus int) *queueBuilder {
+	if b.q.LendingLimit == nil {
+		b.q.LendingLimit = map[string]Resources{}
+	}
+	b.q.LendingLimit[cluster] = Resources{"nvidia.com/gpu": int64(gpus) * 1000}
+	return b
+}
+
 func (b *queueBuilder) strict() *queueBuilder             { b.q.StrictFIFO = true; return b }
 func (b *queueBuilder) maxCandidates(n int) *queueBuilder { b.q.MaxCandidates = n; return b }
 func (b *queueBuilder) obj() *GlobalQueue                 { return b.q }

@@ -178,9 +178,11 @@ func SortByQueueOrder(ws []*Workload) {
 	})
 }
 
-// ledger tracks, per queue and cluster, the quota admitted workloads use and nominated ones reserve.
+// ledger tracks, per queue and cluster, the quota admitted workloads use and nominated ones reserve,
+// and per cohort, cluster and resource, what the cohort's queues lend one another.
 type ledger struct {
 	queues map[string]*queueLedger
+	pools  map[poolKey]*pool
 }
 
 type queueLedger struct {
@@ -191,16 +193,42 @@ type queueLedger struct {
 }
 
 type clusterLedger struct {
-	name     string
-	cluster  Cluster
-	known    bool
-	quota    []int64 // math.MaxInt64 where the resource is not limited on this cluster
+	name    string
+	cluster Cluster
+	known   bool
+	quota   []int64 // math.MaxInt64 where the resource is not limited on this cluster
+	// borrow is the most the queue may use beyond its quota, borrowed from its cohort (0 without one);
+	// guarded the part of its quota it never lends; pools its cohort's pool of each limited resource on
+	// this cluster (nil without a cohort).
+	borrow   []int64
+	guarded  []int64
+	pools    []*pool
 	admitted []int64
 	reserved []int64
 }
 
+// poolKey names what one cohort's queues lend one another of one resource on one cluster.
+type poolKey struct {
+	cohort, cluster string
+	resource        corev1.ResourceName
+}
+
+// pool is a cohort's lendable quota of one resource on one cluster: capacity is the sum of what its
+// queues may lend; admitted and used are how much of it is in use (each queue's use beyond its
+// guarded part) by admitted workloads, and with the reservations of nominated ones.
+type pool struct {
+	capacity, admitted, used int64
+	members                  []poolMember
+}
+
+type poolMember struct {
+	queue string
+	c     *clusterLedger
+	k     int
+}
+
 func newLedger(s *Snapshot) *ledger {
-	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues))}
+	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), pools: map[poolKey]*pool{}}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters))}
 		for _, c := range q.Clusters {
@@ -210,22 +238,75 @@ func newLedger(s *Snapshot) *ledger {
 				}
 			}
 		}
-		n := len(ql.index)
+		ql.clusters = make([]clusterLedger, len(q.Clusters))
 		for i, c := range q.Clusters {
 			cl, known := s.Clusters[c]
-			cs := clusterLedger{name: c, cluster: cl, known: known,
-				quota: make([]int64, n), admitted: make([]int64, n), reserved: make([]int64, n)}
-			for k := range cs.quota {
-				cs.quota[k] = math.MaxInt64
-			}
-			for r, v := range q.Quota[c] {
-				cs.quota[ql.index[r]] = v
-			}
-			ql.clusters = append(ql.clusters, cs)
+			ql.clusters[i] = clusterLedger{name: c, cluster: cl, known: known}
 			ql.byName[c] = i
 		}
 		l.queues[name] = ql
 	}
+	for _, name := range sortedQueueNames(l.queues) { // pools list their members in a stable order
+		l.queues[name].layOut(l)
+	}
+	l.countUsage(s)
+	return l
+}
+
+func sortedQueueNames(queues map[string]*queueLedger) []string {
+	names := make([]string, 0, len(queues))
+	for name := range queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// layOut sizes the queue's vectors per cluster: its quota, what it may borrow and never lends there,
+// and, in a cohort, its share of the cohort's pools.
+func (ql *queueLedger) layOut(l *ledger) {
+	n, q := len(ql.index), ql.q
+	for i := range ql.clusters {
+		cs := &ql.clusters[i]
+		cs.quota, cs.borrow, cs.guarded = make([]int64, n), make([]int64, n), make([]int64, n)
+		cs.admitted, cs.reserved, cs.pools = make([]int64, n), make([]int64, n), make([]*pool, n)
+		for k := range cs.quota {
+			cs.quota[k] = math.MaxInt64
+		}
+		for r, v := range q.Quota[cs.name] {
+			cs.quota[ql.index[r]] = v
+		}
+		if q.Cohort == "" {
+			continue
+		}
+		for r, k := range ql.index {
+			if cs.quota[k] == math.MaxInt64 {
+				continue // not limited: nothing to borrow or lend
+			}
+			cs.borrow[k] = math.MaxInt64
+			if v, ok := q.BorrowingLimit[cs.name][r]; ok {
+				cs.borrow[k] = max(v, 0)
+			}
+			lend := cs.quota[k]
+			if v, ok := q.LendingLimit[cs.name][r]; ok {
+				lend = min(max(v, 0), lend)
+			}
+			cs.guarded[k] = cs.quota[k] - lend
+			key := poolKey{cohort: q.Cohort, cluster: cs.name, resource: r}
+			p := l.pools[key]
+			if p == nil {
+				p = &pool{}
+				l.pools[key] = p
+			}
+			p.capacity += lend
+			p.members = append(p.members, poolMember{queue: q.Name, c: cs, k: k})
+			cs.pools[k] = p
+		}
+	}
+}
+
+// countUsage adds what admitted workloads use and nominated ones reserve.
+func (l *ledger) countUsage(s *Snapshot) {
 	for _, w := range s.Workloads {
 		ql := l.queues[w.GlobalQueue]
 		if ql == nil {
@@ -234,20 +315,19 @@ func newLedger(s *Snapshot) *ledger {
 		switch w.Phase {
 		case Admitted:
 			if i, ok := ql.byName[w.Winner]; ok {
-				addTo(ql.clusters[i].admitted, ql.vector(w.Requests))
+				ql.clusters[i].add(true, ql.vector(w.Requests), 1)
 			}
 		case Pending:
 			if w.Epoch > 0 && !w.nominationVoid() {
 				vec := ql.vector(w.Requests)
 				for _, c := range w.Nominated {
 					if i, ok := ql.byName[c]; ok {
-						addTo(ql.clusters[i].reserved, vec)
+						ql.clusters[i].add(false, vec, 1)
 					}
 				}
 			}
 		}
 	}
-	return l
 }
 
 // vector lays out the requests the queue limits; other resources are not counted.
@@ -261,16 +341,85 @@ func (ql *queueLedger) vector(req Resources) []int64 {
 	return vec
 }
 
-func addTo(dst, v []int64) {
-	for i := range v {
-		dst[i] += v[i]
+// add adds sign*vec to the cluster's admitted (or reserved) usage and keeps its cohort's pools in step.
+func (c *clusterLedger) add(admitted bool, vec []int64, sign int64) {
+	for k, v := range vec {
+		if v == 0 {
+			continue
+		}
+		p := c.pools[k]
+		var beforeAdmitted, beforeUsed int64
+		if p != nil {
+			beforeAdmitted, beforeUsed = c.overGuard(k, c.admitted[k]), c.overGuard(k, c.admitted[k]+c.reserved[k])
+		}
+		if admitted {
+			c.admitted[k] += sign * v
+		} else {
+			c.reserved[k] += sign * v
+		}
+		if p != nil {
+			p.admitted += c.overGuard(k, c.admitted[k]) - beforeAdmitted
+			p.used += c.overGuard(k, c.admitted[k]+c.reserved[k]) - beforeUsed
+		}
 	}
 }
 
-func subFrom(dst, v []int64) {
-	for i := range v {
-		dst[i] -= v[i]
+// overGuard is how much of use falls on the cohort's pool: what goes beyond the guarded part.
+func (c *clusterLedger) overGuard(k int, use int64) int64 { return max(0, use-c.guarded[k]) }
+
+// fits says whether the queue may add vec on the cluster: its use (admitted, and reserved with
+// withReserved) plus vec within its quota and what it may borrow, and its cohort's pools within their
+// capacity. A queue in a cohort may so be kept below its own quota while others borrow what it lent.
+func (c *clusterLedger) fits(vec []int64, withReserved bool) bool {
+	for k, v := range vec {
+		if v <= 0 {
+			continue
+		}
+		use := c.admitted[k]
+		if withReserved {
+			use += c.reserved[k]
+		}
+		if use+v > satAdd(c.quota[k], c.borrow[k]) {
+			return false
+		}
+		if p := c.pools[k]; p != nil {
+			inUse := p.admitted
+			if withReserved {
+				inUse = p.used
+			}
+			if inUse-c.overGuard(k, use)+c.overGuard(k, use+v) > p.capacity {
+				return false
+			}
+		}
 	}
+	return true
+}
+
+// couldEverFit says whether vec fits the queue on the cluster once nothing else runs there: within its
+// quota and what it may borrow, which is at most what the cohort lends.
+func (c *clusterLedger) couldEverFit(vec []int64) bool {
+	for k, v := range vec {
+		if v > c.limit(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// limit is the most the queue may ever use of resource k on the cluster.
+func (c *clusterLedger) limit(k int) int64 {
+	l := satAdd(c.quota[k], c.borrow[k])
+	if p := c.pools[k]; p != nil {
+		l = min(l, satAdd(c.guarded[k], p.capacity))
+	}
+	return l
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // release drops the reservations of a workload's current nomination.
@@ -281,7 +430,7 @@ func (ql *queueLedger) release(w *Workload) {
 	vec := ql.vector(w.Requests)
 	for _, c := range w.Nominated {
 		if i, ok := ql.byName[c]; ok {
-			subFrom(ql.clusters[i].reserved, vec)
+			ql.clusters[i].add(false, vec, -1)
 		}
 	}
 }
@@ -307,24 +456,14 @@ func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (string, bool) {
 			continue
 		}
 		c := &ql.clusters[i]
-		if !within(c.quota, c.admitted, vec) {
+		if !c.fits(vec, false) {
 			continue
 		}
 		ql.release(w)
-		addTo(c.admitted, vec)
+		c.add(true, vec, 1)
 		return cp.Cluster, true
 	}
 	return "", false
-}
-
-// within says whether used+add stays within quota for every limited resource.
-func within(quota, used, add []int64) bool {
-	for i := range add {
-		if add[i] > 0 && used[i]+add[i] > quota[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // hasValidNomination says whether a nominated cluster can still admit the workload.
@@ -382,7 +521,7 @@ func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
 		}
 		n := Nomination{Key: w.Key, Epoch: w.Epoch + 1, GlobalQueue: w.GlobalQueue, Clusters: make([]string, len(best))}
 		for k, b := range best {
-			addTo(ql.clusters[b.idx].reserved, vec)
+			ql.clusters[b.idx].add(false, vec, 1)
 			n.Clusters[k] = ql.clusters[b.idx].name
 		}
 		res.Nominations = append(res.Nominations, n)
@@ -407,7 +546,7 @@ func (ql *queueLedger) candidates(w *Workload, vec []int64, maxCandidates int, b
 	var sc scan
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
-		if !c.known || w.refusedBy(c) || !fitsEmpty(c.quota, vec) {
+		if !c.known || w.refusedBy(c) || !c.couldEverFit(vec) {
 			continue
 		}
 		sc.canEverHold++
@@ -415,7 +554,7 @@ func (ql *queueLedger) candidates(w *Workload, vec []int64, maxCandidates int, b
 			continue
 		}
 		sc.usableHolders++
-		if !within3(c.quota, c.admitted, c.reserved, vec) {
+		if !c.fits(vec, true) {
 			continue
 		}
 		sc.withQuota++
@@ -451,7 +590,7 @@ func (ql *queueLedger) preferredRank(w *Workload, vec []int64) int {
 	preferred := len(w.GPU.Products)
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
-		if c.known && !w.refusedBy(c) && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) &&
+		if c.known && !w.refusedBy(c) && c.cluster.Usable() && c.fits(vec, true) &&
 			c.cluster.MayFitNow(w.GPU) {
 			preferred = min(preferred, c.cluster.ProductRank(w.GPU))
 		}
@@ -486,30 +625,12 @@ func (ql *queueLedger) noCapacityMessage(w *Workload, vec []int64) string {
 	var names []string
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
-		if c.known && !w.refusedBy(c) && c.cluster.Usable() && within3(c.quota, c.admitted, c.reserved, vec) {
+		if c.known && !w.refusedBy(c) && c.cluster.Usable() && c.fits(vec, true) {
 			names = append(names, c.name)
 		}
 	}
 	return fmt.Sprintf("waiting for GPUs: needs %d %s, %d on one node; none free on %s (see WorkerCluster status.capacity)",
 		w.GPU.Total, products, w.GPU.PerPod, strings.Join(names, ", "))
-}
-
-func fitsEmpty(quota, vec []int64) bool {
-	for i := range vec {
-		if vec[i] > quota[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func within3(quota, admitted, reserved, vec []int64) bool {
-	for i := range vec {
-		if vec[i] > 0 && admitted[i]+reserved[i]+vec[i] > quota[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // headroomScore is the smallest fraction of a limited quota left after placing vec; 1 when nothing limits.
@@ -540,7 +661,12 @@ func (ql *queueLedger) cannotHoldMessage(w *Workload, vec []int64) string {
 			parts = append(parts, c.name+": does not run "+w.Kind+"s")
 		default:
 			for r, k := range ql.index {
-				if vec[k] > c.quota[k] {
+				switch limit := c.limit(k); {
+				case vec[k] <= limit:
+				case limit > c.quota[k]:
+					parts = append(parts, fmt.Sprintf("%s: needs %s %s, quota is %s, %s with what its cohort may lend", c.name,
+						formatMilli(vec[k]), r, formatMilli(c.quota[k]), formatMilli(limit)))
+				default:
 					parts = append(parts, fmt.Sprintf("%s: needs %s %s, quota is %s", c.name,
 						formatMilli(vec[k]), r, formatMilli(c.quota[k])))
 				}
@@ -555,7 +681,7 @@ func (ql *queueLedger) unavailableMessage(w *Workload, vec []int64) string {
 	var parts []string
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
-		if !c.known || w.refusedBy(c) || !fitsEmpty(c.quota, vec) {
+		if !c.known || w.refusedBy(c) || !c.couldEverFit(vec) {
 			continue
 		}
 		switch {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -12,11 +13,14 @@ import (
 // model is the persisted hub state plus the copies on workers, driven by random events. Each dispatch
 // pass rebuilds its snapshot from the model, as the hub does after a restart, so restarts need no event
 // of their own. Two GlobalQueues share the clusters; a workload's Queue may be pointed at the other one
-// at any time.
+// at any time. The two may form a cohort, lending each other what they leave unused within limits.
 type model struct {
 	clusters  []string
 	connected map[string]bool
 	quota     map[string]map[string]int64 // queue -> cluster -> GPUs
+	cohort    bool
+	lend      map[string]map[string]int64 // queue -> cluster -> GPUs it may lend (its quota when not limited)
+	borrow    map[string]map[string]int64 // queue -> cluster -> GPUs it may borrow; -1: not limited
 	workloads []*Workload
 	queueOf   map[string]string                // key -> the GlobalQueue its Queue names now
 	recorded  map[string]string                // key -> the GlobalQueue recorded with its nomination
@@ -56,6 +60,18 @@ func newModel(data []byte) (*model, []byte) {
 		m.quota["q"][c] = int64(next()%17) * 1000
 		m.quota["r"][m.clusters[(i+1)%len(m.clusters)]] = m.quota["q"][c]
 	}
+	m.cohort = next()%2 == 1
+	m.lend, m.borrow = map[string]map[string]int64{}, map[string]map[string]int64{}
+	for _, q := range modelQueues {
+		m.lend[q], m.borrow[q] = map[string]int64{}, map[string]int64{}
+		for _, c := range m.clusters {
+			m.lend[q][c] = m.quota[q][c] * int64(next()%3) / 2 // none, half or all of it
+			m.borrow[q][c] = -1
+			if b := next() % 3; b > 0 {
+				m.borrow[q][c] = int64(b-1) * 4000 // 0 or 4 GPUs
+			}
+		}
+	}
 	n := 1 + next()%8
 	for i := 0; i < n; i++ {
 		key := fmt.Sprintf("ns/w%d", i)
@@ -75,6 +91,15 @@ func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 		q := &GlobalQueue{Name: name, StrictFIFO: strict, MaxCandidates: maxCandidates, Clusters: m.clusters, Quota: map[string]Resources{}}
 		for _, c := range m.clusters {
 			q.Quota[c] = Resources{"nvidia.com/gpu": m.quota[name][c]}
+		}
+		if m.cohort {
+			q.Cohort, q.BorrowingLimit, q.LendingLimit = "shared", map[string]Resources{}, map[string]Resources{}
+			for _, c := range m.clusters {
+				q.LendingLimit[c] = Resources{"nvidia.com/gpu": m.lend[name][c]}
+				if m.borrow[name][c] >= 0 {
+					q.BorrowingLimit[c] = Resources{"nvidia.com/gpu": m.borrow[name][c]}
+				}
+			}
 		}
 		s.Queues[name] = q
 	}
@@ -162,31 +187,54 @@ func (m *model) apply(t *testing.T, r Result) {
 
 // checkQuota checks every (GlobalQueue, cluster): admitted workloads count where they were nominated,
 // reservations only while the workload's Queue still names that GlobalQueue (otherwise they can never
-// win there).
+// win there). Without a cohort a queue stays within its quota; in one, within its quota plus its
+// borrowing limit, and the queues together borrow no more than they lend: what each uses beyond the
+// part of its quota it does not lend sums to at most what they may lend.
 func (m *model) checkQuota(t *testing.T) {
-	for _, q := range modelQueues {
-		for _, c := range m.clusters {
-			var admitted, reserved int64
-			for _, w := range m.workloads {
-				gpus := w.Requests["nvidia.com/gpu"]
-				if m.recorded[w.Key] != q {
-					continue
+	for _, c := range m.clusters {
+		var pooledAdmitted, pooledUsed, lendable int64
+		for _, q := range modelQueues {
+			admitted, reserved := m.usage(q, c)
+			limit := m.quota[q][c]
+			if m.cohort {
+				if m.borrow[q][c] >= 0 {
+					limit += m.borrow[q][c]
+				} else {
+					limit = math.MaxInt64
 				}
-				switch {
-				case w.Phase == Admitted && w.Winner == c:
-					admitted += gpus
-				case w.Phase == Pending && w.Epoch > 0 && slices.Contains(w.Nominated, c) && m.queueOf[w.Key] == q:
-					reserved += gpus
-				}
+				guarded := m.quota[q][c] - m.lend[q][c]
+				pooledAdmitted += max(0, admitted-guarded)
+				pooledUsed += max(0, admitted+reserved-guarded)
+				lendable += m.lend[q][c]
 			}
-			if admitted > m.quota[q][c] {
-				t.Fatalf("confirmed usage %d of %s on %s exceeds quota %d", admitted, q, c, m.quota[q][c])
+			if admitted > limit {
+				t.Fatalf("confirmed usage %d of %s on %s exceeds its quota %d (and what it may borrow)", admitted, q, c, m.quota[q][c])
 			}
-			if admitted+reserved > m.quota[q][c] {
-				t.Fatalf("usage %d plus reservations %d of %s on %s exceed quota %d", admitted, reserved, q, c, m.quota[q][c])
+			if admitted+reserved > limit {
+				t.Fatalf("usage %d plus reservations %d of %s on %s exceed its quota %d (and what it may borrow)", admitted, reserved, q, c, m.quota[q][c])
 			}
 		}
+		if pooledAdmitted > lendable || pooledUsed > lendable {
+			t.Fatalf("on %s the cohort borrows %d confirmed, %d with reservations, of %d lent", c, pooledAdmitted, pooledUsed, lendable)
+		}
 	}
+}
+
+// usage is what a queue's admitted workloads use on the cluster and its nominated ones reserve there.
+func (m *model) usage(q, c string) (admitted, reserved int64) {
+	for _, w := range m.workloads {
+		gpus := w.Requests["nvidia.com/gpu"]
+		if m.recorded[w.Key] != q {
+			continue
+		}
+		switch {
+		case w.Phase == Admitted && w.Winner == c:
+			admitted += gpus
+		case w.Phase == Pending && w.Epoch > 0 && slices.Contains(w.Nominated, c) && m.queueOf[w.Key] == q:
+			reserved += gpus
+		}
+	}
+	return admitted, reserved
 }
 
 // FuzzPlanAtMostOneWinnerWithinQuota drives dispatch passes, agent admissions and rejections, lost and

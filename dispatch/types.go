@@ -147,6 +147,13 @@ type GlobalQueue struct {
 	MaxCandidates int
 	Clusters      []string
 	Quota         map[string]Resources // cluster name -> quota; resources not listed are not limited
+	// Cohort is the group of queues that lend one another the quota they leave unused, cluster by
+	// cluster; empty for none.
+	Cohort string
+	// BorrowingLimit and LendingLimit, per cluster name, cap what the queue may use beyond its quota
+	// there and what of its unused quota it lends; a resource not listed is not capped.
+	BorrowingLimit map[string]Resources
+	LendingLimit   map[string]Resources
 }
 
 // Phase of a workload on the hub.

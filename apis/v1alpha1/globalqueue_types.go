@@ -18,6 +18,7 @@ const (
 
 // GlobalQueueSpec holds a queue's clusters and quota.
 // +kubebuilder:validation:XValidation:rule="self.clusters.all(c, self.clusters.exists_one(d, d.name == c.name))",message="each cluster may be listed only once"
+// +kubebuilder:validation:XValidation:rule="has(self.cohort) || self.clusters.all(c, !has(c.borrowingLimit) && !has(c.lendingLimit))",message="borrowingLimit and lendingLimit need a cohort"
 type GlobalQueueSpec struct {
 	// NamespaceSelector selects the namespaces whose Queues may point at this GlobalQueue. An empty selector
 	// selects every namespace; a missing one selects none.
@@ -39,6 +40,15 @@ type GlobalQueueSpec struct {
 	// +optional
 	Dispatch DispatchPolicy `json:"dispatch,omitempty"`
 
+	// Cohort names a group of GlobalQueues that lend one another the quota they leave unused, cluster by
+	// cluster: a queue may use more than its quota on a cluster while others of its cohort leave theirs
+	// there unused, within their lendingLimit and its borrowingLimit. What others borrowed keeps a lender
+	// below its own quota until they give it back. Empty: the queue shares nothing.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Cohort string `json:"cohort,omitempty"`
+
 	// AdmissionDeadline is how long a workload may wait for a cluster, from when it was queued (or last
 	// taken back from a cluster): one still without a cluster then is finished as Inadmissible, saying
 	// what blocked it, and its job is marked Failed. A job's annotation gantry.dev/admission-deadline
@@ -49,6 +59,8 @@ type GlobalQueueSpec struct {
 }
 
 // ClusterQuota is the quota of one queue on one worker cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || self.borrowingLimit.all(r, has(self.quota) && r in self.quota)",message="borrowingLimit may name only resources of quota"
+// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || self.lendingLimit.all(r, has(self.quota) && r in self.quota)",message="lendingLimit may name only resources of quota"
 type ClusterQuota struct {
 	// Name of the WorkerCluster.
 	// +kubebuilder:validation:MinLength=1
@@ -61,6 +73,21 @@ type ClusterQuota struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? int(self[r]) >= 0 : !self[r].startsWith('-'))",message="quota must not be negative"
 	// +optional
 	Quota corev1.ResourceList `json:"quota,omitempty"`
+
+	// BorrowingLimit caps, per resource, how much beyond its quota the queue may use on the cluster,
+	// borrowed from its cohort. A resource of quota not listed may borrow whatever the cohort lends.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? int(self[r]) >= 0 : !self[r].startsWith('-'))",message="borrowingLimit must not be negative"
+	// +optional
+	BorrowingLimit corev1.ResourceList `json:"borrowingLimit,omitempty"`
+
+	// LendingLimit caps, per resource, how much of its quota on the cluster the queue lends its cohort
+	// while it leaves it unused; the rest is always its own. A resource of quota not listed, or with a
+	// limit at or above its quota, lends all of its unused quota.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? int(self[r]) >= 0 : !self[r].startsWith('-'))",message="lendingLimit must not be negative"
+	// +optional
+	LendingLimit corev1.ResourceList `json:"lendingLimit,omitempty"`
 }
 
 // DefaultMaxCandidates is how many clusters receive copies when a GlobalQueue does not say.
@@ -86,6 +113,13 @@ type ClusterUsage struct {
 	// Reserved is held by workloads nominated to the cluster that no cluster admitted yet.
 	// +optional
 	Reserved corev1.ResourceList `json:"reserved,omitempty"`
+	// Borrowed is what its admitted workloads use there beyond its quota, lent by its cohort.
+	// +optional
+	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
+	// Lent is its part of what its cohort's queues borrow there, in proportion to the unused quota each
+	// may lend.
+	// +optional
+	Lent corev1.ResourceList `json:"lent,omitempty"`
 }
 
 // GlobalQueueStatus summarises a queue.

@@ -118,6 +118,7 @@ func queueStatuses(st *hubState, snap *dispatch.Snapshot) (map[string]gantry.Glo
 		globals[w.GlobalQueue] = g
 		locals[local] = l
 	}
+	shares := dispatch.CohortShares(snap)
 	for qName, q := range snap.Queues {
 		g := globals[qName]
 		for _, c := range q.Clusters {
@@ -126,6 +127,9 @@ func queueStatuses(st *hubState, snap *dispatch.Snapshot) (map[string]gantry.Glo
 			if u != nil {
 				cu.Admitted = nonZero(u.admitted).ToResourceList()
 				cu.Reserved = nonZero(u.reserved).ToResourceList()
+			}
+			if sh, ok := shares[qName][c]; ok {
+				cu.Borrowed, cu.Lent = nonZero(sh.Borrowed).ToResourceList(), nonZero(sh.Lent).ToResourceList()
 			}
 			g.Usage = append(g.Usage, cu)
 		}

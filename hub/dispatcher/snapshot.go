@@ -129,6 +129,7 @@ func globalQueueOf(gq *gantry.GlobalQueue) (*dispatch.GlobalQueue, labels.Select
 		StrictFIFO:    gq.Spec.QueueingStrategy == gantry.StrictFIFO,
 		MaxCandidates: int(gq.Spec.Dispatch.MaxCandidates),
 		Quota:         map[string]dispatch.Resources{},
+		Cohort:        gq.Spec.Cohort,
 	}
 	if q.MaxCandidates == 0 {
 		q.MaxCandidates = gantry.DefaultMaxCandidates
@@ -136,6 +137,18 @@ func globalQueueOf(gq *gantry.GlobalQueue) (*dispatch.GlobalQueue, labels.Select
 	for _, c := range gq.Spec.Clusters {
 		q.Clusters = append(q.Clusters, c.Name)
 		q.Quota[c.Name] = dispatch.FromResourceList(c.Quota)
+		if c.BorrowingLimit != nil {
+			if q.BorrowingLimit == nil {
+				q.BorrowingLimit = map[string]dispatch.Resources{}
+			}
+			q.BorrowingLimit[c.Name] = dispatch.FromResourceList(c.BorrowingLimit)
+		}
+		if c.LendingLimit != nil {
+			if q.LendingLimit == nil {
+				q.LendingLimit = map[string]dispatch.Resources{}
+			}
+			q.LendingLimit[c.Name] = dispatch.FromResourceList(c.LendingLimit)
+		}
 	}
 	if gq.Spec.NamespaceSelector == nil {
 		return q, labels.Nothing()

@@ -311,3 +311,25 @@ func TestJobRefIsTheWorkloadsControllerOfAnyKind(t *testing.T) {
 		t.Errorf("a Workload without controller: %v, want none", job)
 	}
 }
+
+// A GlobalQueue's cohort and its borrowing and lending limits per cluster reach the dispatcher.
+func TestGlobalQueueOfCarriesTheCohort(t *testing.T) {
+	gpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(n)}
+	}
+	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: gantry.GlobalQueueSpec{Cohort: "lab",
+		Clusters: []gantry.ClusterQuota{
+			{Name: "w1", Quota: gpus("8"), BorrowingLimit: gpus("4"), LendingLimit: gpus("2")},
+			{Name: "w2", Quota: gpus("8")},
+		}}}
+	q, _ := globalQueueOf(gq)
+	want := &dispatch.GlobalQueue{Name: "research", MaxCandidates: gantry.DefaultMaxCandidates, Clusters: []string{"w1", "w2"},
+		Quota:          map[string]dispatch.Resources{"w1": {gantry.GPUResource: 8000}, "w2": {gantry.GPUResource: 8000}},
+		Cohort:         "lab",
+		BorrowingLimit: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 4000}},
+		LendingLimit:   map[string]dispatch.Resources{"w1": {gantry.GPUResource: 2000}},
+	}
+	if diff := cmp.Diff(want, q); diff != "" {
+		t.Errorf("globalQueueOf (-want +got):\n%s", diff)
+	}
+}

@@ -236,7 +236,10 @@ func clusterVerdict(f Facts, cq gantry.ClusterQuota, u gantry.ClusterUsage, word
 	nominated := slices.Contains(wl.Status.NominatedClusters, cq.Name)
 	var out []string
 	if !nominated {
-		if why := quotaBlocks(wl, cq.Quota, u); why != "" {
+		if why := quotaBlocks(wl, cq.Quota, u); why != "" && f.GlobalQueue != nil && f.GlobalQueue.Spec.Cohort != "" {
+			// Beyond its own quota it may still borrow; how much its cohort lends now only the dispatcher knows.
+			return []string{why + "; beyond its quota it runs only on what cohort " + f.GlobalQueue.Spec.Cohort + " lends here"}
+		} else if why != "" {
 			return []string{why}
 		}
 	}

@@ -65,6 +65,23 @@ func TestExplain(t *testing.T) {
 				"      capacity: needs 8 nvidia.com/gpu, 4 on one node; reported H100 2 free of 32, at most 2 on one node",
 			},
 		},
+		"in a cohort, quota may be borrowed": {
+			facts: func() Facts {
+				f := fleetFacts(waiting(gantry.ReasonWaitingForCapacity, "waiting for GPUs"))
+				f.GlobalQueue.Spec.Cohort = "research"
+				return f
+			}(),
+			want: []string{
+				"Job team-a/train (Workload job-train)",
+				"  Queue:     qa, GlobalQueue gpus",
+				"  Demand:    main: 2 × {cpu 1, nvidia.com/gpu 4}; in all cpu 2, nvidia.com/gpu 8",
+				"State: Pending (WaitingForCapacity) for 50m",
+				"  Position 2 of 5 pending in GlobalQueue gpus (higher priority first, then older first).",
+				"  w1  blocked by quota: needs nvidia.com/gpu 8, 4 left of 16 (8 used, 4 reserved); beyond its quota it runs only on what cohort research lends here",
+				"  w2  blocked by capacity: quota allows it, but the last capacity report has no room",
+				"      capacity: needs 8 nvidia.com/gpu, 4 on one node; reported H100 2 free of 32, at most 2 on one node",
+			},
+		},
 		"a missing queue": {
 			facts: func() Facts {
 				f := fleetFacts(waiting(gantry.ReasonQueueNotFound, "Queue team-a/qa does not exist"))

@@ -40,7 +40,8 @@ func Queues(gqs []gantry.GlobalQueue) []QueueRow {
 }
 
 // usageOf says, per resource of the quota in name order, "name used/quota", with "+N reserved" when
-// admitted copies hold room that is not confirmed yet.
+// admitted copies hold room that is not confirmed yet, and what the queue borrows from its cohort there
+// and lends it.
 func usageOf(quota corev1.ResourceList, u gantry.ClusterUsage) []string {
 	names := make([]string, 0, len(quota))
 	for n := range quota {
@@ -53,6 +54,12 @@ func usageOf(quota corev1.ResourceList, u gantry.ClusterUsage) []string {
 		s := fmt.Sprintf("%s %s/%s", n, quantity(u.Admitted, rn), quantity(quota, rn))
 		if r, ok := u.Reserved[rn]; ok && !r.IsZero() {
 			s += " +" + r.String() + " reserved"
+		}
+		if b, ok := u.Borrowed[rn]; ok && !b.IsZero() {
+			s += " (" + b.String() + " borrowed)"
+		}
+		if l, ok := u.Lent[rn]; ok && !l.IsZero() {
+			s += " (" + l.String() + " lent)"
 		}
 		out = append(out, s)
 	}

@@ -53,15 +53,19 @@ func TestQueues(t *testing.T) {
 		Spec: gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{
 			{Name: "w2", Quota: corev1.ResourceList{gantry.GPUResource: q("16"), corev1.ResourceCPU: q("64")}},
 			{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: q("8")}},
+			{Name: "w3", Quota: corev1.ResourceList{gantry.GPUResource: q("8")}},
 		}},
 		Status: gantry.GlobalQueueStatus{PendingWorkloads: 3, AdmittedWorkloads: 2, Usage: []gantry.ClusterUsage{
 			{Name: "w2", Admitted: corev1.ResourceList{gantry.GPUResource: q("8"), corev1.ResourceCPU: q("4")},
 				Reserved: corev1.ResourceList{gantry.GPUResource: q("4")}},
+			{Name: "w3", Admitted: corev1.ResourceList{gantry.GPUResource: q("12")}, Borrowed: corev1.ResourceList{gantry.GPUResource: q("4")}},
+			{Name: "w1", Lent: corev1.ResourceList{gantry.GPUResource: q("6")}},
 		}},
 	}}
 	want := []QueueRow{
 		{GlobalQueue: "gpus", Cluster: "w2", Usage: []string{"cpu 4/64", "nvidia.com/gpu 8/16 +4 reserved"}, Pending: 3, Admitted: 2},
-		{GlobalQueue: "gpus", Cluster: "w1", Usage: []string{"nvidia.com/gpu 0/8"}, Pending: 3, Admitted: 2},
+		{GlobalQueue: "gpus", Cluster: "w1", Usage: []string{"nvidia.com/gpu 0/8 (6 lent)"}, Pending: 3, Admitted: 2},
+		{GlobalQueue: "gpus", Cluster: "w3", Usage: []string{"nvidia.com/gpu 12/8 (4 borrowed)"}, Pending: 3, Admitted: 2},
 	}
 	if diff := cmp.Diff(want, Queues(gqs)); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

@@ -148,6 +148,7 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 	cases := map[string]struct {
 		clusters []gantry.ClusterQuota
 		deadline *metav1.Duration
+		cohort   string
 		want     string
 	}{
 		"negative quota": {
@@ -165,11 +166,33 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, deadline: &metav1.Duration{},
 			want: "admissionDeadline must be positive",
 		},
+		"limits without a cohort": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4"), LendingLimit: gpus("2")}},
+			want:     "borrowingLimit and lendingLimit need a cohort",
+		},
+		"lending what the quota does not limit": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4"),
+				LendingLimit: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}, cohort: "research",
+			want: "lendingLimit may name only resources of quota",
+		},
+		"borrowing what the quota does not limit": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4"),
+				BorrowingLimit: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}}, cohort: "research",
+			want: "borrowingLimit may name only resources of quota",
+		},
+		"a negative borrowing limit": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4"), BorrowingLimit: gpus("-1")}}, cohort: "research",
+			want: "borrowingLimit must not be negative",
+		},
+		"a cohort name that is no DNS label": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, cohort: "Research Team",
+			want: "spec.cohort",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"},
-				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters, AdmissionDeadline: tc.deadline}}
+				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters, AdmissionDeadline: tc.deadline, Cohort: tc.cohort}}
 			err := hubEnv.client.Create(ctx, gq)
 			if err == nil {
 				_ = hubEnv.client.Delete(ctx, gq)
