@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -111,12 +112,7 @@ func Plan(s *Snapshot) Result {
 		})
 	}
 
-	queueNames := make([]string, 0, len(needNomination))
-	for name := range needNomination {
-		queueNames = append(queueNames, name)
-	}
-	sort.Strings(queueNames)
-	for _, name := range queueNames {
+	for _, name := range slices.Sorted(maps.Keys(needNomination)) {
 		l.queues[name].nominate(needNomination[name], &res)
 	}
 	return res
@@ -246,20 +242,11 @@ func newLedger(s *Snapshot) *ledger {
 		}
 		l.queues[name] = ql
 	}
-	for _, name := range sortedQueueNames(l.queues) { // pools list their members in a stable order
+	for _, name := range slices.Sorted(maps.Keys(l.queues)) { // pools list their members in a stable order
 		l.queues[name].layOut(l)
 	}
 	l.countUsage(s)
 	return l
-}
-
-func sortedQueueNames(queues map[string]*queueLedger) []string {
-	names := make([]string, 0, len(queues))
-	for name := range queues {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // layOut sizes the queue's vectors per cluster: its quota, what it may borrow and never lends there,

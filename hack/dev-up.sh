@@ -368,13 +368,20 @@ wait_jobset_webhooks() {
   done
 }
 
-# check_webhook_urls FILE WHOSE: every webhook in the rendered FILE lost its Service and got a URL.
-check_webhook_urls() {
-  local urls
-  urls=$(grep -c '^    url: https://127\.0\.0\.1:' "$1") || true
-  if ((urls == 0)) || [[ "${urls}" != "$(grep -c '^  clientConfig:$' "$1")" ]] || grep -q 'service:' "$1"; then
-    die "rendering ${2} webhook configurations went wrong; see ${1}"
+# install_webhooks N KUSTOMIZE_DIR PORT OUT [PREFIX]: renders a controller's own webhook configurations
+# (kubectl kustomize KUSTOMIZE_DIR) pointed at its server on 127.0.0.1:PORT (webhook-urls.awk, the
+# configurations' names prefixed with PREFIX) into OUT, checks that every webhook lost its Service and
+# got a URL, and applies them on worker N.
+install_webhooks() {
+  local n=$1 dir=$2 port=$3 out=$4 prefix=${5:-} urls
+  "${KUBECTL}" kustomize "${dir}" \
+    | awk -v base="https://127.0.0.1:${port}" -v ca="${CA_BUNDLE}" -v prefix="${prefix}" \
+        -f "${TESTBED}/webhook-urls.awk" > "${out}"
+  urls=$(grep -c '^    url: https://127\.0\.0\.1:' "${out}") || true
+  if ((urls == 0)) || [[ "${urls}" != "$(grep -c '^  clientConfig:$' "${out}")" ]] || grep -q 'service:' "${out}"; then
+    die "rendering the webhook configurations of ${dir} went wrong; see ${out}"
   fi
+  kworker "${n}" apply --server-side --force-conflicts -f "${out}" >/dev/null
 }
 
 jobset_start=${SECONDS}
@@ -413,12 +420,7 @@ for n in "${WORKERS[@]}"; do
   wait_healthy "jobset-controller-${n}"
   # The module's webhook configurations, pointed at this worker's controller; every webhook must have
   # lost its Service and got a URL.
-  webhooks="${DEV}/jobset/worker-${n}.webhooks.yaml"
-  "${KUBECTL}" kustomize "${BIN}/jobset/webhook" \
-    | awk -v base="https://127.0.0.1:$(jobset_port "${n}" 0)" -v ca="${CA_BUNDLE}" \
-        -v prefix=jobset- -f "${TESTBED}/webhook-urls.awk" > "${webhooks}"
-  check_webhook_urls "${webhooks}" "JobSet's"
-  kworker "${n}" apply --server-side --force-conflicts -f "${webhooks}" >/dev/null
+  install_webhooks "${n}" "${BIN}/jobset/webhook" "$(jobset_port "${n}" 0)" "${DEV}/jobset/worker-${n}.webhooks.yaml" jobset-
 done
 for n in "${WORKERS[@]}"; do
   wait_jobset_webhooks "${n}"
@@ -561,12 +563,7 @@ done
 install_trainer_crds khub || die "the trainer's CRDs were not installed or did not become Established on the hub"
 for n in "${WORKERS[@]}"; do
   wait_healthy "trainer-controller-${n}"
-  webhooks="${DEV}/trainer/worker-${n}.webhooks.yaml"
-  "${KUBECTL}" kustomize "${BIN}/trainer/webhook" \
-    | awk -v base="https://127.0.0.1:$(trainer_port "${n}" 0)" -v ca="${CA_BUNDLE}" \
-        -f "${TESTBED}/webhook-urls.awk" > "${webhooks}"
-  check_webhook_urls "${webhooks}" "the trainer's"
-  kworker "${n}" apply --server-side --force-conflicts -f "${webhooks}" >/dev/null
+  install_webhooks "${n}" "${BIN}/trainer/webhook" "$(trainer_port "${n}" 0)" "${DEV}/trainer/worker-${n}.webhooks.yaml"
 done
 # The runtime goes to a worker once its API server calls the trainer's webhook, which validates runtimes
 # (an API server picks up new webhook configurations asynchronously; until then the apply goes through

@@ -37,7 +37,7 @@ func Decide(v View) Plan {
 		finished := apimeta.FindStatusCondition(d.wl.Status.Conditions, gantry.WorkloadFinished)
 		d.failHubJob(finished.Reason, finished.Message) // where the Workload's end was written first
 		d.withdrawFromLosers()                          // without a winner: from every cluster
-	case d.wl.Status.ClusterName == "" && d.pastAdmissionDeadline():
+	case d.wl.Status.ClusterName == "" && d.endIfPastAdmissionDeadline():
 		d.withdrawFromLosers()
 	case d.wl.Status.ClusterName == "":
 		d.syncCopies()
@@ -154,11 +154,11 @@ func (d *decider) syncCopies() {
 	}
 }
 
-// pastAdmissionDeadline finishes a Workload without a winner that has waited its admission deadline,
+// endIfPastAdmissionDeadline finishes a Workload without a winner that has waited its admission deadline,
 // counted from its creation or, for one taken back from a cluster, from its last eviction (it waits
 // anew), as Inadmissible with what blocked it (its Pending message); before then it asks to look again
 // at the deadline.
-func (d *decider) pastAdmissionDeadline() bool {
+func (d *decider) endIfPastAdmissionDeadline() bool {
 	if d.v.AdmissionDeadline <= 0 {
 		return false
 	}

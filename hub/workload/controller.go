@@ -159,7 +159,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // view gathers what Decide needs from the caches and from the memory of this controller's writes.
 func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.View, error) {
 	v := workersync.View{Now: r.Clock.Now(), Workload: wl, Clusters: map[string]workersync.Cluster{},
-		FinalizerRemoved: r.expected.IsPending(finalizedKey(wl)), AdmissionDeadline: r.admissionDeadline(ctx, wl)}
+		FinalizerRemoved: r.expected.IsPending(finalizedKey(wl))}
+	if wl.Status.ClusterName == "" && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+		v.AdmissionDeadline = r.admissionDeadline(ctx, wl) // only a Workload still waiting has one to keep
+	}
 	if name := workersync.JobNameOf(wl); name != "" {
 		hubJob := jobkind.Of(wl).New()
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: name}, hubJob)

@@ -145,3 +145,30 @@ func (h *groupObjects) reached(cluster string, rev int64) bool {
 	}
 	return true
 }
+
+// createdOnlyOn checks that the objects expected (resource/name) were each created once, on cluster,
+// and that nothing else of the watched groups was created in the namespace.
+func (h *groupObjects) createdOnlyOn(t *testing.T, cluster string, expected ...string) {
+	t.Helper()
+	created := h.created(t)
+	for obj, clusters := range created {
+		if !slices.Contains(expected, obj) || !slices.Equal(clusters, []string{cluster}) {
+			t.Errorf("%s created on %v; want only %v, each once on %s", obj, clusters, expected, cluster)
+		}
+	}
+	for _, obj := range expected {
+		if created[obj] == nil {
+			t.Errorf("the workers' etcd never stored %s", obj)
+		}
+	}
+}
+
+// jobsOnlyOn checks that every Job of the namespace the ledger saw was created once, on cluster.
+func jobsOnlyOn(t *testing.T, ns, cluster string) {
+	t.Helper()
+	for name, clusters := range auditJobs(t, ns).created {
+		if !slices.Equal(clusters, []string{cluster}) {
+			t.Errorf("Job %s created on %v, want once on %s", name, clusters, cluster)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func TestRayJobRunsOnOneWorkerUnderKubeRay(t *testing.T) {
 		return nil
 	})
 
-	onWinnerOnly(t, history, ns, winner, map[string]bool{"rayjobs/" + rj.Name: true, "rayclusters/" + rayCluster: true})
+	onWinnerOnly(t, history, ns, winner, "rayjobs/"+rj.Name, "rayclusters/"+rayCluster)
 }
 
 // submitterRunsFor is how long the submitter pod "runs" on its kwok node: longer than the test, so the
@@ -327,19 +327,9 @@ func kubeRayObjectsGone(t *testing.T, worker client.Client, rj *ray.RayJob, rayC
 // expects (resource/name) were created on the winner only, once, and nothing else of KubeRay's was;
 // every pod of Gantry's (head, worker, submitter) and the submitter Job lived on the winner only; and
 // the ledger's promises hold.
-func onWinnerOnly(t *testing.T, history *groupObjects, ns, winner string, expected map[string]bool) {
+func onWinnerOnly(t *testing.T, history *groupObjects, ns, winner string, expected ...string) {
 	t.Helper()
-	created := history.created(t)
-	for obj, clusters := range created {
-		if !expected[obj] || !slices.Equal(clusters, []string{winner}) {
-			t.Errorf("%s created on %v; want only the expected objects %v, each once on %s", obj, clusters, expected, winner)
-		}
-	}
-	for obj := range expected {
-		if created[obj] == nil {
-			t.Errorf("the workers' etcd never stored %s", obj)
-		}
-	}
+	history.createdOnlyOn(t, winner, expected...)
 	checkOneRun(t, ns)
 	sets := map[string]bool{}
 	for _, p := range audit.Pods(ns) {
@@ -351,11 +341,7 @@ func onWinnerOnly(t *testing.T, history *groupObjects, ns, winner string, expect
 	if !sets["head"] || !sets["gpu"] || !sets["submitter"] || len(sets) != 3 {
 		t.Errorf("pod records by pod set %v, want head, gpu and submitter", sets)
 	}
-	for name, clusters := range auditJobs(t, ns).created {
-		if !slices.Equal(clusters, []string{winner}) {
-			t.Errorf("Job %s created on %v, want once on %s", name, clusters, winner)
-		}
-	}
+	jobsOnlyOn(t, ns, winner)
 }
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }

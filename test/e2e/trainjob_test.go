@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,18 +210,7 @@ func trainerObjectsGone(t *testing.T, worker client.Client, tj *trainer.TrainJob
 // Gantry's (pod set "node") and every Job lived on the winner only; and the ledger's promises hold.
 func trainJobOnWinnerOnly(t *testing.T, history *groupObjects, ns, winner, name string) {
 	t.Helper()
-	expected := map[string]bool{"trainjobs/" + name: true, "jobsets/" + name: true}
-	created := history.created(t)
-	for obj, clusters := range created {
-		if !expected[obj] || !slices.Equal(clusters, []string{winner}) {
-			t.Errorf("%s created on %v; want only %v, each once on %s", obj, clusters, expected, winner)
-		}
-	}
-	for obj := range expected {
-		if created[obj] == nil {
-			t.Errorf("the workers' etcd never stored %s", obj)
-		}
-	}
+	history.createdOnlyOn(t, winner, "trainjobs/"+name, "jobsets/"+name)
 	checkOneRun(t, ns)
 	pods := map[string]bool{}
 	for _, p := range audit.Pods(ns) {
@@ -234,11 +222,7 @@ func trainJobOnWinnerOnly(t *testing.T, history *groupObjects, ns, winner, name 
 	if len(pods) != 2 {
 		t.Errorf("the ledger recorded pods %v, want 2", pods)
 	}
-	for job, clusters := range auditJobs(t, ns).created {
-		if !slices.Equal(clusters, []string{winner}) {
-			t.Errorf("Job %s created on %v, want once on %s", job, clusters, winner)
-		}
-	}
+	jobsOnlyOn(t, ns, winner)
 }
 
 // A TrainJob whose runtime is on the hub but on no worker is refused by each worker's trainer (its

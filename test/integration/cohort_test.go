@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,9 +36,9 @@ func TestQueuesOfACohortBorrowAndGiveBack(t *testing.T) {
 	own, borrowed := gpuJob(borrowerNS, "own", 1, 8), gpuJob(borrowerNS, "borrowed", 1, 8)
 	submit(t, own)
 	submit(t, borrowed)
-	for _, j := range []string{own.Name, borrowed.Name} {
-		if got := runsOn(t, gpuJob(borrowerNS, j, 1, 8)); got != "worker-1" {
-			t.Fatalf("%s runs on %s", j, got)
+	for _, j := range []*batchv1.Job{own, borrowed} {
+		if got := runsOn(t, j); got != "worker-1" {
+			t.Fatalf("%s runs on %s", j.Name, got)
 		}
 	}
 	eight := resource.MustParse("8")
