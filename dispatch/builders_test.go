@@ -178,3 +178,43 @@ func (b *workloadBuilder) rejected(clusters ...string) *workloadBuilder {
 }
 
 func (b *workloadBuilder) obj() *Workload { return b.w }
+
+// weight sets the queue's fair-sharing weight.
+func (b *queueBuilder) weight(w int32) *queueBuilder { b.q.Weight = &w; return b }
+
+// cohorts adds Cohort objects.
+func (b *snapshotBuilder) cohorts(cs ...*Cohort) *snapshotBuilder {
+	if b.s.Cohorts == nil {
+		b.s.Cohorts = map[string]*Cohort{}
+	}
+	for _, c := range cs {
+		b.s.Cohorts[c.Name] = c
+	}
+	return b
+}
+
+type cohortBuilder struct{ c *Cohort }
+
+func makeCohort(name string) *cohortBuilder { return &cohortBuilder{c: &Cohort{Name: name}} }
+
+func (b *cohortBuilder) parent(p string) *cohortBuilder { b.c.Parent = p; return b }
+func (b *cohortBuilder) weight(w int32) *cohortBuilder  { b.c.Weight = &w; return b }
+func (b *cohortBuilder) obj() *Cohort                   { return b.c }
+
+// quota gives the cohort GPUs (whole units) of its own on a cluster.
+func (b *cohortBuilder) quota(cluster string, gpus int) *cohortBuilder {
+	if b.c.Quota == nil {
+		b.c.Quota = map[string]Resources{}
+	}
+	b.c.Quota[cluster] = Resources{"nvidia.com/gpu": int64(gpus) * 1000}
+	return b
+}
+
+// lendingLimit caps the GPUs (whole units) the cohort lends its parent on a cluster.
+func (b *cohortBuilder) lendingLimit(cluster string, gpus int) *cohortBuilder {
+	if b.c.LendingLimit == nil {
+		b.c.LendingLimit = map[string]Resources{}
+	}
+	b.c.LendingLimit[cluster] = Resources{"nvidia.com/gpu": int64(gpus) * 1000}
+	return b
+}

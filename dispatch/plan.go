@@ -2,13 +2,10 @@ package dispatch
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -78,12 +75,11 @@ func Plan(s *Snapshot) Result {
 		if q == nil {
 			continue // no queue: the snapshot builder reports why
 		}
-		vec := q.vector(w.Requests)
 		// A nomination made under another GlobalQueue reserved nothing here and may not win here.
 		valid := w.Epoch > 0 && !w.nominationVoid()
 
 		if valid {
-			if c, ok := q.chooseWinner(w, vec); ok {
+			if c, ok := q.chooseWinner(w, q.vector(w.Requests)); ok {
 				res.Winners = append(res.Winners, Winner{Key: w.Key, Cluster: c, GlobalQueue: w.GlobalQueue})
 				continue
 			}
@@ -112,9 +108,10 @@ func Plan(s *Snapshot) Result {
 		})
 	}
 
-	for _, name := range slices.Sorted(maps.Keys(needNomination)) {
-		l.queues[name].nominate(needNomination[name], &res)
+	for name, ws := range needNomination {
+		l.queues[name].startNominating(ws)
 	}
+	l.nominate(&res)
 	return res
 }
 
@@ -174,254 +171,6 @@ func SortByQueueOrder(ws []*Workload) {
 	})
 }
 
-// ledger tracks, per queue and cluster, the quota admitted workloads use and nominated ones reserve,
-// and per cohort, cluster and resource, what the cohort's queues lend one another.
-type ledger struct {
-	queues map[string]*queueLedger
-	pools  map[poolKey]*pool
-}
-
-type queueLedger struct {
-	q        *GlobalQueue
-	index    map[corev1.ResourceName]int // resources the queue limits on some cluster
-	clusters []clusterLedger
-	byName   map[string]int
-}
-
-type clusterLedger struct {
-	name    string
-	cluster Cluster
-	known   bool
-	quota   []int64 // math.MaxInt64 where the resource is not limited on this cluster
-	// borrow is the most the queue may use beyond its quota, borrowed from its cohort (0 without one);
-	// guarded the part of its quota it never lends; pools its cohort's pool of each limited resource on
-	// this cluster (nil without a cohort).
-	borrow   []int64
-	guarded  []int64
-	pools    []*pool
-	admitted []int64
-	reserved []int64
-}
-
-// poolKey names what one cohort's queues lend one another of one resource on one cluster.
-type poolKey struct {
-	cohort, cluster string
-	resource        corev1.ResourceName
-}
-
-// pool is a cohort's lendable quota of one resource on one cluster: capacity is the sum of what its
-// queues may lend; admitted and used are how much of it is in use (each queue's use beyond its
-// guarded part) by admitted workloads, and with the reservations of nominated ones.
-type pool struct {
-	capacity, admitted, used int64
-	members                  []poolMember
-}
-
-type poolMember struct {
-	queue string
-	c     *clusterLedger
-	k     int
-}
-
-func newLedger(s *Snapshot) *ledger {
-	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), pools: map[poolKey]*pool{}}
-	for name, q := range s.Queues {
-		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters))}
-		for _, c := range q.Clusters {
-			for r := range q.Quota[c] {
-				if _, ok := ql.index[r]; !ok {
-					ql.index[r] = len(ql.index)
-				}
-			}
-		}
-		ql.clusters = make([]clusterLedger, len(q.Clusters))
-		for i, c := range q.Clusters {
-			cl, known := s.Clusters[c]
-			ql.clusters[i] = clusterLedger{name: c, cluster: cl, known: known}
-			ql.byName[c] = i
-		}
-		l.queues[name] = ql
-	}
-	for _, name := range slices.Sorted(maps.Keys(l.queues)) { // pools list their members in a stable order
-		l.queues[name].layOut(l)
-	}
-	l.countUsage(s)
-	return l
-}
-
-// layOut sizes the queue's vectors per cluster: its quota, what it may borrow and never lends there,
-// and, in a cohort, its share of the cohort's pools.
-func (ql *queueLedger) layOut(l *ledger) {
-	n, q := len(ql.index), ql.q
-	for i := range ql.clusters {
-		cs := &ql.clusters[i]
-		cs.quota, cs.borrow, cs.guarded = make([]int64, n), make([]int64, n), make([]int64, n)
-		cs.admitted, cs.reserved, cs.pools = make([]int64, n), make([]int64, n), make([]*pool, n)
-		for k := range cs.quota {
-			cs.quota[k] = math.MaxInt64
-		}
-		for r, v := range q.Quota[cs.name] {
-			cs.quota[ql.index[r]] = v
-		}
-		if q.Cohort == "" {
-			continue
-		}
-		for r, k := range ql.index {
-			if cs.quota[k] == math.MaxInt64 {
-				continue // not limited: nothing to borrow or lend
-			}
-			cs.borrow[k] = math.MaxInt64
-			if v, ok := q.BorrowingLimit[cs.name][r]; ok {
-				cs.borrow[k] = max(v, 0)
-			}
-			lend := cs.quota[k]
-			if v, ok := q.LendingLimit[cs.name][r]; ok {
-				lend = min(max(v, 0), lend)
-			}
-			cs.guarded[k] = cs.quota[k] - lend
-			key := poolKey{cohort: q.Cohort, cluster: cs.name, resource: r}
-			p := l.pools[key]
-			if p == nil {
-				p = &pool{}
-				l.pools[key] = p
-			}
-			p.capacity += lend
-			p.members = append(p.members, poolMember{queue: q.Name, c: cs, k: k})
-			cs.pools[k] = p
-		}
-	}
-}
-
-// countUsage adds what admitted workloads use and nominated ones reserve.
-func (l *ledger) countUsage(s *Snapshot) {
-	for _, w := range s.Workloads {
-		ql := l.queues[w.GlobalQueue]
-		if ql == nil {
-			continue
-		}
-		switch w.Phase {
-		case Admitted:
-			if i, ok := ql.byName[w.Winner]; ok {
-				ql.clusters[i].add(true, ql.vector(w.Requests), 1)
-			}
-		case Pending:
-			if w.Epoch > 0 && !w.nominationVoid() {
-				vec := ql.vector(w.Requests)
-				for _, c := range w.Nominated {
-					if i, ok := ql.byName[c]; ok {
-						ql.clusters[i].add(false, vec, 1)
-					}
-				}
-			}
-		}
-	}
-}
-
-// vector lays out the requests the queue limits; other resources are not counted.
-func (ql *queueLedger) vector(req Resources) []int64 {
-	vec := make([]int64, len(ql.index))
-	for r, v := range req {
-		if i, ok := ql.index[r]; ok {
-			vec[i] = v
-		}
-	}
-	return vec
-}
-
-// add adds sign*vec to the cluster's admitted (or reserved) usage and keeps its cohort's pools in step.
-func (c *clusterLedger) add(admitted bool, vec []int64, sign int64) {
-	for k, v := range vec {
-		if v == 0 {
-			continue
-		}
-		p := c.pools[k]
-		var beforeAdmitted, beforeUsed int64
-		if p != nil {
-			beforeAdmitted, beforeUsed = c.overGuard(k, c.admitted[k]), c.overGuard(k, c.admitted[k]+c.reserved[k])
-		}
-		if admitted {
-			c.admitted[k] += sign * v
-		} else {
-			c.reserved[k] += sign * v
-		}
-		if p != nil {
-			p.admitted += c.overGuard(k, c.admitted[k]) - beforeAdmitted
-			p.used += c.overGuard(k, c.admitted[k]+c.reserved[k]) - beforeUsed
-		}
-	}
-}
-
-// overGuard is how much of use falls on the cohort's pool: what goes beyond the guarded part.
-func (c *clusterLedger) overGuard(k int, use int64) int64 { return max(0, use-c.guarded[k]) }
-
-// fits says whether the queue may add vec on the cluster: its use (admitted, and reserved with
-// withReserved) plus vec within its quota and what it may borrow, and its cohort's pools within their
-// capacity. A queue in a cohort may so be kept below its own quota while others borrow what it lent.
-func (c *clusterLedger) fits(vec []int64, withReserved bool) bool {
-	for k, v := range vec {
-		if v <= 0 {
-			continue
-		}
-		use := c.admitted[k]
-		if withReserved {
-			use += c.reserved[k]
-		}
-		if use+v > satAdd(c.quota[k], c.borrow[k]) {
-			return false
-		}
-		if p := c.pools[k]; p != nil {
-			inUse := p.admitted
-			if withReserved {
-				inUse = p.used
-			}
-			if inUse-c.overGuard(k, use)+c.overGuard(k, use+v) > p.capacity {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// couldEverFit says whether vec fits the queue on the cluster once nothing else runs there: within its
-// quota and what it may borrow, which is at most what the cohort lends.
-func (c *clusterLedger) couldEverFit(vec []int64) bool {
-	for k, v := range vec {
-		if v > c.limit(k) {
-			return false
-		}
-	}
-	return true
-}
-
-// limit is the most the queue may ever use of resource k on the cluster.
-func (c *clusterLedger) limit(k int) int64 {
-	l := satAdd(c.quota[k], c.borrow[k])
-	if p := c.pools[k]; p != nil {
-		l = min(l, satAdd(c.guarded[k], p.capacity))
-	}
-	return l
-}
-
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-// release drops the reservations of a workload's current nomination.
-func (ql *queueLedger) release(w *Workload) {
-	if w.Epoch == 0 || w.nominationVoid() {
-		return // nothing reserved in this queue
-	}
-	vec := ql.vector(w.Requests)
-	for _, c := range w.Nominated {
-		if i, ok := ql.byName[c]; ok {
-			ql.clusters[i].add(false, vec, -1)
-		}
-	}
-}
-
 // chooseWinner picks the earliest admitted copy on a nominated cluster whose confirmed usage stays within
 // quota, and moves the workload's reservations to confirmed usage on the winner.
 func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (string, bool) {
@@ -464,55 +213,82 @@ func (ql *queueLedger) hasValidNomination(w *Workload, rejected map[string]strin
 	return false
 }
 
-// nominate walks a queue's workloads that need clusters, in queue order.
-func (ql *queueLedger) nominate(ws []*Workload, res *Result) {
-	maxCandidates := max(ql.q.MaxCandidates, 1)
-	best := make([]scored, 0, maxCandidates)
+// nominator walks one queue's workloads that need clusters in this pass, in queue order.
+type nominator struct {
+	ql      *queueLedger
+	pending []*Workload
+	next    int
+	vec     []int64 // the head's vector, once asked for
+	best    []scored
 	// Quota only shrinks during a pass, so a request shape that found no cluster fails again: remember
 	// a few such shapes (bursts of identical jobs are common) and skip their scan.
-	type failure struct {
-		vec     []int64
-		verdict Verdict
+	failures  []failure
+	blockedBy string
+}
+
+type failure struct {
+	vec     []int64
+	verdict Verdict
+}
+
+func (ql *queueLedger) startNominating(pending []*Workload) {
+	ql.nom = &nominator{ql: ql, pending: pending, best: make([]scored, 0, max(ql.q.MaxCandidates, 1))}
+}
+
+// head is the next workload to nominate; nil when none is left.
+func (n *nominator) head() *Workload {
+	if n == nil || n.next == len(n.pending) {
+		return nil
 	}
-	var failures []failure
-	var blockedBy string
-	for _, w := range ws {
-		if blockedBy != "" {
-			res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForQuota,
-				Message: "queued behind " + blockedBy + " (StrictFIFO)", Withdraw: len(w.Nominated) > 0})
-			continue
-		}
-		vec := ql.vector(w.Requests)
-		// The memo keys on the quota vector, which does not tell GPU products or kinds apart.
-		memo := len(w.Rejected) == 0 && len(w.GPU.Products) == 0 && (w.Kind == "" || w.Kind == string(gantry.JobKindJob))
-		if memo {
-			if i := slices.IndexFunc(failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
-				v := failures[i].verdict
-				v.Key, v.Withdraw = w.Key, len(w.Nominated) > 0
-				res.Verdicts = append(res.Verdicts, v)
-				continue
-			}
-		}
-		var sc scan
-		best, sc = ql.candidates(w, vec, maxCandidates, best[:0])
-		if len(best) == 0 {
-			v := ql.noCandidateVerdict(w, vec, sc)
+	return n.pending[n.next]
+}
+
+// headVector is the head workload's requests the queue limits, laid out by its index.
+func (n *nominator) headVector() []int64 {
+	if n.vec == nil {
+		n.vec = n.ql.vector(n.pending[n.next].Requests)
+	}
+	return n.vec
+}
+
+// step nominates clusters for the head workload, or says why it waits, and moves on to the next.
+func (n *nominator) step(res *Result) {
+	ql, w, vec := n.ql, n.pending[n.next], n.headVector()
+	n.next, n.vec = n.next+1, nil
+	if n.blockedBy != "" {
+		res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForQuota,
+			Message: "queued behind " + n.blockedBy + " (StrictFIFO)", Withdraw: len(w.Nominated) > 0})
+		return
+	}
+	// The memo keys on the quota vector, which does not tell GPU products or kinds apart.
+	memo := len(w.Rejected) == 0 && len(w.GPU.Products) == 0 && (w.Kind == "" || w.Kind == string(gantry.JobKindJob))
+	if memo {
+		if i := slices.IndexFunc(n.failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
+			v := n.failures[i].verdict
+			v.Key, v.Withdraw = w.Key, len(w.Nominated) > 0
 			res.Verdicts = append(res.Verdicts, v)
-			if memo && len(failures) < 16 {
-				failures = append(failures, failure{vec: vec, verdict: v})
-			}
-			if ql.q.StrictFIFO && sc.canEverHold > 0 {
-				blockedBy = w.Key
-			}
-			continue
+			return
 		}
-		n := Nomination{Key: w.Key, Epoch: w.Epoch + 1, GlobalQueue: w.GlobalQueue, Clusters: make([]string, len(best))}
-		for k, b := range best {
-			ql.clusters[b.idx].add(false, vec, 1)
-			n.Clusters[k] = ql.clusters[b.idx].name
-		}
-		res.Nominations = append(res.Nominations, n)
 	}
+	var sc scan
+	n.best, sc = ql.candidates(w, vec, max(ql.q.MaxCandidates, 1), n.best[:0])
+	if len(n.best) == 0 {
+		v := ql.noCandidateVerdict(w, vec, sc)
+		res.Verdicts = append(res.Verdicts, v)
+		if memo && len(n.failures) < 16 {
+			n.failures = append(n.failures, failure{vec: vec, verdict: v})
+		}
+		if ql.q.StrictFIFO && sc.canEverHold > 0 {
+			n.blockedBy = w.Key
+		}
+		return
+	}
+	nom := Nomination{Key: w.Key, Epoch: w.Epoch + 1, GlobalQueue: w.GlobalQueue, Clusters: make([]string, len(n.best))}
+	for k, b := range n.best {
+		ql.clusters[b.idx].add(false, vec, 1)
+		nom.Clusters[k] = ql.clusters[b.idx].name
+	}
+	res.Nominations = append(res.Nominations, nom)
 }
 
 // scored is a candidate cluster, by index in the queue's clusters, and its headroom score.
@@ -545,7 +321,7 @@ func (ql *queueLedger) candidates(w *Workload, vec []int64, maxCandidates int, b
 			continue
 		}
 		sc.withQuota++
-		if !c.cluster.MayFitNow(w.GPU) {
+		if w.GPU.PerPod > 0 && !c.cluster.MayFitNow(w.GPU) {
 			continue // a copy there would only wait; its agent reports when GPUs free up
 		}
 		if preferred >= 0 && c.cluster.ProductRank(w.GPU) > preferred {

@@ -13,12 +13,18 @@ import (
 // model is the persisted hub state plus the copies on workers, driven by random events. Each dispatch
 // pass rebuilds its snapshot from the model, as the hub does after a restart, so restarts need no event
 // of their own. Two GlobalQueues share the clusters; a workload's Queue may be pointed at the other one
-// at any time. The two may form a cohort, lending each other what they leave unused within limits.
+// at any time. The two may form a cohort, lending each other what they leave unused within limits, or
+// be in two cohorts under a parent, each cohort and the parent holding quota of their own and the first
+// cohort lending its parent within a limit.
 type model struct {
 	clusters  []string
 	connected map[string]bool
 	quota     map[string]map[string]int64 // queue -> cluster -> GPUs
 	cohort    bool
+	tree      bool
+	own       map[string]map[string]int64 // cohort -> cluster -> GPUs it holds itself (tree only)
+	leftLends map[string]int64            // cluster -> GPUs cohort "left" lends "top"; -1: not limited
+	weights   map[string]int32
 	lend      map[string]map[string]int64 // queue -> cluster -> GPUs it may lend (its quota when not limited)
 	borrow    map[string]map[string]int64 // queue -> cluster -> GPUs it may borrow; -1: not limited
 	workloads []*Workload
@@ -30,6 +36,9 @@ type model struct {
 }
 
 var modelQueues = []string{"q", "r"}
+
+// treeCohorts are the cohorts of a tree: q is in left, r in right, both under top.
+var treeCohorts = []string{"top", "left", "right"}
 
 type modelCopy struct {
 	epoch    int64
@@ -60,7 +69,26 @@ func newModel(data []byte) (*model, []byte) {
 		m.quota["q"][c] = int64(next()%17) * 1000
 		m.quota["r"][m.clusters[(i+1)%len(m.clusters)]] = m.quota["q"][c]
 	}
-	m.cohort = next()%2 == 1
+	sharing := next() % 3
+	m.cohort, m.tree = sharing > 0, sharing == 2
+	m.own, m.leftLends, m.weights = map[string]map[string]int64{}, map[string]int64{}, map[string]int32{}
+	for _, q := range modelQueues {
+		m.weights[q] = int32(next() % 3)
+	}
+	for _, name := range treeCohorts {
+		m.own[name] = map[string]int64{}
+		for _, c := range m.clusters {
+			if m.tree {
+				m.own[name][c] = int64(next()%3) * 2000 // 0, 2 or 4 GPUs
+			}
+		}
+	}
+	for _, c := range m.clusters {
+		m.leftLends[c] = -1
+		if m.tree && next()%2 == 1 {
+			m.leftLends[c] = int64(next()%5) * 1000
+		}
+	}
 	m.lend, m.borrow = map[string]map[string]int64{}, map[string]map[string]int64{}
 	for _, q := range modelQueues {
 		m.lend[q], m.borrow[q] = map[string]int64{}, map[string]int64{}
@@ -94,6 +122,11 @@ func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 		}
 		if m.cohort {
 			q.Cohort, q.BorrowingLimit, q.LendingLimit = "shared", map[string]Resources{}, map[string]Resources{}
+			if m.tree {
+				q.Cohort = map[string]string{"q": "left", "r": "right"}[name]
+			}
+			w := m.weights[name]
+			q.Weight = &w
 			for _, c := range m.clusters {
 				q.LendingLimit[c] = Resources{"nvidia.com/gpu": m.lend[name][c]}
 				if m.borrow[name][c] >= 0 {
@@ -105,6 +138,22 @@ func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 	}
 	for _, c := range m.clusters {
 		s.Clusters[c] = Cluster{Name: c, Connected: m.connected[c], AgentReady: true}
+	}
+	if m.tree {
+		s.Cohorts = map[string]*Cohort{}
+		for _, name := range treeCohorts {
+			co := &Cohort{Name: name, Quota: map[string]Resources{}, LendingLimit: map[string]Resources{}}
+			if name != "top" {
+				co.Parent = "top"
+			}
+			for _, c := range m.clusters {
+				co.Quota[c] = Resources{"nvidia.com/gpu": m.own[name][c]}
+				if name == "left" && m.leftLends[c] >= 0 {
+					co.LendingLimit[c] = Resources{"nvidia.com/gpu": m.leftLends[c]}
+				}
+			}
+			s.Cohorts[name] = co
+		}
 	}
 	for _, w := range m.workloads {
 		cw := *w
@@ -214,8 +263,37 @@ func (m *model) checkQuota(t *testing.T) {
 				t.Fatalf("usage %d plus reservations %d of %s on %s exceed its quota %d (and what it may borrow)", admitted, reserved, q, c, m.quota[q][c])
 			}
 		}
-		if pooledAdmitted > lendable || pooledUsed > lendable {
+		if m.tree {
+			m.checkTree(t, c)
+		} else if pooledAdmitted > lendable || pooledUsed > lendable {
 			t.Fatalf("on %s the cohort borrows %d confirmed, %d with reservations, of %d lent", c, pooledAdmitted, pooledUsed, lendable)
+		}
+	}
+}
+
+// checkTree checks, on a cluster, that the tree's queues together use no more than the tree holds (the
+// queues' quota and the cohorts' own), and that neither queue uses more than its quota, its cohort's
+// own quota, the parent's own and what the other cohort lends the parent (for left: within its limit).
+func (m *model) checkTree(t *testing.T, c string) {
+	lends := map[string]int64{}
+	for _, pair := range [][2]string{{"left", "q"}, {"right", "r"}} {
+		lends[pair[0]] = m.own[pair[0]][c] + m.lend[pair[1]][c]
+	}
+	if l := m.leftLends[c]; l >= 0 {
+		lends["left"] = min(lends["left"], l)
+	}
+	held := m.own["top"][c] + m.own["left"][c] + m.own["right"][c] + m.quota["q"][c] + m.quota["r"][c]
+	qa, qr := m.usage("q", c)
+	ra, rr := m.usage("r", c)
+	if qa+ra > held || qa+qr+ra+rr > held {
+		t.Fatalf("on %s the tree's queues use %d confirmed, %d with reservations, of %d it holds", c, qa+ra, qa+qr+ra+rr, held)
+	}
+	for _, b := range []struct {
+		queue, cohort, other string
+		use                  int64
+	}{{"q", "left", "right", qa + qr}, {"r", "right", "left", ra + rr}} {
+		if most := m.quota[b.queue][c] + m.own[b.cohort][c] + m.own["top"][c] + lends[b.other]; b.use > most {
+			t.Fatalf("on %s queue %s uses %d with reservations, more than the %d its tree may give it", c, b.queue, b.use, most)
 		}
 	}
 }

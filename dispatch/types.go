@@ -154,6 +154,8 @@ type GlobalQueue struct {
 	// there and what of its unused quota it lends; a resource not listed is not capped.
 	BorrowingLimit map[string]Resources
 	LendingLimit   map[string]Resources
+	// Weight is its fair-sharing weight among the queues and sub-cohorts of its cohort; nil is 1.
+	Weight *int32
 }
 
 // Phase of a workload on the hub.
@@ -225,7 +227,10 @@ func (w *Workload) nominationVoid() bool {
 
 // Snapshot is the hub state the dispatcher decides over.
 type Snapshot struct {
-	Clusters  map[string]Cluster
-	Queues    map[string]*GlobalQueue
+	Clusters map[string]Cluster
+	Queues   map[string]*GlobalQueue
+	// Cohorts are the Cohort objects by name; a cohort a queue names without an object is a root with
+	// no quota of its own.
+	Cohorts   map[string]*Cohort
 	Workloads []*Workload
 }

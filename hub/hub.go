@@ -147,7 +147,7 @@ func (h *Hub) watch(mgr ctrl.Manager) error {
 		UpdateFunc: func(any, any) { h.Dispatcher.Trigger() },
 		DeleteFunc: func(any) { h.Dispatcher.Trigger() },
 	}
-	for _, obj := range []client.Object{&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.WorkerCluster{}, &corev1.Namespace{}} {
+	for _, obj := range []client.Object{&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.Cohort{}, &gantry.WorkerCluster{}, &corev1.Namespace{}} {
 		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)

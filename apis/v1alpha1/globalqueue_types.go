@@ -49,6 +49,11 @@ type GlobalQueueSpec struct {
 	// +optional
 	Cohort string `json:"cohort,omitempty"`
 
+	// FairSharing weighs the queue against the other queues and sub-cohorts of its cohort: the
+	// dispatcher serves first the one whose weighted share of what the cohort lends is smallest.
+	// +optional
+	FairSharing FairSharing `json:"fairSharing,omitempty"`
+
 	// AdmissionDeadline is how long a workload may wait for a cluster, from when it was queued (or last
 	// taken back from a cluster): one still without a cluster then is finished as Inadmissible, saying
 	// what blocked it, and its job is marked Failed. A job's annotation gantry.dev/admission-deadline

@@ -126,7 +126,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	ctx = ctrllog.IntoContext(ctx, log)
 	resync := d.Clock.NewTicker(d.Resync)
 	defer resync.Stop()
-	var statusDue <-chan time.Time // a pass to write queue statuses that the last pass held back
+	var statusDue <-chan time.Time // a pass to write statuses that the last pass held back
 	d.Trigger()
 	for {
 		select {
@@ -153,7 +153,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 }
 
-// pass runs one dispatch pass and says when queue statuses it held back are due.
+// pass runs one dispatch pass and says when the statuses it held back are due.
 func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	d.init()
 	st, err := d.read(ctx)
@@ -177,7 +177,7 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	res := dispatch.Plan(snap)
 	d.execute(ctx, byKey, res, blockedList)
 	d.settleDue(ctx)
-	return d.writeQueueStatus(ctx, st, snap), nil
+	return d.writeStatuses(ctx, st, snap), nil
 }
 
 func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
@@ -185,15 +185,16 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	var gqs gantry.GlobalQueueList
 	var qs gantry.QueueList
 	var wcs gantry.WorkerClusterList
+	var cohorts gantry.CohortList
 	var nss corev1.NamespaceList
-	for _, l := range []client.ObjectList{&wls, &gqs, &qs, &wcs, &nss} {
+	for _, l := range []client.ObjectList{&wls, &gqs, &qs, &wcs, &cohorts, &nss} {
 		// The cache's own objects, not copies: a pass never modifies them (apply deep-copies first), and
 		// copying every Workload on every pass would dominate the pass.
 		if err := d.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	st := &hubState{globals: gqs.Items, queues: qs.Items, clusters: wcs.Items, namespaces: map[string]labels.Set{}}
+	st := &hubState{globals: gqs.Items, queues: qs.Items, clusters: wcs.Items, cohorts: cohorts.Items, namespaces: map[string]labels.Set{}}
 	for _, ns := range nss.Items {
 		st.namespaces[ns.Name] = ns.Labels
 	}

@@ -2,6 +2,9 @@ package dispatcher
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,59 +16,160 @@ import (
 	"github.com/gantry-dev/gantry/dispatch"
 )
 
-// queueStatusInterval bounds how often queue statuses are written: during a burst every pass changes
-// the counts, and the counts are for people, not for the dispatch path.
+// queueStatusInterval bounds how often queue and cohort statuses are written: during a burst every pass
+// changes the counts, and the counts are for people, not for the dispatch path.
 const queueStatusInterval = time.Second
 
-// writeQueueStatus publishes counts and usage on GlobalQueues and Queues. When the last write was too
-// recent it writes nothing and returns how long to wait before the next pass should write.
-func (d *Dispatcher) writeQueueStatus(ctx context.Context, st *hubState, snap *dispatch.Snapshot) time.Duration {
+// writeStatuses publishes counts and usage on GlobalQueues and Queues, and each Cohort's place in the
+// tree. When the last write was too recent it writes nothing and returns how long to wait before the next
+// pass should write.
+func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, snap *dispatch.Snapshot) time.Duration {
 	now := d.Clock.Now()
 	if wait := queueStatusInterval - now.Sub(d.lastQueueStatus); wait > 0 {
 		return wait
 	}
 	d.lastQueueStatus = now
 	globals, locals := queueStatuses(st, snap)
-	log := ctrllog.FromContext(ctx)
-	// A write fails with a conflict when the cache has not seen this queue's last write yet; it is
+	// A write fails with a conflict when the cache has not seen this object's last write yet; it is
 	// retried after the interval rather than left stale until the next resync.
-	failed := false
-	for i := range st.globals {
-		gq := st.globals[i].DeepCopy() // the pass read the cache's own objects
-		want := globals[gq.Name]
-		want.Conditions = gq.Status.Conditions
-		apimeta.SetStatusCondition(&want.Conditions, activeCondition(gq, snap))
-		if equality.Semantic.DeepEqual(gq.Status, want) {
-			continue
-		}
-		gq.Status = want
-		if err := d.Client.Status().Update(ctx, gq); err != nil {
-			failed = true
-			log.V(2).Info("Writing GlobalQueue status", "globalQueue", gq.Name, "err", err.Error())
-		}
-	}
-	for i := range st.queues {
-		q := st.queues[i].DeepCopy()
-		want := locals[q.Namespace+"/"+q.Name]
-		want.Conditions = q.Status.Conditions
-		cond := metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "GlobalQueue " + q.Spec.GlobalQueue + " exists"}
-		if snap.Queues[q.Spec.GlobalQueue] == nil {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, gantry.ReasonGlobalQueueNotFound, "GlobalQueue "+q.Spec.GlobalQueue+" not found"
-		}
-		apimeta.SetStatusCondition(&want.Conditions, cond)
-		if equality.Semantic.DeepEqual(q.Status, want) {
-			continue
-		}
-		q.Status = want
-		if err := d.Client.Status().Update(ctx, q); err != nil {
-			failed = true
-			log.V(2).Info("Writing Queue status", "queue", q.Namespace+"/"+q.Name, "err", err.Error())
-		}
-	}
+	failed := d.writeGlobalQueueStatuses(ctx, st.globals, globals, snap)
+	failed = d.writeLocalQueueStatuses(ctx, st.queues, locals, snap) || failed
+	failed = d.writeCohortStatuses(ctx, st.cohorts, cohortStatuses(st.cohorts, snap, metav1.NewTime(now))) || failed
 	if failed {
 		return queueStatusInterval
 	}
 	return 0
+}
+
+// writeGlobalQueueStatuses writes the GlobalQueues whose status differs from want; it says whether a
+// write failed.
+func (d *Dispatcher) writeGlobalQueueStatuses(ctx context.Context, gqs []gantry.GlobalQueue, want map[string]gantry.GlobalQueueStatus, snap *dispatch.Snapshot) bool {
+	failed := false
+	for i := range gqs {
+		gq := gqs[i].DeepCopy() // the pass read the cache's own objects
+		status := want[gq.Name]
+		status.Conditions = slices.Clone(gq.Status.Conditions) // set apart, or the change would not show
+		apimeta.SetStatusCondition(&status.Conditions, activeCondition(gq, snap))
+		if equality.Semantic.DeepEqual(gq.Status, status) {
+			continue
+		}
+		gq.Status = status
+		if err := d.Client.Status().Update(ctx, gq); err != nil {
+			failed = true
+			ctrllog.FromContext(ctx).V(2).Info("Writing GlobalQueue status", "globalQueue", gq.Name, "err", err.Error())
+		}
+	}
+	return failed
+}
+
+// writeLocalQueueStatuses writes the Queues whose status differs from want; it says whether a write
+// failed.
+func (d *Dispatcher) writeLocalQueueStatuses(ctx context.Context, qs []gantry.Queue, want map[string]gantry.QueueStatus, snap *dispatch.Snapshot) bool {
+	failed := false
+	for i := range qs {
+		q := qs[i].DeepCopy()
+		status := want[q.Namespace+"/"+q.Name]
+		status.Conditions = slices.Clone(q.Status.Conditions)
+		cond := metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "GlobalQueue " + q.Spec.GlobalQueue + " exists"}
+		if snap.Queues[q.Spec.GlobalQueue] == nil {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, gantry.ReasonGlobalQueueNotFound, "GlobalQueue "+q.Spec.GlobalQueue+" not found"
+		}
+		apimeta.SetStatusCondition(&status.Conditions, cond)
+		if equality.Semantic.DeepEqual(q.Status, status) {
+			continue
+		}
+		q.Status = status
+		if err := d.Client.Status().Update(ctx, q); err != nil {
+			failed = true
+			ctrllog.FromContext(ctx).V(2).Info("Writing Queue status", "queue", q.Namespace+"/"+q.Name, "err", err.Error())
+		}
+	}
+	return failed
+}
+
+// writeCohortStatuses writes the Cohorts whose status differs from want; it says whether a write failed.
+func (d *Dispatcher) writeCohortStatuses(ctx context.Context, cohorts []gantry.Cohort, want map[string]gantry.CohortStatus) bool {
+	failed := false
+	for i := range cohorts {
+		c := cohorts[i].DeepCopy()
+		if equality.Semantic.DeepEqual(c.Status, want[c.Name]) {
+			continue
+		}
+		c.Status = want[c.Name]
+		if err := d.Client.Status().Update(ctx, c); err != nil {
+			failed = true
+			ctrllog.FromContext(ctx).V(2).Info("Writing Cohort status", "cohort", c.Name, "err", err.Error())
+		}
+	}
+	return failed
+}
+
+// cohortStatuses is the status each Cohort should have: its Active condition and what its tree lends,
+// uses and borrows on each cluster.
+func cohortStatuses(cohorts []gantry.Cohort, snap *dispatch.Snapshot, now metav1.Time) map[string]gantry.CohortStatus {
+	parentOf := make(map[string]string, len(cohorts))
+	for _, c := range cohorts {
+		parentOf[c.Name] = c.Spec.Parent
+	}
+	usage := dispatch.CohortUsage(snap)
+	out := make(map[string]gantry.CohortStatus, len(cohorts))
+	for i := range cohorts {
+		c := &cohorts[i]
+		status := gantry.CohortStatus{Conditions: slices.Clone(c.Status.Conditions), Usage: cohortUsage(usage[c.Name])}
+		apimeta.SetStatusCondition(&status.Conditions, cohortActiveCondition(c, snap, parentOf, now))
+		out[c.Name] = status
+	}
+	return out
+}
+
+// cohortUsage lists a cohort's use per cluster, by cluster name.
+func cohortUsage(byCluster map[string]dispatch.CohortUse) []gantry.CohortUsage {
+	var out []gantry.CohortUsage
+	for _, name := range slices.Sorted(maps.Keys(byCluster)) {
+		u := byCluster[name]
+		out = append(out, gantry.CohortUsage{Name: name, Lendable: u.Lendable.ToResourceList(),
+			Used: u.Used.ToResourceList(), Borrowed: u.Borrowed.ToResourceList()})
+	}
+	return out
+}
+
+// cohortActiveCondition says whether the cohort is in the tree as its spec says, or, its parents leading
+// back to it, was made a root; the message names the cycle.
+func cohortActiveCondition(c *gantry.Cohort, snap *dispatch.Snapshot, parentOf map[string]string, now metav1.Time) metav1.Condition {
+	cond := metav1.Condition{Type: gantry.CohortActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonInTree,
+		ObservedGeneration: c.Generation, LastTransitionTime: now}
+	switch {
+	case onParentCycle(c, snap):
+		cond.Status, cond.Reason = metav1.ConditionFalse, gantry.ReasonParentCycle
+		cond.Message = "its parents lead back to it (" + strings.Join(parentCycle(c.Name, parentOf), " -> ") +
+			"): it is treated as a root"
+	case c.Spec.Parent == "":
+		cond.Message = "a root"
+	default:
+		cond.Message = "under cohort " + c.Spec.Parent
+		if _, ok := parentOf[c.Spec.Parent]; !ok {
+			cond.Message += ", which has no Cohort object: a root without quota of its own"
+		}
+	}
+	return cond
+}
+
+// onParentCycle tells whether the snapshot has the cohort as a root though its spec names a parent:
+// building the snapshot breaks a cycle of parents so.
+func onParentCycle(c *gantry.Cohort, snap *dispatch.Snapshot) bool {
+	dc := snap.Cohorts[c.Name]
+	return c.Spec.Parent != "" && dc != nil && dc.Parent == ""
+}
+
+// parentCycle follows parents from name back to it: [x y x].
+func parentCycle(name string, parentOf map[string]string) []string {
+	path := []string{name}
+	seen := map[string]bool{name: true}
+	for p := parentOf[name]; p != "" && !seen[p]; p = parentOf[p] {
+		path = append(path, p)
+		seen[p] = true
+	}
+	return append(path, name)
 }
 
 func activeCondition(gq *gantry.GlobalQueue, snap *dispatch.Snapshot) metav1.Condition {

@@ -5,8 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,11 +46,11 @@ func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"w1"}}},
 		Clusters: map[string]dispatch.Cluster{"w1": {Name: "w1"}}}
 
-	if wait := d.writeQueueStatus(context.Background(), st, snap); wait != queueStatusInterval {
+	if wait := d.writeStatuses(context.Background(), st, snap); wait != queueStatusInterval {
 		t.Fatalf("after a failed write: wait %v, want a retry in %v", wait, queueStatusInterval)
 	}
 	clock.Step(queueStatusInterval)
-	if wait := d.writeQueueStatus(context.Background(), st, snap); wait != 0 {
+	if wait := d.writeStatuses(context.Background(), st, snap); wait != 0 {
 		t.Fatalf("after a good write: wait %v, want none", wait)
 	}
 	var got gantry.GlobalQueue
@@ -56,5 +59,145 @@ func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 	}
 	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, gantry.QueueActive) {
 		t.Errorf("GlobalQueue status after the retry: %+v, want Active", got.Status)
+	}
+}
+
+// A cohort is Active while it sits in the tree as its spec says; one whose parents lead back to it is
+// not, and its condition names the cycle. Its usage is what its tree lends, uses and borrows now.
+func TestCohortStatuses(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	earlier := metav1.NewTime(now.Add(-time.Hour))
+	cohort := func(name, parent string) gantry.Cohort {
+		return gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2}, Spec: gantry.CohortSpec{Parent: parent}}
+	}
+	active := func(status metav1.ConditionStatus, reason, msg string, since metav1.Time) []metav1.Condition {
+		return []metav1.Condition{{Type: gantry.CohortActive, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: 2, LastTransitionTime: since}}
+	}
+	stale := []gantry.CohortUsage{{Name: "w1", Used: corev1.ResourceList{gantry.GPUResource: resource.MustParse("4")}}}
+	wasActive := cohort("team-a", "org")
+	wasActive.Status = gantry.CohortStatus{Conditions: active(metav1.ConditionTrue, gantry.ReasonInTree, "", earlier), Usage: stale}
+	gpus := func(n int64) corev1.ResourceList {
+		return corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+
+	cohorts := []gantry.Cohort{cohort("org", ""), wasActive, cohort("orphan", "gone"),
+		cohort("x", "y"), cohort("y", "x"), cohort("below-the-cycle", "x")}
+	snap := &dispatch.Snapshot{Cohorts: cohortsOf(cohorts), Queues: map[string]*dispatch.GlobalQueue{
+		"q": {Name: "q", Cohort: "team-a", Clusters: []string{"w1"}, Quota: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 8000}}},
+	}, Workloads: []*dispatch.Workload{{Key: "ns/a", GlobalQueue: "q", Phase: dispatch.Admitted, Winner: "w1",
+		Requests: dispatch.Resources{gantry.GPUResource: 3000}}}}
+	want := map[string]gantry.CohortStatus{
+		"org": {Conditions: active(metav1.ConditionTrue, gantry.ReasonInTree, "a root", now),
+			Usage: []gantry.CohortUsage{{Name: "w1", Lendable: gpus(8), Used: gpus(3)}}},
+		"team-a": {Conditions: active(metav1.ConditionTrue, gantry.ReasonInTree, "under cohort org", earlier),
+			Usage: []gantry.CohortUsage{{Name: "w1", Lendable: gpus(8), Used: gpus(3)}}},
+		"orphan": {Conditions: active(metav1.ConditionTrue, gantry.ReasonInTree,
+			"under cohort gone, which has no Cohort object: a root without quota of its own", now)},
+		"x": {Conditions: active(metav1.ConditionFalse, gantry.ReasonParentCycle,
+			"its parents lead back to it (x -> y -> x): it is treated as a root", now)},
+		"y": {Conditions: active(metav1.ConditionFalse, gantry.ReasonParentCycle,
+			"its parents lead back to it (y -> x -> y): it is treated as a root", now)},
+		"below-the-cycle": {Conditions: active(metav1.ConditionTrue, gantry.ReasonInTree, "under cohort x", now)},
+	}
+	if diff := cmp.Diff(want, cohortStatuses(cohorts, snap, now)); diff != "" {
+		t.Errorf("cohort statuses (-want +got):\n%s", diff)
+	}
+	if got := cohorts[1].Status.Conditions[0].Message; got != "" {
+		t.Errorf("the cache's Cohort was changed: message %q", got)
+	}
+}
+
+// Cohort statuses are written with the queues' and like them: a write that conflicts is retried after
+// the interval, and a status that is already right is not written again.
+func TestCohortStatusIsWrittenWhenItChanges(t *testing.T) {
+	ctx := context.Background()
+	s := runtime.NewScheme()
+	if err := gantry.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	x := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: gantry.CohortSpec{Parent: "y"}}
+	y := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "y"}, Spec: gantry.CohortSpec{Parent: "x"}}
+	writes, conflicts := 0, 1
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(x, y).WithStatusSubresource(x, y).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes++
+			if conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(schema.GroupResource{Group: "gantry.dev", Resource: "cohorts"}, obj.GetName(), nil)
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}).Build()
+	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	d := &Dispatcher{Client: c, Clock: clock}
+	write := func() time.Duration {
+		var list gantry.CohortList
+		if err := c.List(ctx, &list); err != nil {
+			t.Fatal(err)
+		}
+		st := &hubState{cohorts: list.Items}
+		wait := d.writeStatuses(ctx, st, &dispatch.Snapshot{Cohorts: cohortsOf(list.Items)})
+		clock.Step(queueStatusInterval)
+		return wait
+	}
+
+	if wait := write(); wait != queueStatusInterval || writes != 2 {
+		t.Fatalf("after a conflict: wait %v, %d writes; want a retry in %v after 2", wait, writes, queueStatusInterval)
+	}
+	if wait := write(); wait != 0 || writes != 3 {
+		t.Fatalf("the retry: wait %v, %d writes; want none and 3", wait, writes)
+	}
+	if wait := write(); wait != 0 || writes != 3 {
+		t.Fatalf("with nothing changed: wait %v, %d writes; want none and still 3", wait, writes)
+	}
+	for _, name := range []string{"x", "y"} {
+		var got gantry.Cohort
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &got); err != nil {
+			t.Fatal(err)
+		}
+		if cond := apimeta.FindStatusCondition(got.Status.Conditions, gantry.CohortActive); cond == nil ||
+			cond.Status != metav1.ConditionFalse || cond.Reason != gantry.ReasonParentCycle {
+			t.Errorf("Cohort %s: conditions %+v, want Active=False (%s)", name, got.Status.Conditions, gantry.ReasonParentCycle)
+		}
+	}
+}
+
+// A queue whose Active condition is all that changes gets it written.
+func TestAQueueConditionThatAloneChangesIsWritten(t *testing.T) {
+	ctx := context.Background()
+	s := runtime.NewScheme()
+	if err := gantry.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	wasActive := []metav1.Condition{{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "all clusters exist"}}
+	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
+		Spec:   gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{{Name: "gone"}}},
+		Status: gantry.GlobalQueueStatus{Conditions: wasActive, Usage: []gantry.ClusterUsage{{Name: "gone"}}}}
+	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns"}, Spec: gantry.QueueSpec{GlobalQueue: "deleted"},
+		Status: gantry.QueueStatus{Conditions: []metav1.Condition{{Type: gantry.QueueActive, Status: metav1.ConditionTrue,
+			Reason: gantry.ReasonReady, Message: "GlobalQueue deleted exists"}}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gq, q).WithStatusSubresource(gq, q).Build()
+	d := &Dispatcher{Client: c, Clock: clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))}
+	st := &hubState{globals: []gantry.GlobalQueue{*gq}, queues: []gantry.Queue{*q}}
+	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"gone"}}}}
+	if wait := d.writeStatuses(ctx, st, snap); wait != 0 {
+		t.Fatalf("wait %v, want none", wait)
+	}
+	var gotGQ gantry.GlobalQueue
+	if err := c.Get(ctx, client.ObjectKeyFromObject(gq), &gotGQ); err != nil {
+		t.Fatal(err)
+	}
+	if cond := apimeta.FindStatusCondition(gotGQ.Status.Conditions, gantry.QueueActive); cond == nil || cond.Reason != gantry.ReasonUnknownCluster {
+		t.Errorf("GlobalQueue conditions %+v, want Active=False (%s)", gotGQ.Status.Conditions, gantry.ReasonUnknownCluster)
+	}
+	var gotQ gantry.Queue
+	if err := c.Get(ctx, client.ObjectKeyFromObject(q), &gotQ); err != nil {
+		t.Fatal(err)
+	}
+	if cond := apimeta.FindStatusCondition(gotQ.Status.Conditions, gantry.QueueActive); cond == nil || cond.Reason != gantry.ReasonGlobalQueueNotFound {
+		t.Errorf("Queue conditions %+v, want Active=False (%s)", gotQ.Status.Conditions, gantry.ReasonGlobalQueueNotFound)
+	}
+	if st.globals[0].Status.Conditions[0].Status != metav1.ConditionTrue {
+		t.Errorf("the cache's GlobalQueue was changed: %+v", st.globals[0].Status.Conditions)
 	}
 }

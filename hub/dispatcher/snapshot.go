@@ -35,6 +35,7 @@ type hubState struct {
 	globals    []gantry.GlobalQueue
 	queues     []gantry.Queue
 	clusters   []gantry.WorkerCluster
+	cohorts    []gantry.Cohort
 	namespaces map[string]labels.Set
 }
 
@@ -49,7 +50,8 @@ type blocked struct {
 // resolved come back as blocked, with a reason a person can act on. Rejections recorded rejectionTTL or
 // longer before now have lapsed.
 func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache, now time.Time, rejectionTTL time.Duration) (*dispatch.Snapshot, map[string]*gantry.Workload, []blocked) {
-	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{}}
+	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{},
+		Cohorts: cohortsOf(st.cohorts)}
 	r := resolver{selectors: map[string]labels.Selector{}, queueOf: map[string]string{}, queues: s.Queues, namespaces: st.namespaces}
 	for i := range st.globals {
 		gq := &st.globals[i]
@@ -130,6 +132,7 @@ func globalQueueOf(gq *gantry.GlobalQueue) (*dispatch.GlobalQueue, labels.Select
 		MaxCandidates: int(gq.Spec.Dispatch.MaxCandidates),
 		Quota:         map[string]dispatch.Resources{},
 		Cohort:        gq.Spec.Cohort,
+		Weight:        copyOfWeight(gq.Spec.FairSharing.Weight),
 	}
 	if q.MaxCandidates == 0 {
 		q.MaxCandidates = gantry.DefaultMaxCandidates
@@ -158,6 +161,42 @@ func globalQueueOf(gq *gantry.GlobalQueue) (*dispatch.GlobalQueue, labels.Select
 		return q, labels.Nothing()
 	}
 	return q, sel
+}
+
+// cohortsOf is the tree of cohorts the dispatcher decides over: a cohort on a cycle of parents is made
+// a root, so that no quota is lent round a loop.
+func cohortsOf(cohorts []gantry.Cohort) map[string]*dispatch.Cohort {
+	out := make(map[string]*dispatch.Cohort, len(cohorts))
+	for i := range cohorts {
+		c := &cohorts[i]
+		dc := &dispatch.Cohort{Name: c.Name, Parent: c.Spec.Parent, Weight: copyOfWeight(c.Spec.FairSharing.Weight)}
+		for _, cq := range c.Spec.Clusters {
+			if cq.Quota != nil {
+				if dc.Quota == nil {
+					dc.Quota = map[string]dispatch.Resources{}
+				}
+				dc.Quota[cq.Name] = dispatch.FromResourceList(cq.Quota)
+			}
+			if cq.LendingLimit != nil {
+				if dc.LendingLimit == nil {
+					dc.LendingLimit = map[string]dispatch.Resources{}
+				}
+				dc.LendingLimit[cq.Name] = dispatch.FromResourceList(cq.LendingLimit)
+			}
+		}
+		out[c.Name] = dc
+	}
+	dispatch.BreakCycles(out)
+	return out
+}
+
+// copyOfWeight keeps the snapshot apart from the cache's objects, which a pass must never change.
+func copyOfWeight(w *int32) *int32 {
+	if w == nil {
+		return nil
+	}
+	v := *w
+	return &v
 }
 
 // resolver finds the GlobalQueue a Workload's Queue names now.

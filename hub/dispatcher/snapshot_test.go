@@ -312,12 +312,13 @@ func TestJobRefIsTheWorkloadsControllerOfAnyKind(t *testing.T) {
 	}
 }
 
-// A GlobalQueue's cohort and its borrowing and lending limits per cluster reach the dispatcher.
+// A GlobalQueue's cohort, weight, and its borrowing and lending limits per cluster reach the dispatcher.
 func TestGlobalQueueOfCarriesTheCohort(t *testing.T) {
 	gpus := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(n)}
 	}
 	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: gantry.GlobalQueueSpec{Cohort: "lab",
+		FairSharing: gantry.FairSharing{Weight: ptr.To[int32](3)},
 		Clusters: []gantry.ClusterQuota{
 			{Name: "w1", Quota: gpus("8"), BorrowingLimit: gpus("4"), LendingLimit: gpus("2")},
 			{Name: "w2", Quota: gpus("8")},
@@ -326,10 +327,64 @@ func TestGlobalQueueOfCarriesTheCohort(t *testing.T) {
 	want := &dispatch.GlobalQueue{Name: "research", MaxCandidates: gantry.DefaultMaxCandidates, Clusters: []string{"w1", "w2"},
 		Quota:          map[string]dispatch.Resources{"w1": {gantry.GPUResource: 8000}, "w2": {gantry.GPUResource: 8000}},
 		Cohort:         "lab",
+		Weight:         ptr.To[int32](3),
 		BorrowingLimit: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 4000}},
 		LendingLimit:   map[string]dispatch.Resources{"w1": {gantry.GPUResource: 2000}},
 	}
 	if diff := cmp.Diff(want, q); diff != "" {
 		t.Errorf("globalQueueOf (-want +got):\n%s", diff)
+	}
+}
+
+// Cohorts reach the dispatcher with their quota, lending limits and weight per cluster; a cohort whose
+// parents lead back to it becomes a root, one under a parent without a Cohort object keeps its parent.
+func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
+	gpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(n)}
+	}
+	cohort := func(name, parent string, clusters ...gantry.CohortClusterQuota) gantry.Cohort {
+		return gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gantry.CohortSpec{Parent: parent, Clusters: clusters}}
+	}
+	cases := map[string]struct {
+		cohorts []gantry.Cohort
+		want    map[string]*dispatch.Cohort
+	}{
+		"none": {want: map[string]*dispatch.Cohort{}},
+		"a tree with quota, limits and weights": {
+			cohorts: []gantry.Cohort{
+				cohort("org", "", gantry.CohortClusterQuota{Name: "w1", Quota: gpus("16")}),
+				func() gantry.Cohort {
+					c := cohort("team-a", "org",
+						gantry.CohortClusterQuota{Name: "w1", Quota: gpus("4"), LendingLimit: gpus("2")},
+						gantry.CohortClusterQuota{Name: "w2", LendingLimit: gpus("0")})
+					c.Spec.FairSharing.Weight = ptr.To[int32](2)
+					return c
+				}(),
+			},
+			want: map[string]*dispatch.Cohort{
+				"org": {Name: "org", Quota: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 16000}}},
+				"team-a": {Name: "team-a", Parent: "org", Weight: ptr.To[int32](2),
+					Quota:        map[string]dispatch.Resources{"w1": {gantry.GPUResource: 4000}},
+					LendingLimit: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 2000}, "w2": {gantry.GPUResource: 0}}},
+			},
+		},
+		"a cycle of parents, and a cohort below it": {
+			cohorts: []gantry.Cohort{cohort("x", "y"), cohort("y", "x"), cohort("z", "x")},
+			want: map[string]*dispatch.Cohort{
+				"x": {Name: "x"}, "y": {Name: "y"}, "z": {Name: "z", Parent: "x"},
+			},
+		},
+		"a parent without a Cohort object": {
+			cohorts: []gantry.Cohort{cohort("team-a", "org")},
+			want:    map[string]*dispatch.Cohort{"team-a": {Name: "team-a", Parent: "org"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			snap, _, _ := buildSnapshot(&hubState{cohorts: tc.cohorts}, fakeCopies{}, nil, at.Time, DefaultRejectionTTL)
+			if diff := cmp.Diff(tc.want, snap.Cohorts); diff != "" {
+				t.Errorf("cohorts (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -59,7 +59,7 @@ var (
 	Verbs             = []string{"create", "update", "patch", "delete"}
 	// WriteResources are the resources (and subresources) Gantry's hub writes, on the hub and on workers.
 	WriteResources = []string{"workloads", "workloads/status", "jobs", "jobs/status", "namespaces", "leases", "events",
-		"globalqueues/status", "queues/status", "workerclusters/status"}
+		"globalqueues/status", "queues/status", "cohorts/status", "workerclusters/status"}
 )
 
 // Bounded returns v when it is one of known, else Other.

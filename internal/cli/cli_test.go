@@ -68,6 +68,11 @@ func fleet() []client.Object {
 				{Name: "worker-2", Quota: corev1.ResourceList{gantry.GPUResource: q("16")}}}},
 			Status: gantry.GlobalQueueStatus{PendingWorkloads: 2, AdmittedWorkloads: 1, Usage: []gantry.ClusterUsage{
 				{Name: "worker-1", Admitted: corev1.ResourceList{gantry.GPUResource: q("8"), corev1.ResourceCPU: q("8")}}}}},
+		&gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "vision"},
+			Spec: gantry.GlobalQueueSpec{Cohort: "research", FairSharing: gantry.FairSharing{Weight: ptr.To[int32](2)},
+				Clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: corev1.ResourceList{gantry.GPUResource: q("16")}}}},
+			Status: gantry.GlobalQueueStatus{AdmittedWorkloads: 3, Usage: []gantry.ClusterUsage{
+				{Name: "worker-1", Admitted: corev1.ResourceList{gantry.GPUResource: q("24")}, Borrowed: corev1.ResourceList{gantry.GPUResource: q("8")}}}}},
 	}
 }
 

@@ -413,3 +413,34 @@ func TestUserRolesAggregateIntoKubernetesRoles(t *testing.T) {
 		t.Errorf("gantry-edit rules %+v: want Queues only", edit.Rules)
 	}
 }
+
+// The hub reads Gantry's kinds and writes their status; readers of its cluster-wide kinds read every
+// one that kubectl gantry shows.
+func TestRolesCoverGantrysKinds(t *testing.T) {
+	objs := render(t, roleValues["hub"])
+	var hub, view rbacv1.ClusterRole
+	find(t, objs, "ClusterRole /gantry-hub", &hub)
+	find(t, objs, "ClusterRole /gantry-view", &view)
+	for _, r := range []string{"workloads", "globalqueues", "queues", "cohorts", "workerclusters", "workerclustersets"} {
+		for _, verb := range []string{"get", "list", "watch"} {
+			if !grants(hub.Rules, verb, r) {
+				t.Errorf("gantry-hub may not %s %s", verb, r)
+			}
+		}
+		if !grants(hub.Rules, "update", r+"/status") {
+			t.Errorf("gantry-hub may not update %s/status", r)
+		}
+	}
+	for _, r := range []string{"workloads", "queues", "globalqueues", "cohorts", "workerclusters"} {
+		if !grants(view.Rules, "list", r) {
+			t.Errorf("gantry-view may not list %s", r)
+		}
+	}
+}
+
+// grants tells whether one of the rules lets verb act on the gantry.dev resource.
+func grants(rules []rbacv1.PolicyRule, verb, resource string) bool {
+	return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, "gantry.dev") && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
+	})
+}

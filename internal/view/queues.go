@@ -3,9 +3,11 @@ package view
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -13,6 +15,9 @@ import (
 // QueueRow is one cluster of one GlobalQueue as kubectl gantry queues shows it.
 type QueueRow struct {
 	GlobalQueue, Cluster string
+	// Cohort is the cohort the queue lends to and borrows from, and Weight its fair-sharing weight there;
+	// both "-" for a queue in no cohort, where a weight has no effect.
+	Cohort, Weight string
 	// Usage lists, per resource with a quota, confirmed usage/quota and what is reserved beyond it.
 	Usage []string
 	// Pending and Admitted count the queue's Workloads (the same on every row of a queue).
@@ -30,8 +35,12 @@ func Queues(gqs []gantry.GlobalQueue) []QueueRow {
 		for _, u := range gq.Status.Usage {
 			usage[u.Name] = u
 		}
+		cohort, weight := "-", "-"
+		if gq.Spec.Cohort != "" {
+			cohort, weight = gq.Spec.Cohort, strconv.Itoa(int(ptr.Deref(gq.Spec.FairSharing.Weight, 1)))
+		}
 		for _, c := range gq.Spec.Clusters {
-			rows = append(rows, QueueRow{GlobalQueue: gq.Name, Cluster: c.Name,
+			rows = append(rows, QueueRow{GlobalQueue: gq.Name, Cluster: c.Name, Cohort: cohort, Weight: weight,
 				Usage:   usageOf(c.Quota, usage[c.Name]),
 				Pending: gq.Status.PendingWorkloads, Admitted: gq.Status.AdmittedWorkloads})
 		}

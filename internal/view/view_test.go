@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -62,10 +63,20 @@ func TestQueues(t *testing.T) {
 			{Name: "w1", Lent: corev1.ResourceList{gantry.GPUResource: q("6")}},
 		}},
 	}}
+	gqs = append(gqs,
+		gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "alone"}, Spec: gantry.GlobalQueueSpec{
+			FairSharing: gantry.FairSharing{Weight: ptr.To[int32](5)}, // no cohort: no effect
+			Clusters:    []gantry.ClusterQuota{{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: q("4")}}}}},
+		gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "heavy"}, Spec: gantry.GlobalQueueSpec{Cohort: "research",
+			FairSharing: gantry.FairSharing{Weight: ptr.To[int32](3)},
+			Clusters:    []gantry.ClusterQuota{{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: q("4")}}}}})
+	gqs[0].Spec.Cohort = "research" // without a weight: 1
 	want := []QueueRow{
-		{GlobalQueue: "gpus", Cluster: "w2", Usage: []string{"cpu 4/64", "nvidia.com/gpu 8/16 +4 reserved"}, Pending: 3, Admitted: 2},
-		{GlobalQueue: "gpus", Cluster: "w1", Usage: []string{"nvidia.com/gpu 0/8 (6 lent)"}, Pending: 3, Admitted: 2},
-		{GlobalQueue: "gpus", Cluster: "w3", Usage: []string{"nvidia.com/gpu 12/8 (4 borrowed)"}, Pending: 3, Admitted: 2},
+		{GlobalQueue: "alone", Cluster: "w1", Cohort: "-", Weight: "-", Usage: []string{"nvidia.com/gpu 0/4"}},
+		{GlobalQueue: "gpus", Cluster: "w2", Cohort: "research", Weight: "1", Usage: []string{"cpu 4/64", "nvidia.com/gpu 8/16 +4 reserved"}, Pending: 3, Admitted: 2},
+		{GlobalQueue: "gpus", Cluster: "w1", Cohort: "research", Weight: "1", Usage: []string{"nvidia.com/gpu 0/8 (6 lent)"}, Pending: 3, Admitted: 2},
+		{GlobalQueue: "gpus", Cluster: "w3", Cohort: "research", Weight: "1", Usage: []string{"nvidia.com/gpu 12/8 (4 borrowed)"}, Pending: 3, Admitted: 2},
+		{GlobalQueue: "heavy", Cluster: "w1", Cohort: "research", Weight: "3", Usage: []string{"nvidia.com/gpu 0/4"}},
 	}
 	if diff := cmp.Diff(want, Queues(gqs)); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
