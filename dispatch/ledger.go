@@ -15,6 +15,7 @@ type ledger struct {
 	queues  map[string]*queueLedger
 	cohorts map[string]*cohortNode
 	pools   map[poolKey]*pool
+	slab    []pool
 }
 
 type queueLedger struct {
@@ -35,8 +36,11 @@ type queueLedger struct {
 	// cached is its turn among its cohort's members, stale once it nominated since.
 	cached turn
 	stale  bool
-	// nom walks the workloads that need clusters in this pass.
-	nom *nominator
+	// nom walks the workloads that need clusters in this pass; maxCandidates and scores are how many
+	// clusters get copies and how they are ranked.
+	nom           *nominator
+	maxCandidates int
+	scores        []weightedScorer
 }
 
 type clusterLedger struct {
@@ -55,6 +59,8 @@ type clusterLedger struct {
 	ceiling  []int64
 	admitted []int64
 	reserved []int64
+	// workloads counts the queue's workloads admitted or reserved there.
+	workloads int
 }
 
 // poolKey names what one cohort's tree lends within the cohort of one resource on one cluster.
@@ -90,7 +96,8 @@ type poolMember struct {
 func newLedger(s *Snapshot) *ledger {
 	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{}}
 	for name, q := range s.Queues {
-		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters))}
+		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
+			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q)}
 		for _, c := range q.Clusters {
 			for r := range q.Quota[c] {
 				if _, ok := ql.index[r]; !ok {
@@ -180,7 +187,12 @@ func (l *ledger) pool(n *cohortNode, cluster string, r corev1.ResourceName) *poo
 	if p := l.pools[key]; p != nil {
 		return p
 	}
-	p := &pool{cohort: n, resource: r}
+	if len(l.slab) == 0 {
+		l.slab = make([]pool, 256) // pools side by side: a pass walks them for every cluster it scans
+	}
+	p := &l.slab[0]
+	l.slab = l.slab[1:]
+	p.cohort, p.resource = n, r
 	l.pools[key] = p
 	if n.parent != nil {
 		p.parent = l.pool(n.parent, cluster, r)
@@ -302,6 +314,7 @@ func (ql *queueLedger) vector(req Resources) []int64 {
 // add adds sign*vec to the cluster's admitted (or reserved) usage and keeps the queue's borrowed
 // amounts and its cohort's pools in step.
 func (c *clusterLedger) add(admitted bool, vec []int64, sign int64) {
+	c.workloads += int(sign)
 	for k, v := range vec {
 		if v == 0 {
 			continue
@@ -417,10 +430,16 @@ func (ql *queueLedger) release(w *Workload) {
 	if w.Epoch == 0 || w.nominationVoid() {
 		return // nothing reserved in this queue
 	}
-	vec := ql.vector(w.Requests)
-	for _, c := range w.Nominated {
+	ql.reserveOn(w.Nominated, ql.vector(w.Requests), -1)
+}
+
+// reserve takes back the reservations release dropped.
+func (ql *queueLedger) reserve(w *Workload, vec []int64) { ql.reserveOn(w.Nominated, vec, 1) }
+
+func (ql *queueLedger) reserveOn(clusters []string, vec []int64, sign int64) {
+	for _, c := range clusters {
 		if i, ok := ql.byName[c]; ok {
-			ql.clusters[i].add(false, vec, -1)
+			ql.clusters[i].add(false, vec, sign)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -94,17 +93,22 @@ func Plan(s *Snapshot) Result {
 				rejected[cp.Cluster] = RejectedByAgent
 			}
 		}
-		if valid && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
-			q.hasValidNomination(w, rejected) {
+		keep := valid && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
+			q.hasValidNomination(w, rejected)
+		widen := keep && q.widens(w, rejected)
+		if keep && !widen {
 			if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
 				res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
 			}
 			continue
 		}
-		q.release(w)
+		if !widen {
+			q.release(w) // a widening workload keeps its reservations until it has somewhere more to go
+		}
 		needNomination[w.GlobalQueue] = append(needNomination[w.GlobalQueue], &Workload{
 			Key: w.Key, GlobalQueue: w.GlobalQueue, Priority: w.Priority, Created: w.Created,
 			Requests: w.Requests, GPU: w.GPU, Epoch: w.Epoch, Nominated: w.Nominated, Rejected: rejected, Kind: w.Kind,
+			width: q.width(w, widen), widening: widen,
 		})
 	}
 
@@ -213,13 +217,46 @@ func (ql *queueLedger) hasValidNomination(w *Workload, rejected map[string]strin
 	return false
 }
 
+// widens says whether an incremental queue sends the workload to one more cluster: every cluster that
+// holds a copy of it said it cannot admit it now, and fewer than maxCandidates do.
+func (ql *queueLedger) widens(w *Workload, rejected map[string]string) bool {
+	if !ql.q.Incremental || len(w.Nominated) >= ql.maxCandidates {
+		return false
+	}
+	for _, c := range w.Nominated {
+		if rejected[c] != "" {
+			continue
+		}
+		if !slices.ContainsFunc(w.Copies, func(cp Copy) bool { return cp.Cluster == c && cp.Waiting }) {
+			return false
+		}
+	}
+	return true
+}
+
+// width is how many clusters the workload's next nomination goes to: maxCandidates; for an incremental
+// queue one, or one more than now when it widens.
+func (ql *queueLedger) width(w *Workload, widen bool) int {
+	switch {
+	case !ql.q.Incremental:
+		return ql.maxCandidates
+	case widen:
+		return min(len(w.Nominated)+1, ql.maxCandidates)
+	}
+	return 1
+}
+
 // nominator walks one queue's workloads that need clusters in this pass, in queue order.
 type nominator struct {
 	ql      *queueLedger
 	pending []*Workload
 	next    int
 	vec     []int64 // the head's vector, once asked for
-	best    []scored
+	// best, passed, total and raw are the candidate pipeline's buffers, reused from one workload to the next.
+	best   []scored
+	passed []int
+	total  []float64
+	raw    []float64
 	// Quota only shrinks during a pass, so a request shape that found no cluster fails again: remember
 	// a few such shapes (bursts of identical jobs are common) and skip their scan.
 	failures  []failure
@@ -232,7 +269,7 @@ type failure struct {
 }
 
 func (ql *queueLedger) startNominating(pending []*Workload) {
-	ql.nom = &nominator{ql: ql, pending: pending, best: make([]scored, 0, max(ql.q.MaxCandidates, 1))}
+	ql.nom = &nominator{ql: ql, pending: pending, best: make([]scored, 0, ql.maxCandidates)}
 }
 
 // head is the next workload to nominate; nil when none is left.
@@ -256,12 +293,15 @@ func (n *nominator) step(res *Result) {
 	ql, w, vec := n.ql, n.pending[n.next], n.headVector()
 	n.next, n.vec = n.next+1, nil
 	if n.blockedBy != "" {
+		if w.widening {
+			return // it keeps the clusters it has
+		}
 		res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForQuota,
 			Message: "queued behind " + n.blockedBy + " (StrictFIFO)", Withdraw: len(w.Nominated) > 0})
 		return
 	}
 	// The memo keys on the quota vector, which does not tell GPU products or kinds apart.
-	memo := len(w.Rejected) == 0 && len(w.GPU.Products) == 0 && (w.Kind == "" || w.Kind == string(gantry.JobKindJob))
+	memo := !w.widening && len(w.Rejected) == 0 && len(w.GPU.Products) == 0 && (w.Kind == "" || w.Kind == string(gantry.JobKindJob))
 	if memo {
 		if i := slices.IndexFunc(n.failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
 			v := n.failures[i].verdict
@@ -271,14 +311,21 @@ func (n *nominator) step(res *Result) {
 		}
 	}
 	var sc scan
-	n.best, sc = ql.candidates(w, vec, max(ql.q.MaxCandidates, 1), n.best[:0])
+	if w.widening {
+		ql.release(w)
+	}
+	n.best, sc = n.candidates(w, vec, max(w.width, 1))
+	if w.widening && len(n.best) <= len(w.Nominated) {
+		ql.reserve(w, vec) // nowhere more to go: it keeps the clusters it has
+		return
+	}
 	if len(n.best) == 0 {
 		v := ql.noCandidateVerdict(w, vec, sc)
 		res.Verdicts = append(res.Verdicts, v)
 		if memo && len(n.failures) < 16 {
 			n.failures = append(n.failures, failure{vec: vec, verdict: v})
 		}
-		if ql.q.StrictFIFO && sc.canEverHold > 0 {
+		if ql.q.StrictFIFO && sc[stageNever] > 0 {
 			n.blockedBy = w.Key
 		}
 		return
@@ -291,89 +338,25 @@ func (n *nominator) step(res *Result) {
 	res.Nominations = append(res.Nominations, nom)
 }
 
-// scored is a candidate cluster, by index in the queue's clusters, and its headroom score.
+// scored is a candidate cluster, by index in the queue's clusters, and its score.
 type scored struct {
 	idx   int
 	score float64
-}
-
-// scan counts, for a workload that found no candidate, the clusters that passed each test in turn.
-type scan struct {
-	canEverHold, usableHolders, withQuota int
-}
-
-// candidates appends to best the up to maxCandidates clusters with the most headroom that may take the
-// workload now, earlier clusters first on ties.
-func (ql *queueLedger) candidates(w *Workload, vec []int64, maxCandidates int, best []scored) ([]scored, scan) {
-	preferred := ql.preferredRank(w, vec)
-	var sc scan
-	for i := range ql.clusters {
-		c := &ql.clusters[i]
-		if !c.known || w.refusedBy(c) || !c.couldEverFit(vec) {
-			continue
-		}
-		sc.canEverHold++
-		if !c.cluster.Usable() {
-			continue
-		}
-		sc.usableHolders++
-		if !c.fits(vec, true) {
-			continue
-		}
-		sc.withQuota++
-		if w.GPU.PerPod > 0 && !c.cluster.MayFitNow(w.GPU) {
-			continue // a copy there would only wait; its agent reports when GPUs free up
-		}
-		if preferred >= 0 && c.cluster.ProductRank(w.GPU) > preferred {
-			continue // room only for a less preferred product than another cluster has
-		}
-		score := headroomScore(c, vec)
-		pos := len(best)
-		for pos > 0 && best[pos-1].score < score {
-			pos--
-		}
-		if pos < maxCandidates {
-			if len(best) < maxCandidates {
-				best = append(best, scored{})
-			}
-			copy(best[pos+1:], best[pos:len(best)-1])
-			best[pos] = scored{idx: i, score: score}
-		}
-	}
-	return best, sc
-}
-
-// preferredRank is, for a workload with an order of GPU products, the best rank of a product some usable
-// cluster with quota has room for: only clusters with that product get copies, so that whichever admits
-// first, the job gets it. -1 when the workload names no order.
-func (ql *queueLedger) preferredRank(w *Workload, vec []int64) int {
-	if len(w.GPU.Products) <= 1 {
-		return -1
-	}
-	preferred := len(w.GPU.Products)
-	for i := range ql.clusters {
-		c := &ql.clusters[i]
-		if c.known && !w.refusedBy(c) && c.cluster.Usable() && c.fits(vec, true) &&
-			c.cluster.MayFitNow(w.GPU) {
-			preferred = min(preferred, c.cluster.ProductRank(w.GPU))
-		}
-	}
-	return preferred
 }
 
 // noCandidateVerdict says why no cluster took the workload, from the first test that none passed.
 func (ql *queueLedger) noCandidateVerdict(w *Workload, vec []int64, sc scan) Verdict {
 	v := Verdict{Key: w.Key, Withdraw: len(w.Nominated) > 0}
 	switch {
-	case sc.canEverHold == 0:
+	case sc[stageNever] == 0:
 		v.Reason, v.Message = gantry.ReasonNoClusterCanHold, ql.cannotHoldMessage(w, vec)
-	case sc.usableHolders == 0:
+	case sc[stageUnavailable] == 0:
 		v.Reason, v.Message = gantry.ReasonNoClusterAvailable, ql.unavailableMessage(w, vec)
-	case sc.withQuota > 0:
+	case sc[stageQuota] > 0:
 		v.Reason, v.Message = gantry.ReasonWaitingForCapacity, ql.noCapacityMessage(w, vec)
 	default:
 		v.Reason = gantry.ReasonWaitingForQuota
-		v.Message = fmt.Sprintf("waiting for quota of GlobalQueue %s on %d cluster(s)", ql.q.Name, sc.usableHolders)
+		v.Message = fmt.Sprintf("waiting for quota of GlobalQueue %s on %d cluster(s)", ql.q.Name, sc[stageUnavailable])
 	}
 	return v
 }
@@ -394,21 +377,6 @@ func (ql *queueLedger) noCapacityMessage(w *Workload, vec []int64) string {
 	}
 	return fmt.Sprintf("waiting for GPUs: needs %d %s, %d on one node; none free on %s (see WorkerCluster status.capacity)",
 		w.GPU.Total, products, w.GPU.PerPod, strings.Join(names, ", "))
-}
-
-// headroomScore is the smallest fraction of a limited quota left after placing vec; 1 when nothing limits.
-func headroomScore(c *clusterLedger, vec []int64) float64 {
-	score := 1.0
-	for i := range vec {
-		if c.quota[i] == math.MaxInt64 || c.quota[i] == 0 {
-			continue
-		}
-		left := float64(c.quota[i]-c.admitted[i]-c.reserved[i]-vec[i]) / float64(c.quota[i])
-		if left < score {
-			score = left
-		}
-	}
-	return score
 }
 
 func (ql *queueLedger) cannotHoldMessage(w *Workload, vec []int64) string {

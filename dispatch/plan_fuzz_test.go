@@ -17,22 +17,23 @@ import (
 // be in two cohorts under a parent, each cohort and the parent holding quota of their own and the first
 // cohort lending its parent within a limit.
 type model struct {
-	clusters  []string
-	connected map[string]bool
-	quota     map[string]map[string]int64 // queue -> cluster -> GPUs
-	cohort    bool
-	tree      bool
-	own       map[string]map[string]int64 // cohort -> cluster -> GPUs it holds itself (tree only)
-	leftLends map[string]int64            // cluster -> GPUs cohort "left" lends "top"; -1: not limited
-	weights   map[string]int32
-	lend      map[string]map[string]int64 // queue -> cluster -> GPUs it may lend (its quota when not limited)
-	borrow    map[string]map[string]int64 // queue -> cluster -> GPUs it may borrow; -1: not limited
-	workloads []*Workload
-	queueOf   map[string]string                // key -> the GlobalQueue its Queue names now
-	recorded  map[string]string                // key -> the GlobalQueue recorded with its nomination
-	copies    map[string]map[string]*modelCopy // key -> cluster -> copy
-	clock     int
-	winners   map[string]string
+	clusters    []string
+	connected   map[string]bool
+	quota       map[string]map[string]int64 // queue -> cluster -> GPUs
+	cohort      bool
+	tree        bool
+	incremental bool
+	own         map[string]map[string]int64 // cohort -> cluster -> GPUs it holds itself (tree only)
+	leftLends   map[string]int64            // cluster -> GPUs cohort "left" lends "top"; -1: not limited
+	weights     map[string]int32
+	lend        map[string]map[string]int64 // queue -> cluster -> GPUs it may lend (its quota when not limited)
+	borrow      map[string]map[string]int64 // queue -> cluster -> GPUs it may borrow; -1: not limited
+	workloads   []*Workload
+	queueOf     map[string]string                // key -> the GlobalQueue its Queue names now
+	recorded    map[string]string                // key -> the GlobalQueue recorded with its nomination
+	copies      map[string]map[string]*modelCopy // key -> cluster -> copy
+	clock       int
+	winners     map[string]string
 }
 
 var modelQueues = []string{"q", "r"}
@@ -45,6 +46,7 @@ type modelCopy struct {
 	admitted bool
 	at       time.Time
 	rejected bool
+	waiting  bool // its agent cannot admit it now
 }
 
 func newModel(data []byte) (*model, []byte) {
@@ -69,8 +71,8 @@ func newModel(data []byte) (*model, []byte) {
 		m.quota["q"][c] = int64(next()%17) * 1000
 		m.quota["r"][m.clusters[(i+1)%len(m.clusters)]] = m.quota["q"][c]
 	}
-	sharing := next() % 3
-	m.cohort, m.tree = sharing > 0, sharing == 2
+	sharing := next() % 6
+	m.cohort, m.tree, m.incremental = sharing%3 > 0, sharing%3 == 2, sharing >= 3
 	m.own, m.leftLends, m.weights = map[string]map[string]int64{}, map[string]int64{}, map[string]int32{}
 	for _, q := range modelQueues {
 		m.weights[q] = int32(next() % 3)
@@ -116,7 +118,8 @@ func newModel(data []byte) (*model, []byte) {
 func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 	s := &Snapshot{Clusters: map[string]Cluster{}, Queues: map[string]*GlobalQueue{}}
 	for _, name := range modelQueues {
-		q := &GlobalQueue{Name: name, StrictFIFO: strict, MaxCandidates: maxCandidates, Clusters: m.clusters, Quota: map[string]Resources{}}
+		q := &GlobalQueue{Name: name, StrictFIFO: strict, MaxCandidates: maxCandidates, Clusters: m.clusters, Quota: map[string]Resources{},
+			Incremental: m.incremental}
 		for _, c := range m.clusters {
 			q.Quota[c] = Resources{"nvidia.com/gpu": m.quota[name][c]}
 		}
@@ -167,7 +170,11 @@ func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 		for _, c := range m.clusters {
 			// The snapshot builder only passes copies of the current epoch on connected clusters.
 			if cp := m.copies[w.Key][c]; cp != nil && cp.epoch == w.Epoch && m.connected[c] {
-				cw.Copies = append(cw.Copies, Copy{Cluster: c, Admitted: cp.admitted, AdmittedAt: cp.at, Rejected: cp.rejected, Reason: gantry.ReasonNeverFits})
+				cp := Copy{Cluster: c, Admitted: cp.admitted, AdmittedAt: cp.at, Rejected: cp.rejected, Waiting: cp.waiting, Reason: gantry.ReasonNeverFits}
+				if cp.Waiting {
+					cp.Reason = "InsufficientResources"
+				}
+				cw.Copies = append(cw.Copies, cp)
 			}
 		}
 		s.Workloads = append(s.Workloads, &cw)
@@ -337,11 +344,11 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 			case 1:
 				if cp := m.copies[w.Key][c]; cp != nil && !cp.admitted && !cp.rejected {
 					m.clock++
-					cp.admitted, cp.at = true, t0.Add(time.Duration(m.clock)*time.Second)
+					cp.admitted, cp.waiting, cp.at = true, false, t0.Add(time.Duration(m.clock)*time.Second)
 				}
 			case 2:
 				if cp := m.copies[w.Key][c]; cp != nil && !cp.admitted {
-					cp.rejected = true
+					cp.rejected, cp.waiting = arg%2 == 0, arg%2 == 1
 				}
 			case 3:
 				m.connected[c] = !m.connected[c]

@@ -156,6 +156,13 @@ type GlobalQueue struct {
 	LendingLimit   map[string]Resources
 	// Weight is its fair-sharing weight among the queues and sub-cohorts of its cohort; nil is 1.
 	Weight *int32
+	// Scores rank the clusters that pass every filter (none: Headroom); PreferredClusters orders
+	// clusters for the Preference score.
+	Scores            []WeightedScore
+	PreferredClusters []string
+	// Incremental sends a workload's copies to one cluster first, and to one more each time every
+	// cluster holding a copy said it cannot admit it now, up to MaxCandidates.
+	Incremental bool
 }
 
 // Phase of a workload on the hub.
@@ -201,6 +208,11 @@ type Workload struct {
 
 	// Copies of the current epoch as observed on the workers.
 	Copies []Copy
+
+	// width is, for a workload the pass nominates, how many clusters it goes to; widening says it is
+	// nominated again only to go to more clusters than it has.
+	width    int
+	widening bool
 }
 
 // Copy is the observed state of one worker copy of the workload's current epoch.

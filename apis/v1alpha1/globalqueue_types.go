@@ -98,7 +98,9 @@ type ClusterQuota struct {
 // DefaultMaxCandidates is how many clusters receive copies when a GlobalQueue does not say.
 const DefaultMaxCandidates = 2
 
-// DispatchPolicy tunes dispatching.
+// DispatchPolicy tunes dispatching: which clusters get a workload's copies when more pass every filter
+// than MaxCandidates.
+// +kubebuilder:validation:XValidation:rule="!has(self.preferredClusters) || (has(self.scores) && self.scores.exists(s, s.name == 'Preference'))",message="preferredClusters needs the Preference score"
 type DispatchPolicy struct {
 	// MaxCandidates is how many clusters receive a copy of a workload at once; the first whose agent admits
 	// it wins. More candidates find room sooner; fewer hold less quota while waiting.
@@ -107,6 +109,73 @@ type DispatchPolicy struct {
 	// +kubebuilder:default=2
 	// +optional
 	MaxCandidates int32 `json:"maxCandidates,omitempty"`
+
+	// Scores rank the clusters that pass every filter: each score's values over those clusters are scaled
+	// to 0..1 and weighed, and the clusters with the highest sum get the copies, the earlier in clusters on
+	// a tie. Unset: Headroom alone.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Scores []DispatchScore `json:"scores,omitempty"`
+
+	// Mode is AllAtOnce (default): a workload's copies go to maxCandidates clusters at once; or
+	// Incremental: to the best cluster first, and to the next best as well each time every cluster
+	// holding a copy said it cannot admit it now, up to maxCandidates. Incremental holds less quota and
+	// makes fewer copies while the first choices have room; AllAtOnce finds room sooner.
+	// +kubebuilder:validation:Enum=AllAtOnce;Incremental
+	// +kubebuilder:default=AllAtOnce
+	// +optional
+	Mode DispatchMode `json:"mode,omitempty"`
+
+	// PreferredClusters ranks clusters for the Preference score, most preferred first; clusters not
+	// listed come after all listed ones.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	PreferredClusters []string `json:"preferredClusters,omitempty"`
+}
+
+// DispatchMode says how many clusters get a workload's copies at first.
+type DispatchMode string
+
+// Dispatch modes.
+const (
+	DispatchAllAtOnce   DispatchMode = "AllAtOnce"
+	DispatchIncremental DispatchMode = "Incremental"
+)
+
+// ScoreName names a way of ranking clusters.
+// +kubebuilder:validation:Enum=Headroom;MostFreeGPUs;BinPacking;Spread;Preference
+type ScoreName string
+
+// Scores a GlobalQueue may rank clusters by.
+const (
+	// ScoreHeadroom prefers the cluster whose quota the workload leaves the most room in (the smallest
+	// fraction left of any limited resource, after placing it).
+	ScoreHeadroom ScoreName = "Headroom"
+	// ScoreMostFreeGPUs prefers the cluster whose agent last reported the most free GPUs of the products
+	// the workload accepts.
+	ScoreMostFreeGPUs ScoreName = "MostFreeGPUs"
+	// ScoreBinPacking prefers the cluster with the fewest such free GPUs that still fits the workload, so
+	// that whole nodes and clusters stay free for large jobs.
+	ScoreBinPacking ScoreName = "BinPacking"
+	// ScoreSpread prefers the cluster where the queue runs and holds the fewest workloads.
+	ScoreSpread ScoreName = "Spread"
+	// ScorePreference prefers clusters earlier in preferredClusters.
+	ScorePreference ScoreName = "Preference"
+)
+
+// DispatchScore is one score and its weight.
+type DispatchScore struct {
+	Name ScoreName `json:"name"`
+	// Weight multiplies the score's 0..1 value.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=1
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
 }
 
 // ClusterUsage is what a queue holds on one cluster.

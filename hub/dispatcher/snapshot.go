@@ -137,6 +137,11 @@ func globalQueueOf(gq *gantry.GlobalQueue) (*dispatch.GlobalQueue, labels.Select
 	if q.MaxCandidates == 0 {
 		q.MaxCandidates = gantry.DefaultMaxCandidates
 	}
+	for _, sc := range gq.Spec.Dispatch.Scores {
+		q.Scores = append(q.Scores, dispatch.WeightedScore{Name: string(sc.Name), Weight: int(sc.Weight)})
+	}
+	q.PreferredClusters = gq.Spec.Dispatch.PreferredClusters
+	q.Incremental = gq.Spec.Dispatch.Mode == gantry.DispatchIncremental
 	for _, c := range gq.Spec.Clusters {
 		q.Clusters = append(q.Clusters, c.Name)
 		q.Quota[c.Name] = dispatch.FromResourceList(c.Quota)

@@ -313,23 +313,28 @@ func TestJobRefIsTheWorkloadsControllerOfAnyKind(t *testing.T) {
 }
 
 // A GlobalQueue's cohort, weight, and its borrowing and lending limits per cluster reach the dispatcher.
-func TestGlobalQueueOfCarriesTheCohort(t *testing.T) {
+func TestGlobalQueueOfCarriesTheCohortAndTheScores(t *testing.T) {
 	gpus := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(n)}
 	}
 	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: gantry.GlobalQueueSpec{Cohort: "lab",
 		FairSharing: gantry.FairSharing{Weight: ptr.To[int32](3)},
+		Dispatch: gantry.DispatchPolicy{Scores: []gantry.DispatchScore{{Name: gantry.ScorePreference, Weight: 2}, {Name: gantry.ScoreSpread, Weight: 1}},
+			PreferredClusters: []string{"w2"}, Mode: gantry.DispatchIncremental},
 		Clusters: []gantry.ClusterQuota{
 			{Name: "w1", Quota: gpus("8"), BorrowingLimit: gpus("4"), LendingLimit: gpus("2")},
 			{Name: "w2", Quota: gpus("8")},
 		}}}
 	q, _ := globalQueueOf(gq)
 	want := &dispatch.GlobalQueue{Name: "research", MaxCandidates: gantry.DefaultMaxCandidates, Clusters: []string{"w1", "w2"},
-		Quota:          map[string]dispatch.Resources{"w1": {gantry.GPUResource: 8000}, "w2": {gantry.GPUResource: 8000}},
-		Cohort:         "lab",
-		Weight:         ptr.To[int32](3),
-		BorrowingLimit: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 4000}},
-		LendingLimit:   map[string]dispatch.Resources{"w1": {gantry.GPUResource: 2000}},
+		Quota:             map[string]dispatch.Resources{"w1": {gantry.GPUResource: 8000}, "w2": {gantry.GPUResource: 8000}},
+		Cohort:            "lab",
+		Weight:            ptr.To[int32](3),
+		BorrowingLimit:    map[string]dispatch.Resources{"w1": {gantry.GPUResource: 4000}},
+		LendingLimit:      map[string]dispatch.Resources{"w1": {gantry.GPUResource: 2000}},
+		Scores:            []dispatch.WeightedScore{{Name: "Preference", Weight: 2}, {Name: "Spread", Weight: 1}},
+		PreferredClusters: []string{"w2"},
+		Incremental:       true,
 	}
 	if diff := cmp.Diff(want, q); diff != "" {
 		t.Errorf("globalQueueOf (-want +got):\n%s", diff)

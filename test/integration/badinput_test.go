@@ -149,6 +149,8 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 		clusters []gantry.ClusterQuota
 		deadline *metav1.Duration
 		cohort   string
+		dispatch gantry.DispatchPolicy
+		weight   *int32
 		want     string
 	}{
 		"negative quota": {
@@ -188,11 +190,31 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, cohort: "Research Team",
 			want: "spec.cohort",
 		},
+		"a score that does not exist": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
+			dispatch: gantry.DispatchPolicy{Scores: []gantry.DispatchScore{{Name: "Fastest"}}},
+			want:     "spec.dispatch.scores[0].name",
+		},
+		"a negative score weight": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
+			dispatch: gantry.DispatchPolicy{Scores: []gantry.DispatchScore{{Name: gantry.ScoreSpread, Weight: -1}}},
+			want:     "spec.dispatch.scores[0].weight",
+		},
+		"preferred clusters without the Preference score": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
+			dispatch: gantry.DispatchPolicy{PreferredClusters: []string{"worker-1"}},
+			want:     "preferredClusters needs the Preference score",
+		},
+		"a fair-sharing weight above 1000": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, cohort: "research", weight: ptr.To[int32](1001),
+			want: "spec.fairSharing.weight",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"},
-				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters, AdmissionDeadline: tc.deadline, Cohort: tc.cohort}}
+				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters, AdmissionDeadline: tc.deadline, Cohort: tc.cohort,
+					Dispatch: tc.dispatch, FairSharing: gantry.FairSharing{Weight: tc.weight}}}
 			err := hubEnv.client.Create(ctx, gq)
 			if err == nil {
 				_ = hubEnv.client.Delete(ctx, gq)
@@ -303,6 +325,38 @@ func TestBadPlacementAnnotationsAreRejected(t *testing.T) {
 				}
 				return nil
 			})
+		})
+	}
+}
+
+// A Cohort that is its own parent, lists a cluster twice or holds negative quota is refused.
+func TestInvalidCohortsAreRejected(t *testing.T) {
+	ctx := context.Background()
+	gpus := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(q)}
+	}
+	cases := map[string]struct {
+		name string
+		spec gantry.CohortSpec
+		want string
+	}{
+		"its own parent":       {name: "selfish", spec: gantry.CohortSpec{Parent: "selfish"}, want: "a cohort cannot be its own parent"},
+		"a cluster twice":      {name: "twice", spec: gantry.CohortSpec{Clusters: []gantry.CohortClusterQuota{{Name: "worker-1"}, {Name: "worker-1"}}}, want: "each cluster may be listed only once"},
+		"negative quota":       {name: "negative", spec: gantry.CohortSpec{Clusters: []gantry.CohortClusterQuota{{Name: "worker-1", Quota: gpus("-1")}}}, want: "quota must not be negative"},
+		"negative lending":     {name: "stingy", spec: gantry.CohortSpec{Clusters: []gantry.CohortClusterQuota{{Name: "worker-1", LendingLimit: gpus("-1")}}}, want: "lendingLimit must not be negative"},
+		"a parent no DNS name": {name: "odd", spec: gantry.CohortSpec{Parent: "Big Org"}, want: "spec.parent"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: tc.name}, Spec: tc.spec}
+			err := hubEnv.client.Create(ctx, c)
+			if err == nil {
+				_ = hubEnv.client.Delete(ctx, c)
+				t.Fatalf("created; want rejection with %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
 		})
 	}
 }
