@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -160,18 +161,17 @@ func copyRejected(m map[string]string) map[string]string {
 // SortByQueueOrder orders workloads as the dispatcher takes them: by GlobalQueue, then priority (higher
 // first), creation time and key. Within a queue, the index is the workload's position.
 func SortByQueueOrder(ws []*Workload) {
-	sort.Slice(ws, func(i, j int) bool {
-		a, b := ws[i], ws[j]
+	slices.SortFunc(ws, func(a, b *Workload) int {
 		if a.GlobalQueue != b.GlobalQueue {
-			return a.GlobalQueue < b.GlobalQueue
+			return strings.Compare(a.GlobalQueue, b.GlobalQueue)
 		}
 		if a.Priority != b.Priority {
-			return a.Priority > b.Priority
+			return cmp.Compare(b.Priority, a.Priority)
 		}
-		if !a.Created.Equal(b.Created) {
-			return a.Created.Before(b.Created)
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
 		}
-		return a.Key < b.Key
+		return strings.Compare(a.Key, b.Key)
 	})
 }
 

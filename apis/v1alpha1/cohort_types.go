@@ -25,6 +25,7 @@ type CohortSpec struct {
 	Clusters []CohortClusterQuota `json:"clusters,omitempty"`
 
 	// FairSharing weighs the cohort against its siblings under the same parent.
+	// +kubebuilder:default={}
 	// +optional
 	FairSharing FairSharing `json:"fairSharing,omitempty"`
 }

@@ -51,6 +51,7 @@ type GlobalQueueSpec struct {
 
 	// FairSharing weighs the queue against the other queues and sub-cohorts of its cohort: the
 	// dispatcher serves first the one whose weighted share of what the cohort lends is smallest.
+	// +kubebuilder:default={}
 	// +optional
 	FairSharing FairSharing `json:"fairSharing,omitempty"`
 

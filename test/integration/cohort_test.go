@@ -192,3 +192,23 @@ func cohortActive(t *testing.T, name string, status metav1.ConditionStatus, reas
 	})
 	return cond
 }
+
+// A Cohort or GlobalQueue that says nothing of fair sharing has weight 1, as kubectl get shows.
+func TestFairSharingWeightDefaultsToOne(t *testing.T) {
+	newCohort(t, "defaults", "")
+	var c gantry.Cohort
+	if err := hubEnv.client.Get(context.Background(), client.ObjectKey{Name: "defaults"}, &c); err != nil {
+		t.Fatal(err)
+	}
+	if w := c.Spec.FairSharing.Weight; w == nil || *w != 1 {
+		t.Errorf("Cohort weight %v, want 1", w)
+	}
+	newGlobalQueue(t, "defaults", map[string]int64{"worker-1": 8})
+	var gq gantry.GlobalQueue
+	if err := hubEnv.client.Get(context.Background(), client.ObjectKey{Name: "defaults"}, &gq); err != nil {
+		t.Fatal(err)
+	}
+	if w := gq.Spec.FairSharing.Weight; w == nil || *w != 1 {
+		t.Errorf("GlobalQueue weight %v, want 1", w)
+	}
+}
