@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
 // Each score, and weighted sums of them, send a workload's copy to the cluster they rank first.
@@ -89,7 +91,8 @@ func TestScoresRankTheClustersThatPassEveryFilter(t *testing.T) {
 	}
 }
 
-// Every filter is of a stage, and scores are registered under their own names.
+// Every filter is of a stage, scores are registered under their own names, and every score the API
+// accepts has one.
 func TestPluginsAreNamedAndStaged(t *testing.T) {
 	for _, f := range []filter{knownCluster{}, notRefused{}, quotaCeiling{}, usableCluster{}, quotaRoom{}, capacityRoom{}} {
 		if f.stage() < stageNever || f.stage() >= stages || f.name() == "" {
@@ -99,6 +102,11 @@ func TestPluginsAreNamedAndStaged(t *testing.T) {
 	for name, s := range scorers {
 		if s.name() != name {
 			t.Errorf("score registered as %s is named %s", name, s.name())
+		}
+	}
+	for _, name := range []gantry.ScoreName{gantry.ScoreHeadroom, gantry.ScoreMostFreeGPUs, gantry.ScoreBinPacking, gantry.ScoreSpread, gantry.ScorePreference} {
+		if scorers[string(name)] == nil {
+			t.Errorf("the API's score %s has no scorer", name)
 		}
 	}
 }
