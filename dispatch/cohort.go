@@ -1,9 +1,6 @@
 package dispatch
 
 import (
-	"maps"
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -21,27 +18,11 @@ type Cohort struct {
 	Weight *int32
 }
 
-// BreakCycles makes a root of every cohort whose parents lead back to itself, and returns their names,
-// sorted. A cohort whose parent has no Cohort object keeps it: that parent is a root without quota.
-func BreakCycles(cohorts map[string]*Cohort) []string {
-	var cyclic []string
-	for _, name := range slices.Sorted(maps.Keys(cohorts)) {
-		seen := map[string]bool{name: true}
-		for c := cohorts[name]; c != nil && c.Parent != ""; c = cohorts[c.Parent] {
-			if c.Parent == name {
-				cyclic = append(cyclic, name)
-				break
-			}
-			if seen[c.Parent] {
-				break // a cycle above this cohort, not through it
-			}
-			seen[c.Parent] = true
-		}
-	}
-	for _, name := range cyclic {
-		cohorts[name].Parent = ""
-	}
-	return cyclic
+// OnParentCycle says whether following the named cohort's parents leads back to it. Such a cohort is
+// treated as a root; one below a cycle keeps its parent.
+func OnParentCycle(cohorts map[string]*Cohort, name string) bool {
+	c := cohorts[name]
+	return c != nil && c.Parent != "" && leadsTo(cohorts, c.Parent, name)
 }
 
 // weightOf is a fair-sharing weight, 1 when not set.
@@ -102,8 +83,8 @@ func (l *ledger) cohort(name string, s *Snapshot) *cohortNode {
 		return n
 	}
 	n.weight = weightOf(n.spec.Weight)
-	if parent := n.spec.Parent; parent != "" && !leadsTo(s.Cohorts, parent, name) {
-		n.parent = l.cohort(parent, s)
+	if n.spec.Parent != "" && !OnParentCycle(s.Cohorts, name) {
+		n.parent = l.cohort(n.spec.Parent, s)
 		n.parent.children = append(n.parent.children, n)
 	} else {
 		n.resources = map[corev1.ResourceName]int{}

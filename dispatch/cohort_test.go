@@ -127,8 +127,8 @@ func TestCohortShares(t *testing.T) {
 		"big":   {"a": {Borrowed: Resources{}, Lent: gpus(4)}}, // idle 8 of 12
 		"small": {"a": {Borrowed: Resources{}, Lent: gpus(2)}}, // idle 4 of 12
 	}
-	if diff := cmp.Diff(want, CohortShares(s), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("CohortShares (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, UsageOf(s).Queues, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("queue shares (-want +got):\n%s", diff)
 	}
 }
 
@@ -165,7 +165,7 @@ func TestTheReadmesCohortExample(t *testing.T) {
 		"vision": {"worker-1": {Borrowed: gpus(8), Lent: Resources{}}},
 		"speech": {"worker-1": {Borrowed: Resources{}, Lent: gpus(8)}},
 	}
-	if diff := cmp.Diff(want, CohortShares(full), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, UsageOf(full).Queues, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("shares (-want +got):\n%s", diff)
 	}
 }

@@ -116,7 +116,9 @@ func TestPlanBorrowsAcrossACohortTree(t *testing.T) {
 	}
 }
 
-func TestBreakCycles(t *testing.T) {
+// A cohort whose parents lead back to it is on a cycle; one below a cycle, under a root or under a
+// parent without a Cohort object is not.
+func TestOnParentCycle(t *testing.T) {
 	cohorts := map[string]*Cohort{
 		"x": {Name: "x", Parent: "y"}, "y": {Name: "y", Parent: "x"}, // a cycle
 		"z":    {Name: "z", Parent: "x"}, // below the cycle, not on it
@@ -124,16 +126,13 @@ func TestBreakCycles(t *testing.T) {
 		"leaf": {Name: "leaf", Parent: "root"}, "root": {Name: "root"},
 		"orphan": {Name: "orphan", Parent: "missing"},
 	}
-	if diff := cmp.Diff([]string{"self", "x", "y"}, BreakCycles(cohorts)); diff != "" {
-		t.Errorf("cyclic (-want +got):\n%s", diff)
+	got := map[string]bool{}
+	for name := range cohorts {
+		got[name] = OnParentCycle(cohorts, name)
 	}
-	parents := map[string]string{}
-	for name, c := range cohorts {
-		parents[name] = c.Parent
-	}
-	want := map[string]string{"x": "", "y": "", "z": "x", "self": "", "leaf": "root", "root": "", "orphan": "missing"}
-	if diff := cmp.Diff(want, parents); diff != "" {
-		t.Errorf("parents after (-want +got):\n%s", diff)
+	want := map[string]bool{"x": true, "y": true, "z": false, "self": true, "leaf": false, "root": false, "orphan": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("on a cycle (-want +got):\n%s", diff)
 	}
 }
 
@@ -150,15 +149,16 @@ func TestSharesAndUsageOfACohortTree(t *testing.T) {
 		"b": {"c": {Borrowed: gpus(6), Lent: Resources{}}},
 		"a": {"c": {Borrowed: Resources{}, Lent: gpus(4)}}, // 8 of the 12 idle (a's 8, org's 4)
 	}
-	if diff := cmp.Diff(wantShares, CohortShares(s), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("CohortShares (-want +got):\n%s", diff)
+	usage := UsageOf(s)
+	if diff := cmp.Diff(wantShares, usage.Queues, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("queue shares (-want +got):\n%s", diff)
 	}
 	wantUsage := map[string]map[string]CohortUse{
 		"team-a": {"c": {Lendable: gpus(8), Used: gpus(0), Borrowed: Resources{}}},
 		"team-b": {"c": {Lendable: gpus(8), Used: gpus(14), Borrowed: gpus(6)}},
 		"org":    {"c": {Lendable: gpus(20), Used: gpus(14), Borrowed: Resources{}}},
 	}
-	if diff := cmp.Diff(wantUsage, CohortUsage(s), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("CohortUsage (-want +got):\n%s", diff)
+	if diff := cmp.Diff(wantUsage, usage.Cohorts, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("cohort usage (-want +got):\n%s", diff)
 	}
 }

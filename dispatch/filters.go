@@ -1,11 +1,11 @@
 package dispatch
 
-// The filters every GlobalQueue's clusters pass, in pipeline order.
+// The filters every GlobalQueue's clusters pass, in pipeline order (leftOutAt runs them).
+var _ = []filter{knownCluster{}, notRefused{}, quotaCeiling{}, usableCluster{}, quotaRoom{}, capacityRoom{}}
 
 // knownCluster leaves out clusters the queue lists that are not registered.
 type knownCluster struct{}
 
-func (knownCluster) name() string { return "KnownCluster" }
 func (knownCluster) stage() stage { return stageNever }
 func (knownCluster) admits(_ *Workload, _ []int64, c *clusterLedger) bool {
 	return c.known
@@ -14,7 +14,6 @@ func (knownCluster) admits(_ *Workload, _ []int64, c *clusterLedger) bool {
 // notRefused leaves out clusters whose agent rejected the workload, or that do not run its kind.
 type notRefused struct{}
 
-func (notRefused) name() string { return "NotRefused" }
 func (notRefused) stage() stage { return stageNever }
 func (notRefused) admits(w *Workload, _ []int64, c *clusterLedger) bool {
 	return !w.refusedBy(c)
@@ -24,7 +23,6 @@ func (notRefused) admits(w *Workload, _ []int64, c *clusterLedger) bool {
 // running: beyond its quota and all it may borrow there.
 type quotaCeiling struct{}
 
-func (quotaCeiling) name() string { return "QuotaCeiling" }
 func (quotaCeiling) stage() stage { return stageNever }
 func (quotaCeiling) admits(_ *Workload, vec []int64, c *clusterLedger) bool {
 	return c.couldEverFit(vec)
@@ -34,7 +32,6 @@ func (quotaCeiling) admits(_ *Workload, vec []int64, c *clusterLedger) bool {
 // or fenced.
 type usableCluster struct{}
 
-func (usableCluster) name() string { return "Usable" }
 func (usableCluster) stage() stage { return stageUnavailable }
 func (usableCluster) admits(_ *Workload, _ []int64, c *clusterLedger) bool {
 	return c.cluster.Usable()
@@ -44,7 +41,6 @@ func (usableCluster) admits(_ *Workload, _ []int64, c *clusterLedger) bool {
 // workload besides what is admitted and reserved there.
 type quotaRoom struct{}
 
-func (quotaRoom) name() string { return "QuotaRoom" }
 func (quotaRoom) stage() stage { return stageQuota }
 func (quotaRoom) admits(_ *Workload, vec []int64, c *clusterLedger) bool {
 	return c.fits(vec, true)
@@ -55,7 +51,6 @@ func (quotaRoom) admits(_ *Workload, vec []int64, c *clusterLedger) bool {
 // reports when GPUs free up.
 type capacityRoom struct{}
 
-func (capacityRoom) name() string { return "CapacityRoom" }
 func (capacityRoom) stage() stage { return stageCapacity }
 func (capacityRoom) admits(w *Workload, _ []int64, c *clusterLedger) bool {
 	return w.GPU.PerPod <= 0 || c.cluster.MayFitNow(w.GPU)
@@ -65,7 +60,6 @@ func (capacityRoom) admits(w *Workload, _ []int64, c *clusterLedger) bool {
 // for the best-ranked product any of them has room for: whichever admits first, the job gets it.
 type productPreference struct{}
 
-func (productPreference) name() string { return "ProductPreference" }
 func (productPreference) keep(w *Workload, ql *queueLedger, passed []int) []int {
 	if len(w.GPU.Products) <= 1 {
 		return passed

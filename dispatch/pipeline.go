@@ -28,7 +28,6 @@ const (
 // filter leaves out, one cluster at a time, clusters that cannot take a copy of the workload now. Each
 // filter is a type of this interface and a line in leftOutAt.
 type filter interface {
-	name() string
 	stage() stage
 	// admits says whether the cluster may take the workload; vec is its requests the queue limits.
 	admits(w *Workload, vec []int64, c *clusterLedger) bool
@@ -36,7 +35,6 @@ type filter interface {
 
 // narrower leaves out clusters in view of all that passed every filter: keep is what it keeps of them.
 type narrower interface {
-	name() string
 	keep(w *Workload, ql *queueLedger, passed []int) []int
 }
 

@@ -7,12 +7,24 @@ type Share struct {
 	Borrowed, Lent Resources
 }
 
-// CohortShares says, per GlobalQueue in a cohort and cluster, what the queue borrows there (its
-// admitted workloads' use beyond its quota) and what it lends: its part of what the queues of its cohort
-// tree borrow there, in proportion to the unused quota each may lend (cohorts' own quota lends too).
-// Queues in no cohort, and clusters where a queue neither borrows nor lends, are absent.
-func CohortShares(s *Snapshot) map[string]map[string]Share {
+// Usage is what the statuses of queues and cohorts say of sharing, from one ledger of the snapshot.
+// Queues: per GlobalQueue in a cohort and cluster, what the queue borrows there (its admitted
+// workloads' use beyond its quota) and what it lends: its part of what the queues of its cohort tree
+// borrow there, in proportion to the unused quota each may lend (cohorts' own quota lends too); queues
+// in no cohort, and clusters where a queue neither borrows nor lends, are absent. Cohorts: per cohort
+// that some queue's quota reaches and cluster, what its tree lends, uses and borrows there.
+type Usage struct {
+	Queues  map[string]map[string]Share
+	Cohorts map[string]map[string]CohortUse
+}
+
+// UsageOf builds the snapshot's ledger once and reads both parts of Usage from it.
+func UsageOf(s *Snapshot) Usage {
 	l := newLedger(s)
+	return Usage{Queues: l.shares(), Cohorts: l.cohortUse()}
+}
+
+func (l *ledger) shares() map[string]map[string]Share {
 	out := map[string]map[string]Share{}
 	add := func(queue, cluster string, lent bool, p poolKey, v int64) {
 		if v <= 0 {
@@ -77,10 +89,7 @@ type CohortUse struct {
 	Lendable, Used, Borrowed Resources
 }
 
-// CohortUsage says, per cohort that some queue's quota reaches and cluster, what its tree lends, uses and
-// borrows there.
-func CohortUsage(s *Snapshot) map[string]map[string]CohortUse {
-	l := newLedger(s)
+func (l *ledger) cohortUse() map[string]map[string]CohortUse {
 	out := map[string]map[string]CohortUse{}
 	for key, p := range l.pools {
 		byCluster := out[key.cohort]

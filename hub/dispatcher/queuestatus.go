@@ -29,12 +29,13 @@ func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, snap *disp
 		return wait
 	}
 	d.lastQueueStatus = now
-	globals, locals := queueStatuses(st, snap)
+	usage := dispatch.UsageOf(snap)
+	globals, locals := queueStatuses(st, snap, usage.Queues)
 	// A write fails with a conflict when the cache has not seen this object's last write yet; it is
 	// retried after the interval rather than left stale until the next resync.
 	failed := d.writeGlobalQueueStatuses(ctx, st.globals, globals, snap)
 	failed = d.writeLocalQueueStatuses(ctx, st.queues, locals, snap) || failed
-	failed = d.writeCohortStatuses(ctx, st.cohorts, cohortStatuses(st.cohorts, snap, metav1.NewTime(now))) || failed
+	failed = d.writeCohortStatuses(ctx, st.cohorts, cohortStatuses(st.cohorts, snap, usage.Cohorts, metav1.NewTime(now))) || failed
 	if failed {
 		return queueStatusInterval
 	}
@@ -106,12 +107,11 @@ func (d *Dispatcher) writeCohortStatuses(ctx context.Context, cohorts []gantry.C
 
 // cohortStatuses is the status each Cohort should have: its Active condition and what its tree lends,
 // uses and borrows on each cluster.
-func cohortStatuses(cohorts []gantry.Cohort, snap *dispatch.Snapshot, now metav1.Time) map[string]gantry.CohortStatus {
+func cohortStatuses(cohorts []gantry.Cohort, snap *dispatch.Snapshot, usage map[string]map[string]dispatch.CohortUse, now metav1.Time) map[string]gantry.CohortStatus {
 	parentOf := make(map[string]string, len(cohorts))
 	for _, c := range cohorts {
 		parentOf[c.Name] = c.Spec.Parent
 	}
-	usage := dispatch.CohortUsage(snap)
 	out := make(map[string]gantry.CohortStatus, len(cohorts))
 	for i := range cohorts {
 		c := &cohorts[i]
@@ -139,7 +139,7 @@ func cohortActiveCondition(c *gantry.Cohort, snap *dispatch.Snapshot, parentOf m
 	cond := metav1.Condition{Type: gantry.CohortActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonInTree,
 		ObservedGeneration: c.Generation, LastTransitionTime: now}
 	switch {
-	case onParentCycle(c, snap):
+	case dispatch.OnParentCycle(snap.Cohorts, c.Name):
 		cond.Status, cond.Reason = metav1.ConditionFalse, gantry.ReasonParentCycle
 		cond.Message = "its parents lead back to it (" + strings.Join(parentCycle(c.Name, parentOf), " -> ") +
 			"): it is treated as a root"
@@ -152,13 +152,6 @@ func cohortActiveCondition(c *gantry.Cohort, snap *dispatch.Snapshot, parentOf m
 		}
 	}
 	return cond
-}
-
-// onParentCycle tells whether the snapshot has the cohort as a root though its spec names a parent:
-// building the snapshot breaks a cycle of parents so.
-func onParentCycle(c *gantry.Cohort, snap *dispatch.Snapshot) bool {
-	dc := snap.Cohorts[c.Name]
-	return c.Spec.Parent != "" && dc != nil && dc.Parent == ""
 }
 
 // parentCycle follows parents from name back to it: [x y x].
@@ -183,7 +176,7 @@ func activeCondition(gq *gantry.GlobalQueue, snap *dispatch.Snapshot) metav1.Con
 }
 
 // queueStatuses counts pending and admitted workloads and sums usage per cluster.
-func queueStatuses(st *hubState, snap *dispatch.Snapshot) (map[string]gantry.GlobalQueueStatus, map[string]gantry.QueueStatus) {
+func queueStatuses(st *hubState, snap *dispatch.Snapshot, shares map[string]map[string]dispatch.Share) (map[string]gantry.GlobalQueueStatus, map[string]gantry.QueueStatus) {
 	type usage struct{ admitted, reserved dispatch.Resources }
 	perCluster := map[string]map[string]*usage{}
 	globals := map[string]gantry.GlobalQueueStatus{}
@@ -222,7 +215,6 @@ func queueStatuses(st *hubState, snap *dispatch.Snapshot) (map[string]gantry.Glo
 		globals[w.GlobalQueue] = g
 		locals[local] = l
 	}
-	shares := dispatch.CohortShares(snap)
 	for qName, q := range snap.Queues {
 		g := globals[qName]
 		for _, c := range q.Clusters {

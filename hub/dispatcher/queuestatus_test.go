@@ -100,7 +100,7 @@ func TestCohortStatuses(t *testing.T) {
 			"its parents lead back to it (y -> x -> y): it is treated as a root", now)},
 		"below-the-cycle": {Conditions: active(metav1.ConditionTrue, gantry.ReasonInTree, "under cohort x", now)},
 	}
-	if diff := cmp.Diff(want, cohortStatuses(cohorts, snap, now)); diff != "" {
+	if diff := cmp.Diff(want, cohortStatuses(cohorts, snap, dispatch.UsageOf(snap).Cohorts, now)); diff != "" {
 		t.Errorf("cohort statuses (-want +got):\n%s", diff)
 	}
 	if got := cohorts[1].Status.Conditions[0].Message; got != "" {

@@ -191,7 +191,6 @@ func cohortsOf(cohorts []gantry.Cohort) map[string]*dispatch.Cohort {
 		}
 		out[c.Name] = dc
 	}
-	dispatch.BreakCycles(out)
 	return out
 }
 

@@ -373,10 +373,10 @@ func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
 					LendingLimit: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 2000}, "w2": {gantry.GPUResource: 0}}},
 			},
 		},
-		"a cycle of parents, and a cohort below it": {
+		"a cycle of parents, as the specs say (the dispatcher treats its cohorts as roots)": {
 			cohorts: []gantry.Cohort{cohort("x", "y"), cohort("y", "x"), cohort("z", "x")},
 			want: map[string]*dispatch.Cohort{
-				"x": {Name: "x"}, "y": {Name: "y"}, "z": {Name: "z", Parent: "x"},
+				"x": {Name: "x", Parent: "y"}, "y": {Name: "y", Parent: "x"}, "z": {Name: "z", Parent: "x"},
 			},
 		},
 		"a parent without a Cohort object": {

@@ -29,13 +29,7 @@ func TestQueuesOfACohortBorrowAndGiveBack(t *testing.T) {
 	dumpOnFailure(t, lenderNS)
 
 	own, borrowed := gpuJob(borrowerNS, "own", 1, 8), gpuJob(borrowerNS, "borrowed", 1, 8)
-	submit(t, own)
-	submit(t, borrowed)
-	for _, j := range []*batchv1.Job{own, borrowed} {
-		if got := runsOn(t, j); got != "worker-1" {
-			t.Fatalf("%s runs on %s", j.Name, got)
-		}
-	}
+	submitToRunOn(t, "worker-1", own, borrowed)
 	eight := resource.MustParse("8")
 	eventually(t, "the queues' status saying what is borrowed and lent", func() error {
 		b, l := usageOn(t, "cohort-borrower", "worker-1"), usageOn(t, "cohort-lender", "worker-1")
@@ -90,13 +84,7 @@ func TestCohortsOfATreeLendThroughTheirParent(t *testing.T) {
 	}
 
 	own, borrowed := gpuJob(bNS, "own", 1, 8), gpuJob(bNS, "borrowed", 1, 8)
-	submit(t, own)
-	submit(t, borrowed)
-	for _, j := range []*batchv1.Job{own, borrowed} {
-		if got := runsOn(t, j); got != "worker-1" {
-			t.Fatalf("%s runs on %s", j.Name, got)
-		}
-	}
+	submitToRunOn(t, "worker-1", own, borrowed)
 	eight := resource.MustParse("8")
 	eventually(t, "b's status saying it borrows 8 GPUs", func() error {
 		b := usageOn(t, "b", "worker-1")
@@ -210,5 +198,18 @@ func TestFairSharingWeightDefaultsToOne(t *testing.T) {
 	}
 	if w := gq.Spec.FairSharing.Weight; w == nil || *w != 1 {
 		t.Errorf("GlobalQueue weight %v, want 1", w)
+	}
+}
+
+// submitToRunOn submits the jobs and waits until each runs on the cluster.
+func submitToRunOn(t *testing.T, cluster string, jobs ...*batchv1.Job) {
+	t.Helper()
+	for _, j := range jobs {
+		submit(t, j)
+	}
+	for _, j := range jobs {
+		if got := runsOn(t, j); got != cluster {
+			t.Fatalf("%s runs on %s, want %s", j.Name, got, cluster)
+		}
 	}
 }
