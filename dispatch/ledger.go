@@ -41,6 +41,8 @@ type queueLedger struct {
 	nom           *nominator
 	maxCandidates int
 	scores        []weightedScorer
+	// quotaBlocked are the workloads of this pass left waiting for quota that may preempt.
+	quotaBlocked []quotaBlocked
 }
 
 type clusterLedger struct {

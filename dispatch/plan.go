@@ -44,12 +44,13 @@ type Verdict struct {
 }
 
 // Result is what one dispatch pass decided. The executor persists each workload's part in one status
-// write: its new rejections together with its winner, nomination or verdict.
+// write: its new rejections together with its winner, nomination or verdict; a victim's preemption.
 type Result struct {
 	Winners     []Winner
 	Rejections  map[string][]Rejection
 	Nominations []Nomination
 	Verdicts    []Verdict
+	Preemptions []Preemption
 }
 
 // Plan runs one dispatch pass. In order: it confirms winners among admitted copies (each within the
@@ -117,6 +118,7 @@ func Plan(s *Snapshot) Result {
 		l.queues[name].startNominating(ws)
 	}
 	l.nominate(&res)
+	l.preempt(s, &res)
 	return res
 }
 
@@ -307,6 +309,7 @@ func (n *nominator) step(res *Result) {
 			v := n.failures[i].verdict
 			v.Key, v.Withdraw = w.Key, len(w.Nominated) > 0
 			res.Verdicts = append(res.Verdicts, v)
+			ql.noteQuotaBlocked(w, vec, res)
 			return
 		}
 	}
@@ -322,6 +325,7 @@ func (n *nominator) step(res *Result) {
 	if len(n.best) == 0 {
 		v := ql.noCandidateVerdict(w, vec, sc)
 		res.Verdicts = append(res.Verdicts, v)
+		ql.noteQuotaBlocked(w, vec, res)
 		if memo && len(n.failures) < 16 {
 			n.failures = append(n.failures, failure{vec: vec, verdict: v})
 		}

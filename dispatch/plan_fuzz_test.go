@@ -34,6 +34,9 @@ type model struct {
 	copies      map[string]map[string]*modelCopy // key -> cluster -> copy
 	clock       int
 	winners     map[string]string
+	// rules are the queues' preemption rules; preemptedBy the preemptor of each workload preempted.
+	rules       map[string]gantry.PreemptionPolicy
+	preemptedBy map[string]string
 }
 
 var modelQueues = []string{"q", "r"}
@@ -58,6 +61,15 @@ func newModel(data []byte) (*model, []byte) {
 		recorded:  map[string]string{},
 		copies:    map[string]map[string]*modelCopy{},
 		winners:   map[string]string{},
+		// Drawn from the input's length, so that inputs found before preemption keep their meaning.
+		rules:       map[string]gantry.PreemptionPolicy{},
+		preemptedBy: map[string]string{},
+	}
+	drawn := []gantry.PreemptionRule{gantry.PreemptNever, gantry.PreemptLowerPriority, gantry.PreemptLowerOrEqualPriority}
+	for i, q := range modelQueues {
+		n := len(data) + i
+		m.rules[q] = gantry.PreemptionPolicy{WithinQueue: []gantry.PreemptionRule{gantry.PreemptNever, gantry.PreemptLowerPriority,
+			gantry.PreemptLowerOrNewerEqualPriority}[n%3], ReclaimWithinCohort: drawn[(n/3)%3], FairSharing: drawn[(n/9)%3]}
 	}
 	next := func() int {
 		if len(data) == 0 {
@@ -119,7 +131,7 @@ func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 	s := &Snapshot{Clusters: map[string]Cluster{}, Queues: map[string]*GlobalQueue{}}
 	for _, name := range modelQueues {
 		q := &GlobalQueue{Name: name, StrictFIFO: strict, MaxCandidates: maxCandidates, Clusters: m.clusters, Quota: map[string]Resources{},
-			Incremental: m.incremental}
+			Incremental: m.incremental, Preemption: m.rules[name]}
 		for _, c := range m.clusters {
 			q.Quota[c] = Resources{"nvidia.com/gpu": m.quota[name][c]}
 		}
@@ -221,6 +233,7 @@ func (m *model) apply(t *testing.T, r Result) {
 			w.Rejected[rj.Cluster] = RejectedByAgent
 		}
 	}
+	m.applyPreemptions(t, r)
 	for _, v := range r.Verdicts {
 		if w := m.byKey(v.Key); v.Withdraw {
 			w.Nominated = nil
@@ -239,6 +252,44 @@ func (m *model) apply(t *testing.T, r Result) {
 			}
 		}
 	}
+}
+
+// applyPreemptions checks that the pass preempted no more than its bound, only running workloads not
+// being preempted already, each once, never one of higher priority, each by a rule of the preemptor's
+// queue and never one that preempted the preemptor; then marks them.
+func (m *model) applyPreemptions(t *testing.T, r Result) {
+	if len(r.Preemptions) > MaxPreemptionsPerPass {
+		t.Fatalf("%d preemptions in one pass", len(r.Preemptions))
+	}
+	for _, p := range r.Preemptions {
+		v, by := m.byKey(p.Victim), m.byKey(p.Preemptor)
+		if v.Phase != Admitted || v.Winner != p.Cluster || v.PreemptedFor != "" {
+			t.Fatalf("preemption %+v of a workload not running there, or already preempted: %+v", p, v)
+		}
+		if by.Phase != Pending || v.Priority > by.Priority {
+			t.Fatalf("preemption %+v: preemptor %+v, victim %+v", p, by, v)
+		}
+		if m.preemptedBy[p.Preemptor] == p.Victim {
+			t.Fatalf("preemption %+v: the victim had preempted its preemptor", p)
+		}
+		rules, sameQueue := m.rules[m.queueOf[by.Key]], m.recorded[v.Key] == m.queueOf[by.Key]
+		switch {
+		case p.Reason == gantry.ReasonInQueuePriority && sameQueue && mayPreempt(rules.WithinQueue, by, v):
+		case p.Reason == gantry.ReasonInCohortReclamation && !sameQueue && m.cohort && mayPreempt(rules.ReclaimWithinCohort, by, v):
+		case p.Reason == gantry.ReasonInCohortFairSharing && !sameQueue && m.cohort && mayPreempt(rules.FairSharing, by, v):
+		default:
+			t.Fatalf("preemption %+v not allowed by %+v", p, rules)
+		}
+		v.PreemptedFor = p.Preemptor
+		m.preemptedBy[v.Key] = p.Preemptor
+	}
+}
+
+// requeue takes a preempted workload back once its job is gone, as the hub does.
+func (m *model) requeue(w *Workload) {
+	w.Phase, w.Winner, w.PreemptedFor, w.Nominated = Pending, "", "", nil
+	delete(m.winners, w.Key)
+	m.copies[w.Key] = map[string]*modelCopy{}
 }
 
 // checkQuota checks every (GlobalQueue, cluster): admitted workloads count where they were nominated,
@@ -353,7 +404,10 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 			case 3:
 				m.connected[c] = !m.connected[c]
 			case 4:
-				if w.Phase == Admitted {
+				switch {
+				case w.PreemptedFor != "":
+					m.requeue(w)
+				case w.Phase == Admitted:
 					w.Phase = Finished
 				}
 			case 6:

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
 // Resources maps a resource name to an amount in milli-units (cpu "1" is 1000, nvidia.com/gpu "8" is 8000).
@@ -163,6 +165,8 @@ type GlobalQueue struct {
 	// Incremental sends a workload's copies to one cluster first, and to one more each time every
 	// cluster holding a copy said it cannot admit it now, up to MaxCandidates.
 	Incremental bool
+	// Preemption says which admitted workloads its pending ones may preempt.
+	Preemption gantry.PreemptionPolicy
 }
 
 // Phase of a workload on the hub.
@@ -205,6 +209,10 @@ type Workload struct {
 	Rejected map[string]string
 	// Kind of its job ("" is a batch Job): clusters that cannot run it are left out as if they rejected it.
 	Kind string
+
+	// PreemptedFor is, for an admitted workload the hub is taking back from its winner to make room for
+	// another, that other's key; it holds its quota until its Job is gone.
+	PreemptedFor string
 
 	// Copies of the current epoch as observed on the workers.
 	Copies []Copy

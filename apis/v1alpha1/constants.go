@@ -112,6 +112,16 @@ const (
 	// ReasonInadmissible: the Workload waited its admission deadline without a cluster to run it; it is
 	// finished and its hub job marked Failed.
 	ReasonInadmissible = "Inadmissible"
+	// ReasonPreempted: the hub took the workload back from its winner to make room for another (its
+	// Evictions entry names which); it is dispatched again.
+	ReasonPreempted = "Preempted"
+	// ReasonPreempting: the workload waits for the workloads it preempted to leave their cluster.
+	ReasonPreempting = "Preempting"
+	// Why a workload was preempted: a higher priority in its own queue, its queue's cohort taking back
+	// what it lent, or a queue of its cohort whose weighted share is smaller.
+	ReasonInQueuePriority     = "InQueuePriority"
+	ReasonInCohortReclamation = "InCohortReclamation"
+	ReasonInCohortFairSharing = "InCohortFairSharing"
 
 	// Reasons an agent gives on a copy's Admitted condition.
 	ReasonFits                  = "Fits"

@@ -19,6 +19,7 @@ const (
 // GlobalQueueSpec holds a queue's clusters and quota.
 // +kubebuilder:validation:XValidation:rule="self.clusters.all(c, self.clusters.exists_one(d, d.name == c.name))",message="each cluster may be listed only once"
 // +kubebuilder:validation:XValidation:rule="has(self.cohort) || self.clusters.all(c, !has(c.borrowingLimit) && !has(c.lendingLimit))",message="borrowingLimit and lendingLimit need a cohort"
+// +kubebuilder:validation:XValidation:rule="has(self.cohort) || !has(self.preemption) || ((!has(self.preemption.reclaimWithinCohort) || self.preemption.reclaimWithinCohort == 'Never') && (!has(self.preemption.fairSharing) || self.preemption.fairSharing == 'Never'))",message="preemption.reclaimWithinCohort and preemption.fairSharing need a cohort"
 type GlobalQueueSpec struct {
 	// NamespaceSelector selects the namespaces whose Queues may point at this GlobalQueue. An empty selector
 	// selects every namespace; a missing one selects none.
@@ -62,7 +63,53 @@ type GlobalQueueSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="admissionDeadline must be positive"
 	// +optional
 	AdmissionDeadline *metav1.Duration `json:"admissionDeadline,omitempty"`
+
+	// Preemption says which admitted workloads the queue's pending ones may take a cluster's quota from
+	// when no cluster has room for them. Unset: none; nothing that runs is stopped.
+	// +kubebuilder:default={}
+	// +optional
+	Preemption PreemptionPolicy `json:"preemption,omitempty"`
 }
+
+// PreemptionPolicy says which workloads a queue's pending workload may preempt: on one cluster, the
+// fewest whose going lets it fit there, never one of higher priority. A victim's Job is deleted, pods
+// first, before its quota counts as free; the victim is queued again.
+type PreemptionPolicy struct {
+	// WithinQueue: workloads of this queue. LowerPriority: of lower priority;
+	// LowerOrNewerEqualPriority: also of equal priority queued after the preemptor.
+	// +kubebuilder:validation:Enum=Never;LowerPriority;LowerOrNewerEqualPriority
+	// +kubebuilder:default=Never
+	// +optional
+	WithinQueue PreemptionRule `json:"withinQueue,omitempty"`
+
+	// ReclaimWithinCohort: workloads of other queues of the cohort's tree that borrow on the cluster,
+	// when the preemptor then fits within this queue's own quota there (it takes back what it lent).
+	// LowerPriority: of lower priority; LowerOrEqualPriority: of lower or equal priority.
+	// +kubebuilder:validation:Enum=Never;LowerPriority;LowerOrEqualPriority
+	// +kubebuilder:default=Never
+	// +optional
+	ReclaimWithinCohort PreemptionRule `json:"reclaimWithinCohort,omitempty"`
+
+	// FairSharing: workloads of other queues of the cohort's tree that borrow on the cluster, when the
+	// preemptor must borrow too, as long as each victim's queue keeps a larger weighted share than this
+	// queue's with the preemptor. LowerPriority: of lower priority; LowerOrEqualPriority: of lower or
+	// equal priority.
+	// +kubebuilder:validation:Enum=Never;LowerPriority;LowerOrEqualPriority
+	// +kubebuilder:default=Never
+	// +optional
+	FairSharing PreemptionRule `json:"fairSharing,omitempty"`
+}
+
+// PreemptionRule says which workloads may be preempted, by priority.
+type PreemptionRule string
+
+// Preemption rules.
+const (
+	PreemptNever                     PreemptionRule = "Never"
+	PreemptLowerPriority             PreemptionRule = "LowerPriority"
+	PreemptLowerOrNewerEqualPriority PreemptionRule = "LowerOrNewerEqualPriority"
+	PreemptLowerOrEqualPriority      PreemptionRule = "LowerOrEqualPriority"
+)
 
 // ClusterQuota is the quota of one queue on one worker cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || self.borrowingLimit.all(r, has(self.quota) && r in self.quota)",message="borrowingLimit may name only resources of quota"

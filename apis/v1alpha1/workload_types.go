@@ -131,6 +131,35 @@ type Eviction struct {
 	Time metav1.Time `json:"time"`
 }
 
+// Preemption records the hub's decision to preempt an admitted workload.
+type Preemption struct {
+	// Cluster and Epoch are the winner and dispatch epoch it is taken back from; a record naming another
+	// is void.
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+	Epoch   int64  `json:"epoch"`
+	// Preemptor is the namespace/name of the Workload it makes room for.
+	// +kubebuilder:validation:MaxLength=507
+	Preemptor string `json:"preemptor"`
+	// Reason is the rule that allowed it: InQueuePriority, InCohortReclamation or InCohortFairSharing.
+	// +kubebuilder:validation:MaxLength=316
+	Reason string `json:"reason"`
+	// +kubebuilder:validation:MaxLength=32768
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Time the hub decided it.
+	Time metav1.Time `json:"time"`
+}
+
+// CurrentPreemption is the preemption recorded for the workload's winner and dispatch epoch; nil when
+// none is (a record naming another is void).
+func (s *WorkloadStatus) CurrentPreemption() *Preemption {
+	if p := s.Preemption; p != nil && s.ClusterName != "" && p.Cluster == s.ClusterName && p.Epoch == s.DispatchEpoch {
+		return p
+	}
+	return nil
+}
+
 // MaxEvictions bounds the eviction history a Workload keeps.
 const MaxEvictions = 16
 
@@ -188,6 +217,11 @@ type WorkloadStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Evictions []Eviction `json:"evictions,omitempty"`
+
+	// Preemption, while set, says the hub is taking the workload back from its winner to make room for
+	// another: its Job there is deleted, pods first, and it is queued again.
+	// +optional
+	Preemption *Preemption `json:"preemption,omitempty"`
 
 	// RejectedClusters can never run the workload; they are not nominated again.
 	// +listType=map

@@ -62,6 +62,13 @@ func (b *wlBuilder) deleting() *wlBuilder {
 	return b
 }
 
+// preempted records a preemption of the workload from cluster in epoch.
+func (b *wlBuilder) preempted(cluster string, epoch int64) *wlBuilder {
+	b.wl.Status.Preemption = &gantry.Preemption{Cluster: cluster, Epoch: epoch, Preemptor: "ns/urgent",
+		Reason: gantry.ReasonInQueuePriority, Message: "preempted on " + cluster + " to make room for ns/urgent", Time: metav1.NewTime(now)}
+	return b
+}
+
 func (b *wlBuilder) obj() *gantry.Workload { return b.wl }
 
 // copyOf is the Workload's copy on a worker in the given epoch, of the Workload UID u.

@@ -206,6 +206,10 @@ func (d *decider) runOnWinner() {
 		}
 		return
 	}
+	if p := d.wl.Status.CurrentPreemption(); p != nil {
+		d.evictForPreemption(w, p)
+		return
+	}
 	if cp := d.myCopy(w); cp != nil && epochOf(cp.Labels) == d.wl.Status.DispatchEpoch && givenUp(cp) {
 		d.evict(w, cp)
 		return
@@ -346,6 +350,26 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 	d.event(corev1.EventTypeWarning, EventEvicted, "Pods not placed on %s (%s); dispatching again", w.Name, cond.Message)
 }
 
+// evictForPreemption takes the Workload back from its winner for the workload the dispatcher preempted
+// it for. Its Job there is deleted, pods first; only once a live read shows it gone is the winner
+// cleared, which frees its quota: the preemptor is nominated only then, so the two never hold the same
+// GPUs at once.
+func (d *decider) evictForPreemption(w Cluster, p *gantry.Preemption) {
+	if job := d.myJob(w); job != nil {
+		d.worker(DeleteForeground, w.Name, job)
+		d.plan.requeue(DeletionPoll)
+		return
+	}
+	if w.JobExpected.After(d.v.Now) {
+		d.plan.requeue(w.JobExpected.Sub(d.v.Now)) // created; deleted once the cache shows it
+		return
+	}
+	d.plan.ConfirmGone = w.Name
+	d.takeBack(gantry.ReasonPreempted, p.Message)
+	d.event(corev1.EventTypeWarning, EventEvicted, "Preempted on %s for %s (%s); its pods are gone, dispatching again",
+		w.Name, p.Preemptor, p.Reason)
+}
+
 // refused takes the Workload back from a winner whose API server refused its job: nothing of it was
 // created there, so it may run elsewhere; a cluster that refuses it again and again is left out.
 func (d *decider) refused(w Cluster) {
@@ -385,7 +409,7 @@ func (d *decider) takeBack(reason, message string) {
 		st.Evictions = st.Evictions[n-gantry.MaxEvictions:]
 	}
 	msg := fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", st.ClusterName, reason, message)
-	st.ClusterName, st.Admission, st.NominatedClusters = "", nil, nil
+	st.ClusterName, st.Admission, st.NominatedClusters, st.Preemption = "", nil, nil, nil
 	for _, t := range []string{gantry.WorkloadAdmitted, gantry.WorkloadDispatched, gantry.WorkloadJobCreated} {
 		d.setCondition(t, metav1.ConditionFalse, gantry.ReasonEvicted, msg)
 	}

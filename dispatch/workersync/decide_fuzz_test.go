@@ -63,7 +63,7 @@ func checkPlan(t *testing.T, v View, p Plan) {
 				t.Fatalf("%s: deletes an object not in the view", a)
 			}
 			if c.Job != nil && a.Object.GetUID() == c.Job.GetUID() && a.Cluster == st.ClusterName && !finished &&
-				wl.DeletionTimestamp == nil && !givenUpIn(c, st.DispatchEpoch) && c.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID) {
+				wl.DeletionTimestamp == nil && !givenUpIn(c, st.DispatchEpoch) && st.CurrentPreemption() == nil && c.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID) {
 				t.Fatalf("%s: deletes the winner's running Job", a)
 			}
 		}
@@ -142,6 +142,10 @@ func randomView(b *byteSource) View {
 	}
 	if b.next(3) == 0 {
 		v.LastMirror = &Mirror{At: now.Add(-time.Duration(b.next(3)) * 400 * time.Millisecond), Replaced: []string{"9", "10"}[b.next(2)]}
+	}
+	if b.next(3) == 0 { // drawn last, so that inputs found before preemption keep their meaning
+		st := &v.Workload.Status
+		st.Preemption = &gantry.Preemption{Cluster: names[b.next(3)], Epoch: int64(b.next(3)), Preemptor: "ns/urgent", Reason: gantry.ReasonInQueuePriority}
 	}
 	return v
 }

@@ -172,6 +172,31 @@ func TestDecide(t *testing.T) {
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
+		"winner preempted: its Job is deleted, pods first": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
+				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), running(remoteJob(uid, 2)))),
+			want: outcome{Worker: []string{"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2"}, Requeue: DeletionPoll},
+		},
+		"winner preempted: a Job created but not in the cache yet is waited for": {
+			view: func() View {
+				c := up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)
+				c.JobExpected = now.Add(time.Second)
+				return view(workload().nominated(2, "w1").winner("w1").preempted("w1", 2).obj(), hubJob(), c)
+			}(),
+			want: outcome{Requeue: time.Second},
+		},
+		"winner preempted: once its Job is gone, queued again behind a live check": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
+				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)),
+			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1,
+				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Events:  []string{"Warning Evicted"}},
+		},
+		"a preemption recorded for an earlier epoch is void": {
+			view: view(workload().nominated(3, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
+				up("w1").with(admitted(copyOf(uid, 3), "True", gantry.ReasonFits), running(remoteJob(uid, 3)))),
+			want: outcome{HubJob: "mirrored"},
+		},
 		"winner fenced: dispatched again at once, recorded as WorkerLost": {
 			view: func() View {
 				c := down("w1")
@@ -309,5 +334,20 @@ func TestDecideWaitsForLeftoversBeforeCreating(t *testing.T) {
 	want := outcome{Worker: []string{"Delete w1 Job ns/train uid=old-uid epoch=7"}}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}
+
+// A preempted workload's eviction says why and for whom, and its preemption record goes with its winner.
+func TestPreemptionIsRecordedAsAnEviction(t *testing.T) {
+	p := Decide(view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
+		up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)))
+	if p.Status == nil || p.Status.Preemption != nil || len(p.Status.Evictions) != 1 {
+		t.Fatalf("status = %+v", p.Status)
+	}
+	if e := p.Status.Evictions[0]; e.Reason != gantry.ReasonPreempted || e.Cluster != "w1" || !strings.Contains(e.Message, "ns/urgent") {
+		t.Errorf("eviction = %+v", e)
+	}
+	if len(p.Events) != 1 || !strings.Contains(p.Events[0].Message, "Preempted on w1 for ns/urgent") {
+		t.Errorf("events = %+v", p.Events)
 	}
 }

@@ -30,6 +30,7 @@ const (
 	EventDispatched = "Dispatched"
 	EventAdmitted   = "Admitted"
 	EventPending    = "Pending"
+	EventPreempted  = "Preempted"
 )
 
 // Dispatcher is the hub's single dispatch loop. One pass at a time decides over a snapshot and hands
@@ -259,6 +260,7 @@ type change struct {
 	rejections  []dispatch.Rejection
 	nomination  *dispatch.Nomination
 	verdict     *dispatch.Verdict
+	preemption  *dispatch.Preemption
 }
 
 func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workload, res dispatch.Result, blockedList []blocked) {
@@ -283,6 +285,9 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 	}
 	for i := range res.Verdicts {
 		get(res.Verdicts[i].Key).verdict = &res.Verdicts[i]
+	}
+	for i := range res.Preemptions {
+		get(res.Preemptions[i].Victim).preemption = &res.Preemptions[i]
 	}
 	for _, b := range blockedList {
 		c := get(b.wl.Namespace + "/" + b.wl.Name)
@@ -362,6 +367,8 @@ func (d *Dispatcher) decide(c *change) (*gantry.Workload, func(job client.Object
 	st := &wl.Status
 	recordRejections(st, c.rejections, metav1.NewTime(d.Clock.Now()))
 	switch {
+	case c.preemption != nil:
+		return wl, d.preempt(c, st)
 	case c.winner != "":
 		return wl, d.admit(c, st, wl.Generation)
 	case c.nomination != nil:
@@ -411,6 +418,17 @@ func (d *Dispatcher) admit(c *change, st *gantry.WorkloadStatus, gen int64) func
 		}
 		d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventAdmitted, "Dispatch", "Admitted by %s (epoch %d); withdrawing the copies from %s",
 			winner, epoch, strings.Join(others, ", "))
+	}
+}
+
+// preempt records that the workload is taken back from its winner for another; the worker sync
+// deletes its Job there and, once it is gone, queues it again.
+func (d *Dispatcher) preempt(c *change, st *gantry.WorkloadStatus) func(job client.Object) {
+	p := c.preemption
+	st.Preemption = &gantry.Preemption{Cluster: st.ClusterName, Epoch: st.DispatchEpoch, Preemptor: p.Preemptor,
+		Reason: p.Reason, Message: p.Message, Time: metav1.NewTime(d.Clock.Now())}
+	return func(job client.Object) {
+		d.Recorder.Eventf(job, nil, corev1.EventTypeWarning, EventPreempted, "Preempt", "%s: %s", p.Reason, p.Message)
 	}
 }
 

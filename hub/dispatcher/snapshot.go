@@ -142,6 +142,7 @@ func globalQueueOf(gq *gantry.GlobalQueue) (*dispatch.GlobalQueue, labels.Select
 	}
 	q.PreferredClusters = gq.Spec.Dispatch.PreferredClusters
 	q.Incremental = gq.Spec.Dispatch.Mode == gantry.DispatchIncremental
+	q.Preemption = gq.Spec.Preemption
 	for _, c := range gq.Spec.Clusters {
 		q.Clusters = append(q.Clusters, c.Name)
 		q.Quota[c.Name] = dispatch.FromResourceList(c.Quota)
@@ -252,6 +253,9 @@ func workloadOf(wl *gantry.Workload, requests *requestCache, now time.Time, reje
 		w.Phase = dispatch.Finished
 	case wl.Status.ClusterName != "":
 		w.Phase = dispatch.Admitted
+		if p := wl.Status.CurrentPreemption(); p != nil {
+			w.PreemptedFor = p.Preemptor
+		}
 	}
 	return w
 }
@@ -374,14 +378,17 @@ func (c *requestCache) keepOnly(live map[types.UID]bool) {
 // dispatcher counts that cluster as one that cannot run it.
 const MaxEvictionsPerCluster = 3
 
-// evictionsPerCluster counts the Workload's recorded evictions by cluster; nil when it has none.
+// evictionsPerCluster counts the Workload's recorded evictions by cluster, but for preemptions (the
+// cluster did nothing wrong); nil when it has none.
 func evictionsPerCluster(wl *gantry.Workload) map[string]int {
 	if len(wl.Status.Evictions) == 0 {
 		return nil
 	}
 	n := map[string]int{}
 	for _, e := range wl.Status.Evictions {
-		n[e.Cluster]++
+		if e.Reason != gantry.ReasonPreempted {
+			n[e.Cluster]++
+		}
 	}
 	return n
 }

@@ -174,6 +174,8 @@ func (d *Dispatcher) settle(ctx context.Context, u *unknownWrite) {
 // recorded once it is known to be applied.
 func showsDecision(wl *gantry.Workload, c *change) bool {
 	switch {
+	case c.preemption != nil:
+		return wl.Status.Preemption != nil && wl.Status.Preemption.Preemptor == c.preemption.Preemptor
 	case c.winner != "":
 		return wl.Status.ClusterName == c.winner
 	case c.nomination != nil:

@@ -52,7 +52,7 @@ const (
 var (
 	Steps             = []string{StepCreatedToNominated, StepNominatedToWinner, StepWinnerToJobCreated, StepCreatedToJobCreated}
 	RejectionReasons  = []string{gantry.ReasonNeverFits, gantry.ReasonNoEligibleNode, gantry.ReasonJobNameConflict}
-	EvictionReasons   = []string{gantry.ReasonPlacementTimeout, gantry.ReasonWorkerLost, gantry.ReasonRemoteJobRefused}
+	EvictionReasons   = []string{gantry.ReasonPlacementTimeout, gantry.ReasonWorkerLost, gantry.ReasonRemoteJobRefused, gantry.ReasonPreempted}
 	WithdrawalReasons = []string{WithdrawnLost, WithdrawnStaleEpoch, WithdrawnNotNominated, WithdrawnDeleted, WithdrawnLeftover, WithdrawnOrphan}
 	FinishReasons     = []string{gantry.ReasonJobSucceeded, gantry.ReasonJobFailed, gantry.ReasonRemoteJobLost, gantry.ReasonRemoteJobConflict, gantry.ReasonInadmissible}
 	Targets           = []string{TargetHub, TargetWorker}
@@ -132,7 +132,7 @@ func newEvents() *events {
 		}, []string{"cluster", "reason"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gantry_hub_evictions_total",
-			Help: "Evictions recorded: a winner gave a workload up (PlacementTimeout), was lost (WorkerLost) or refused its job (RemoteJobRefused); it is dispatched again.",
+			Help: "Evictions recorded: a winner gave a workload up (PlacementTimeout), was lost (WorkerLost) or refused its job (RemoteJobRefused), or the hub preempted it (Preempted); it is dispatched again.",
 		}, []string{"cluster", "reason"}),
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gantry_hub_workloads_finished_total",

@@ -151,6 +151,7 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 		cohort   string
 		dispatch gantry.DispatchPolicy
 		weight   *int32
+		preempt  gantry.PreemptionPolicy
 		want     string
 	}{
 		"negative quota": {
@@ -205,6 +206,16 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 			dispatch: gantry.DispatchPolicy{PreferredClusters: []string{"worker-1"}},
 			want:     "preferredClusters needs the Preference score",
 		},
+		"reclaiming without a cohort": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
+			preempt:  gantry.PreemptionPolicy{ReclaimWithinCohort: gantry.PreemptLowerPriority},
+			want:     "preemption.reclaimWithinCohort and preemption.fairSharing need a cohort",
+		},
+		"a rule of another field": {
+			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
+			preempt:  gantry.PreemptionPolicy{WithinQueue: gantry.PreemptLowerOrEqualPriority},
+			want:     "spec.preemption.withinQueue",
+		},
 		"a fair-sharing weight above 1000": {
 			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, cohort: "research", weight: ptr.To[int32](1001),
 			want: "spec.fairSharing.weight",
@@ -214,7 +225,7 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"},
 				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters, AdmissionDeadline: tc.deadline, Cohort: tc.cohort,
-					Dispatch: tc.dispatch, FairSharing: gantry.FairSharing{Weight: tc.weight}}}
+					Dispatch: tc.dispatch, FairSharing: gantry.FairSharing{Weight: tc.weight}, Preemption: tc.preempt}}
 			err := hubEnv.client.Create(ctx, gq)
 			if err == nil {
 				_ = hubEnv.client.Delete(ctx, gq)

@@ -1,0 +1,123 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
+)
+
+// A job of higher priority that no cluster has quota for preempts one of lower priority of its queue:
+// the victim's Job is deleted pods first, and the preemptor reaches the worker only once it is gone; the
+// victim says why on its Workload and its job's Events, and is queued again.
+func TestAHigherPriorityPreemptsWithinItsQueue(t *testing.T) {
+	startHub(t)
+	low, high := newPriorityClass(t, "preempt-low", 0), newPriorityClass(t, "preempt-high", 100)
+	newGlobalQueue(t, "preempt", map[string]int64{"worker-1": 4})
+	setPreemption(t, "preempt", gantry.PreemptionPolicy{WithinQueue: gantry.PreemptLowerPriority})
+	ns := newNamespace(t, "preempt")
+	dumpOnFailure(t, ns)
+
+	victim := withPriorityClass(gpuJob(ns, "victim", 1, 4), low)
+	submitToRunOn(t, "worker-1", victim)
+	preemptor := withPriorityClass(gpuJob(ns, "preemptor", 1, 4), high)
+	submit(t, preemptor)
+	preemptsThenRuns(t, "worker-1", victim, preemptor, gantry.ReasonInQueuePriority)
+}
+
+// A queue takes back the quota it lent: the borrower's job is preempted for the lender's.
+func TestALenderReclaimsWhatItLent(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "lender", map[string]int64{"worker-1": 4})
+	joinCohort(t, "lender", "reclaim-lab")
+	setPreemption(t, "lender", gantry.PreemptionPolicy{ReclaimWithinCohort: gantry.PreemptLowerOrEqualPriority})
+	newGlobalQueue(t, "borrower", map[string]int64{"worker-1": 0})
+	joinCohort(t, "borrower", "reclaim-lab")
+	lenderNS, borrowerNS := newNamespace(t, "lender"), newNamespace(t, "borrower")
+	dumpOnFailure(t, lenderNS)
+	dumpOnFailure(t, borrowerNS)
+
+	victim := gpuJob(borrowerNS, "borrowed", 1, 4)
+	submitToRunOn(t, "worker-1", victim)
+	preemptor := gpuJob(lenderNS, "own", 1, 4)
+	submit(t, preemptor)
+	preemptsThenRuns(t, "worker-1", victim, preemptor, gantry.ReasonInCohortReclamation)
+}
+
+// preemptsThenRuns checks that the victim is preempted for the preemptor on the cluster for reason, that
+// the preemptor stays off every worker while the victim's Job is there, and runs there once the victim's
+// pods are gone; the victim waits for quota again, its eviction and Events naming the preemptor.
+func preemptsThenRuns(t *testing.T, cluster string, victim, preemptor *batchv1.Job, reason string) {
+	t.Helper()
+	preemptorKey := preemptor.Namespace + "/" + jobkind.WorkloadName(jobkind.Job{}, preemptor.Name)
+	eventually(t, victim.Name+" preempted for "+preemptor.Name, func() error {
+		p := hubWorkload(t, victim).Status.Preemption
+		if p == nil || p.Preemptor != preemptorKey || p.Cluster != cluster || p.Reason != reason {
+			return fmt.Errorf("preemption %+v, want on %s for %s", p, cluster, reason)
+		}
+		return nil
+	})
+	if c := pendingReason(t, preemptor, gantry.ReasonPreempting); !strings.Contains(c.Message, victim.Namespace+"/") {
+		t.Errorf("the preemptor's Pending message %q does not name its victim", c.Message)
+	}
+	consistently(t, preemptor.Name+" off the workers while "+victim.Name+"'s Job is there", 2*time.Second, func() error {
+		if where, err := remoteJobs(preemptor); err != nil || len(where) > 0 {
+			return fmt.Errorf("%s is on %v (%v)", preemptor.Name, where, err)
+		}
+		return nil
+	})
+	playGarbageCollector(t, cluster, victim)
+	if got := runsOn(t, preemptor); got != cluster {
+		t.Fatalf("%s runs on %s, want %s", preemptor.Name, got, cluster)
+	}
+	waitsForQuota(t, victim)
+	wl := hubWorkload(t, victim)
+	if n := len(wl.Status.Evictions); n == 0 || wl.Status.Evictions[n-1].Reason != gantry.ReasonPreempted || wl.Status.Preemption != nil {
+		t.Errorf("victim's evictions %+v, preemption %+v", wl.Status.Evictions, wl.Status.Preemption)
+	}
+	eventually(t, "Events on "+victim.Name+" naming "+preemptor.Name, func() error {
+		events := hubEvents(t, victim.Namespace, victim.Name)
+		for _, want := range []string{"Warning Preempted: " + reason, "Warning Evicted: Preempted on " + cluster + " for " + preemptorKey} {
+			if !strings.Contains(events, want) {
+				return fmt.Errorf("no %q in:\n%s", want, events)
+			}
+		}
+		return nil
+	})
+}
+
+func newPriorityClass(t *testing.T, name string, value int32) string {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if err := hubEnv.client.Create(context.Background(), pc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hubEnv.client.Delete(context.Background(), pc) })
+	return name
+}
+
+func withPriorityClass(job *batchv1.Job, class string) *batchv1.Job {
+	job.Spec.Template.Spec.PriorityClassName = class
+	return job
+}
+
+func setPreemption(t *testing.T, globalQueue string, p gantry.PreemptionPolicy) {
+	t.Helper()
+	var gq gantry.GlobalQueue
+	if err := hubEnv.client.Get(context.Background(), client.ObjectKey{Name: globalQueue}, &gq); err != nil {
+		t.Fatal(err)
+	}
+	gq.Spec.Preemption = p
+	if err := hubEnv.client.Update(context.Background(), &gq); err != nil {
+		t.Fatal(err)
+	}
+}
