@@ -41,8 +41,8 @@ type queueLedger struct {
 	nom           *nominator
 	maxCandidates int
 	scores        []weightedScorer
-	// quotaBlocked are the workloads of this pass left waiting for quota that may preempt.
-	quotaBlocked []quotaBlocked
+	// blocked are the workloads of this pass that may preempt.
+	blocked []blocked
 }
 
 type clusterLedger struct {

@@ -99,9 +99,12 @@ func Plan(s *Snapshot) Result {
 			q.hasValidNomination(w, rejected)
 		widen := keep && q.widens(w, rejected)
 		if keep && !widen {
+			verdict := -1
 			if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
 				res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
+				verdict = len(res.Verdicts) - 1
 			}
+			q.noteWaitingOnNodes(w, rejected, verdict)
 			continue
 		}
 		if !widen {

@@ -50,6 +50,8 @@ type modelCopy struct {
 	at       time.Time
 	rejected bool
 	waiting  bool // its agent cannot admit it now
+	// without are the workloads its agent names, whose going would let it fit
+	without []string
 }
 
 func newModel(data []byte) (*model, []byte) {
@@ -182,7 +184,8 @@ func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 		for _, c := range m.clusters {
 			// The snapshot builder only passes copies of the current epoch on connected clusters.
 			if cp := m.copies[w.Key][c]; cp != nil && cp.epoch == w.Epoch && m.connected[c] {
-				cp := Copy{Cluster: c, Admitted: cp.admitted, AdmittedAt: cp.at, Rejected: cp.rejected, Waiting: cp.waiting, Reason: gantry.ReasonNeverFits}
+				cp := Copy{Cluster: c, Admitted: cp.admitted, AdmittedAt: cp.at, Rejected: cp.rejected, Waiting: cp.waiting, Reason: gantry.ReasonNeverFits,
+					WouldFitWithout: cp.without}
 				if cp.Waiting {
 					cp.Reason = "InsufficientResources"
 				}
@@ -283,6 +286,18 @@ func (m *model) applyPreemptions(t *testing.T, r Result) {
 		v.PreemptedFor = p.Preemptor
 		m.preemptedBy[v.Key] = p.Preemptor
 	}
+}
+
+// admittedOn names the workloads running on the cluster of at most the priority, as an agent's what-if
+// would (the hub must not trust it further).
+func (m *model) admittedOn(c string, priority int32) []string {
+	var keys []string
+	for _, w := range m.workloads {
+		if w.Phase == Admitted && w.Winner == c && w.Priority <= priority {
+			keys = append(keys, w.Key)
+		}
+	}
+	return keys
 }
 
 // requeue takes a preempted workload back once its job is gone, as the hub does.
@@ -400,6 +415,7 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 			case 2:
 				if cp := m.copies[w.Key][c]; cp != nil && !cp.admitted {
 					cp.rejected, cp.waiting = arg%2 == 0, arg%2 == 1
+					cp.without = m.admittedOn(c, w.Priority)
 				}
 			case 3:
 				m.connected[c] = !m.connected[c]

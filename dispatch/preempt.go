@@ -30,23 +30,41 @@ const (
 	MaxPreemptorsTriedPerPass = 32
 )
 
-// quotaBlocked is a workload the pass left waiting for quota, with its verdict's index in the result.
-type quotaBlocked struct {
+// blocked is a workload that may preempt: one the pass left waiting for quota, or one whose copies all
+// wait at their agents (onNodes). verdict is the index of its verdict in the result, -1 for none.
+type blocked struct {
 	w       *Workload
 	vec     []int64
 	verdict int
+	onNodes bool
 }
 
 // noteQuotaBlocked remembers the head workload, whose verdict was just added, as one that may preempt:
 // it waits for quota, and its queue may preempt.
 func (ql *queueLedger) noteQuotaBlocked(w *Workload, vec []int64, res *Result) {
 	i := len(res.Verdicts) - 1
-	p := ql.q.Preemption
-	if res.Verdicts[i].Reason != gantry.ReasonWaitingForQuota || w.widening ||
-		(allowsNone(p.WithinQueue) && allowsNone(p.ReclaimWithinCohort) && allowsNone(p.FairSharing)) {
+	if res.Verdicts[i].Reason != gantry.ReasonWaitingForQuota || w.widening || !ql.preempts() {
 		return
 	}
-	ql.quotaBlocked = append(ql.quotaBlocked, quotaBlocked{w: w, vec: vec, verdict: i})
+	ql.blocked = append(ql.blocked, blocked{w: w, vec: vec, verdict: i})
+}
+
+// noteWaitingOnNodes remembers a nominated workload as one that may preempt at node level: an agent
+// holding a copy of it named admitted workloads whose going would let it fit. verdict is the index of
+// its verdict in the result, -1 for none.
+func (ql *queueLedger) noteWaitingOnNodes(w *Workload, rejected map[string]string, verdict int) {
+	if !ql.preempts() || !slices.ContainsFunc(w.Copies, func(cp Copy) bool {
+		return cp.Waiting && len(cp.WouldFitWithout) > 0 && rejected[cp.Cluster] == "" && slices.Contains(w.Nominated, cp.Cluster)
+	}) {
+		return
+	}
+	ql.blocked = append(ql.blocked, blocked{w: w, vec: ql.vector(w.Requests), verdict: verdict, onNodes: true})
+}
+
+// preempts says whether the queue has any rule that lets it preempt.
+func (ql *queueLedger) preempts() bool {
+	p := ql.q.Preemption
+	return !allowsNone(p.WithinQueue) || !allowsNone(p.ReclaimWithinCohort) || !allowsNone(p.FairSharing)
 }
 
 func allowsNone(r gantry.PreemptionRule) bool { return r == "" || r == gantry.PreemptNever }
@@ -66,14 +84,14 @@ type preempter struct {
 // preempt adds the pass's preemptions to res, and says in the verdicts of the workloads they are for
 // (and of those whose victims are still leaving) that they wait for them.
 func (l *ledger) preempt(s *Snapshot, res *Result) {
-	var blocked []quotaBlocked
+	var all []blocked
 	for _, ql := range l.queues {
-		blocked = append(blocked, ql.quotaBlocked...)
+		all = append(all, ql.blocked...)
 	}
-	if len(blocked) == 0 {
+	if len(all) == 0 {
 		return
 	}
-	slices.SortFunc(blocked, func(a, b quotaBlocked) int {
+	slices.SortFunc(all, func(a, b blocked) int {
 		if a.w.Priority != b.w.Priority {
 			return cmp.Compare(b.w.Priority, a.w.Priority)
 		}
@@ -91,21 +109,34 @@ func (l *ledger) preempt(s *Snapshot, res *Result) {
 		}
 	}
 	tries := MaxPreemptorsTriedPerPass
-	for _, b := range blocked {
-		v := &res.Verdicts[b.verdict]
+	for _, b := range all {
 		if leaving := p.inFlight[b.w.Key]; len(leaving) > 0 {
-			v.Reason, v.Message = gantry.ReasonPreempting, leavingMessage(leaving)
+			b.say(res, leavingMessage(leaving))
 			continue
 		}
 		if tries == 0 || p.budget == 0 {
 			continue
 		}
 		tries--
-		if chosen := p.bestChoice(b); chosen != nil {
+		chosen := p.bestChoice(b)
+		if b.onNodes {
+			chosen = p.bestOnNodes(b)
+		}
+		if chosen != nil {
 			p.commit(b, chosen, res)
-			v.Reason, v.Message = gantry.ReasonPreempting, chosen.message()
+			b.say(res, chosen.message())
 		}
 	}
+}
+
+// say makes the workload's verdict in res Preempting, with msg.
+func (b blocked) say(res *Result, msg string) {
+	if b.verdict < 0 {
+		res.Verdicts = append(res.Verdicts, Verdict{Key: b.w.Key, Reason: gantry.ReasonPreempting, Message: msg})
+		return
+	}
+	v := &res.Verdicts[b.verdict]
+	v.Reason, v.Message = gantry.ReasonPreempting, msg
 }
 
 // leavingMessage says which preempted workloads a preemptor waits for.
@@ -161,9 +192,12 @@ func maxPriority(vs []*victim) int32 {
 }
 
 // bestChoice is the cluster of the preemptor's queue needing the least harm, nil when none.
-func (p *preempter) bestChoice(b quotaBlocked) *choice {
+func (p *preempter) bestChoice(b blocked) *choice {
 	ql := p.l.queues[b.w.GlobalQueue]
 	var best *choice
+	if b.onNodes {
+		return nil
+	}
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
 		if leftOutAt(b.w, b.vec, c) != stageQuota {
@@ -183,7 +217,7 @@ func (p *preempter) bestChoice(b quotaBlocked) *choice {
 }
 
 // commit records the choice's preemptions.
-func (p *preempter) commit(b quotaBlocked, ch *choice, res *Result) {
+func (p *preempter) commit(b blocked, ch *choice, res *Result) {
 	for _, v := range ch.victims {
 		p.taken[v.w.Key] = true
 		p.budget--
@@ -206,7 +240,7 @@ func reasonText(reason string) string {
 // choiceOn finds the fewest victims on the cluster whose going lets the preemptor fit there: it takes
 // candidates in order (of other queues before its own, lower priority first, newer first) until it
 // fits, then gives back each it turns out not to need, latest first. The ledger is left as it was.
-func (p *preempter) choiceOn(ql *queueLedger, c *clusterLedger, b quotaBlocked, cands []*victim) *choice {
+func (p *preempter) choiceOn(ql *queueLedger, c *clusterLedger, b blocked, cands []*victim) *choice {
 	var taken []*victim
 	fits := false
 	for _, v := range cands {
@@ -315,7 +349,7 @@ func (c *clusterLedger) borrows() bool {
 // cluster and every victim of another queue is one a rule allows: reclaiming, when the preemptor then
 // fits within its own quota; fair sharing, when it would borrow but each victim's queue keeps a larger
 // weighted share than its own with it. It sets each victim's reason.
-func (p *preempter) allowed(ql *queueLedger, c *clusterLedger, b quotaBlocked, victims []*victim) bool {
+func (p *preempter) allowed(ql *queueLedger, c *clusterLedger, b blocked, victims []*victim) bool {
 	if !c.fits(b.vec, true) {
 		return false
 	}
@@ -326,12 +360,20 @@ func (p *preempter) allowed(ql *queueLedger, c *clusterLedger, b quotaBlocked, v
 		mine = ql.share()
 		c.add(false, b.vec, -1)
 	}
+	return allowedAcross(rules, b.w, victims, own, mine)
+}
+
+// allowedAcross says whether a rule allows each victim of another queue, and sets its reason: reclaiming
+// when the preemptor then uses no more than its own quota (own), else fair sharing while the victim's
+// queue keeps a larger weighted share than mine, the preemptor's queue's with it. The ledger shows the
+// victims gone.
+func allowedAcross(rules gantry.PreemptionPolicy, preemptor *Workload, victims []*victim, own bool, mine float64) bool {
 	for _, v := range victims {
 		switch {
 		case v.sameQueue:
-		case own && mayPreempt(rules.ReclaimWithinCohort, b.w, v.w):
+		case own && mayPreempt(rules.ReclaimWithinCohort, preemptor, v.w):
 			v.reason = gantry.ReasonInCohortReclamation
-		case mayPreempt(rules.FairSharing, b.w, v.w) && v.ql.share() > mine:
+		case mayPreempt(rules.FairSharing, preemptor, v.w) && v.ql.share() > mine:
 			v.reason = gantry.ReasonInCohortFairSharing
 		default:
 			return false
@@ -377,4 +419,48 @@ func (c Cluster) mayFitAfter(d GPUDemand, victims []*victim) bool {
 		}
 	}
 	return largestAlloc >= d.PerPod && free+freed >= d.Total
+}
+
+// bestOnNodes is, for a nominated workload whose copies all wait at their agents, the cluster where the
+// fewest of the workloads its agent named must go, all of them ones the queue's rules allow; nil when
+// there is none.
+func (p *preempter) bestOnNodes(b blocked) *choice {
+	ql := p.l.queues[b.w.GlobalQueue]
+	var best *choice
+	for _, cp := range b.w.Copies {
+		i, ok := ql.byName[cp.Cluster]
+		if !ok || !cp.Waiting || len(cp.WouldFitWithout) == 0 || !slices.Contains(b.w.Nominated, cp.Cluster) {
+			continue
+		}
+		if ch := p.namedOn(ql, &ql.clusters[i], b, cp.WouldFitWithout); ch != nil && (best == nil || best.worse(ch)) {
+			best = ch
+		}
+	}
+	return best
+}
+
+// namedOn is the choice of the named workloads on the cluster, nil unless each is running there and a
+// rule of the queue allows preempting it (see candidates and allowedAcross; the workload's reservation
+// there is already counted).
+func (p *preempter) namedOn(ql *queueLedger, c *clusterLedger, b blocked, named []string) *choice {
+	cands := p.candidates(ql, c, b.w)
+	ch := &choice{cluster: c.name}
+	for _, key := range named {
+		i := slices.IndexFunc(cands, func(v *victim) bool { return v.w.Key == key })
+		if i < 0 {
+			return nil
+		}
+		ch.victims = append(ch.victims, cands[i])
+	}
+	for _, v := range ch.victims {
+		v.c.add(true, v.vec, -1)
+	}
+	ok := allowedAcross(ql.q.Preemption, b.w, ch.victims, c.withinQuota(make([]int64, len(b.vec))), ql.share())
+	for _, v := range ch.victims {
+		v.c.add(true, v.vec, 1)
+	}
+	if !ok {
+		return nil
+	}
+	return ch
 }

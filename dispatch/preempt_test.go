@@ -213,3 +213,64 @@ func TestPreemptionChoosesTheLeastHarmAndIsBounded(t *testing.T) {
 		victims[p.Victim] = true
 	}
 }
+
+// copyWaitingFor adds a copy on cluster whose agent cannot admit it now, but could without keys.
+func (b *workloadBuilder) copyWaitingFor(cluster string, keys ...string) *workloadBuilder {
+	b.w.Copies = append(b.w.Copies, Copy{Cluster: cluster, Waiting: true, Reason: gantry.ReasonInsufficientResources,
+		Message: "no room", WouldFitWithout: keys})
+	return b
+}
+
+// A nominated workload whose copies wait at their agents preempts the workloads an agent named, on the
+// cluster where they are fewest, when every one of them is one its queue's rules allow.
+func TestPlanPreemptsWhatAnAgentNames(t *testing.T) {
+	q := func() *queueBuilder {
+		return makeQueue("q").quota("c1", "nvidia.com/gpu", 16).quota("c2", "nvidia.com/gpu", 16)
+	}
+	low := func(key, cluster string, prio int32) *Workload {
+		return makeWorkload(key, "q").gpus(4).priority(prio).admittedOn(cluster).obj()
+	}
+	waiting := func() *workloadBuilder {
+		return makeWorkload("ns/high", "q").gpus(8).priority(10).createdAt(100).nominated(1, "c1", "c2")
+	}
+	cases := map[string]struct {
+		snapshot *Snapshot
+		want     []Preemption
+	}{
+		"the cluster where the fewest must go": {
+			snapshot: makeSnapshot().cluster("c1", "c2").queue(q().preempts(lower, never, never).obj()).workloads(
+				low("ns/a", "c1", 0), low("ns/b", "c1", 0), low("ns/c", "c2", 0),
+				waiting().copyWaitingFor("c1", "ns/a", "ns/b").copyWaitingFor("c2", "ns/c").obj()).obj(),
+			want: []Preemption{{Victim: "ns/c", Cluster: "c2", Preemptor: "ns/high", Reason: gantry.ReasonInQueuePriority}},
+		},
+		"not one the rules do not allow": {
+			snapshot: makeSnapshot().cluster("c1", "c2").queue(q().preempts(lower, never, never).obj()).workloads(
+				low("ns/a", "c1", 10), waiting().copyWaitingFor("c1", "ns/a").obj()).obj(),
+		},
+		"not one that does not run there": {
+			snapshot: makeSnapshot().cluster("c1", "c2").queue(q().preempts(lower, never, never).obj()).workloads(
+				low("ns/a", "c2", 0), waiting().copyWaitingFor("c1", "ns/a").obj()).obj(),
+		},
+		"not without a rule": {
+			snapshot: makeSnapshot().cluster("c1", "c2").queue(q().obj()).workloads(
+				low("ns/a", "c1", 0), waiting().copyWaitingFor("c1", "ns/a").obj()).obj(),
+		},
+		"nothing more while its victims leave": {
+			snapshot: makeSnapshot().cluster("c1", "c2").queue(q().preempts(lower, never, never).obj()).workloads(
+				makeWorkload("ns/leaving", "q").gpus(4).admittedOn("c2").preemptedFor("ns/high").obj(),
+				low("ns/a", "c1", 0), waiting().copyWaitingFor("c1", "ns/a").obj()).obj(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := Plan(tc.snapshot)
+			if diff := cmp.Diff(tc.want, res.Preemptions, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Preemption{}, "Message")); diff != "" {
+				t.Errorf("preemptions (-want +got):\n%s", diff)
+			}
+			v := verdictOf(res, "ns/high")
+			if preempting := len(tc.want) > 0 || name == "nothing more while its victims leave"; preempting != (v.Reason == gantry.ReasonPreempting) || v.Withdraw {
+				t.Errorf("verdict %+v", v)
+			}
+		})
+	}
+}

@@ -237,6 +237,9 @@ type Copy struct {
 	Expired bool
 	Reason  string
 	Message string
+	// WouldFitWithout, on a waiting copy, names the admitted workloads of the cluster whose going would
+	// let it fit now, as its agent worked out.
+	WouldFitWithout []string
 }
 
 // nominationVoid says whether the workload's nomination was made under another GlobalQueue than the

@@ -142,18 +142,23 @@ func NewSnapshot(nodes []Node) *Snapshot {
 // the node's pods. It returns false, and changes nothing, for a node the snapshot does not know.
 // Resources that no node offers are ignored.
 func (s *Snapshot) AddUsage(nodeName string, requests corev1.ResourceList) bool {
+	return s.addUsage(nodeName, requests, 1)
+}
+
+// addUsage counts a pod's requests on its node (sign 1), or frees them again (sign -1).
+func (s *Snapshot) addUsage(nodeName string, requests corev1.ResourceList, sign int64) bool {
 	i, ok := s.byName[nodeName]
 	if !ok {
 		return false
 	}
 	base := int(i) * s.width
-	s.free[base+podsIndex]--
+	s.free[base+podsIndex] -= sign
 	for name, q := range requests {
 		k, ok := s.resIndex[name]
 		if !ok || k == podsIndex {
 			continue
 		}
-		s.free[base+k] -= max(0, amount(name, q))
+		s.free[base+k] -= sign * max(0, amount(name, q))
 	}
 	return true
 }

@@ -80,7 +80,13 @@ type Plan struct {
 	// Wake is how soon a pass must run again for a timeout to be noticed on time (placement timeout,
 	// reservation TTL, starvation timeout); 0 when none is pending.
 	Wake time.Duration
+	// holders are the admitted copies whose Job runs here: what a waiting copy's what-if may take away.
+	holders []admission.Holder
 }
+
+// MaxWhatIfsPerPass bounds how many copies that do not fit one pass asks the what-if for (the first in
+// admission order): each may fit the gang several times.
+const MaxWhatIfsPerPass = 4
 
 // wakeAt asks for a pass at t, if t is still to come.
 func (p *Plan) wakeAt(now, t time.Time) {
@@ -96,6 +102,9 @@ type Update struct {
 	Condition metav1.Condition
 	// Placement is what the snapshot reserved for the copy when Condition admits it.
 	Placement admission.Placement
+	// WouldFitWithout, for a copy that does not fit now, names the admitted copies whose going would
+	// let it fit (status.wouldFitWithout).
+	WouldFitWithout []string
 }
 
 // Admits tells whether u admits its copy.
@@ -234,6 +243,9 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 			continue
 		}
 		p.track(in, c, cur, progress)
+		if owned {
+			p.holders = append(p.holders, holderOf(c, copyPods))
+		}
 		if pl, ok := in.Placements[c.UID]; ok {
 			p.Placements[c.UID] = pl
 			if !progress.Done() {
@@ -295,7 +307,8 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 		}
 		gangs = append(gangs, GangFromCopy(c))
 	}
-	for _, d := range p.Snapshot.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
+	whatIfs := MaxWhatIfsPerPass
+	for i, d := range p.Snapshot.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
 		c := cs.byKey[d.Key]
 		if d.Admitted {
 			p.Placements[c.UID] = d.Placement
@@ -304,8 +317,13 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 				describePlacement(d.Placement), in.Now), d.Placement)
 			continue
 		}
-		p.set(c, cs.current[d.Key], condition(c, metav1.ConditionFalse, unfitReason(d.Unfit.Reason),
-			d.Unfit.Message, in.Now), nil)
+		var without []string
+		if d.Unfit.Reason == admission.InsufficientResources && whatIfs > 0 && len(p.holders) > 0 {
+			whatIfs--
+			without = p.Snapshot.WouldFitWithout(gangOf(gangs, i, d.Key), p.holders)
+		}
+		p.setWaiting(c, cs.current[d.Key], condition(c, metav1.ConditionFalse, unfitReason(d.Unfit.Reason),
+			d.Unfit.Message, in.Now), without)
 		if d.Unfit.Reason == admission.InsufficientResources && in.StarvationTimeout > 0 {
 			p.wakeAt(in.Now, c.CreationTimestamp.Add(in.StarvationTimeout+time.Second))
 		}
@@ -337,6 +355,35 @@ func (p *Plan) placeAgain(gangs []admission.Gang, byKey map[string]*gantryv1alph
 		}
 		p.Placements[byKey[d.Key].UID] = placement
 	}
+}
+
+// gangOf is the gang of key among gangs; i is where to look first.
+func gangOf(gangs []admission.Gang, i int, key string) admission.Gang {
+	if i < len(gangs) && gangs[i].Key == key {
+		return gangs[i]
+	}
+	return gangs[slices.IndexFunc(gangs, func(g admission.Gang) bool { return g.Key == key })]
+}
+
+// holderOf is an admitted copy as the what-if sees it: its bound pods (its reservation is under its key).
+func holderOf(c *gantryv1alpha1.Workload, pods []*corev1.Pod) admission.Holder {
+	h := admission.Holder{Key: GangKey(c), Priority: c.Spec.Priority, CreationTime: c.CreationTimestamp.Time}
+	for _, pod := range pods {
+		if UsesNode(pod) {
+			h.Pods = append(h.Pods, admission.BoundPod{Node: pod.Spec.NodeName, Requests: PodRequests(pod)})
+		}
+	}
+	return h
+}
+
+// setWaiting plans to write want as c's Admitted condition with what its what-if found, unless c
+// already shows both.
+func (p *Plan) setWaiting(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav1.Condition, without []string) {
+	if !slices.Equal(c.Status.WouldFitWithout, without) {
+		p.Updates = append(p.Updates, Update{Copy: c, Condition: want, WouldFitWithout: without})
+		return
+	}
+	p.set(c, cur, want, nil)
 }
 
 // set plans to write want as c's Admitted condition, unless c already shows it (cur).

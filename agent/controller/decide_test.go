@@ -864,3 +864,39 @@ func TestDecideKindNotServed(t *testing.T) {
 		t.Fatalf("served: updates %+v", served.Updates)
 	}
 }
+
+// A copy that does not fit learns which admitted copies, of no higher priority and with their Job here,
+// would make room by going; one of lower priority than all of them learns of none.
+func TestDecideAsksTheWhatIf(t *testing.T) {
+	in := Input{
+		Nodes: []*corev1.Node{gpuNode("n1")},
+		Pods:  []*corev1.Pod{gpuPod("low-0", "hub-low", "8").Node("n1").PodSet("main").Obj()},
+		Copies: []*gantryv1alpha1.Workload{
+			copyOf("low", 0, 1, "8").Priority(1).Admitted().Since(now.Add(-time.Minute)).Obj(),
+			copyOf("high", 1, 1, "8").Priority(10).Obj(),
+			copyOf("lowest", 2, 1, "8").Priority(0).Obj(),
+		},
+		Jobs:       jobs(agenttest.MakeJob("low", "ns").Workload("hub-low").Obj()),
+		Placements: map[types.UID]admission.Placement{"copy-low": gpuPlacement("n1", 1)},
+		Now:        now,
+	}
+	plan := Decide(in)
+	got, conds := map[string][]string{}, map[string]metav1.Condition{}
+	for _, u := range plan.Updates {
+		got[GangKey(u.Copy)], conds[GangKey(u.Copy)] = u.WouldFitWithout, u.Condition
+		if u.Condition.Reason != gantryv1alpha1.ReasonInsufficientResources {
+			t.Errorf("%s: %s", GangKey(u.Copy), u.Condition.Reason)
+		}
+	}
+	if want := map[string][]string{"ns/high": {"ns/low"}, "ns/lowest": nil}; !cmp.Equal(got, want) {
+		t.Errorf("what-ifs %v, want %v", got, want)
+	}
+	// A copy already showing what the what-if says gets no write.
+	in.Copies[1].Status.WouldFitWithout = []string{"ns/low"}
+	in.Copies[1].Status.Conditions = []metav1.Condition{conds["ns/high"]}
+	for _, u := range Decide(in).Updates {
+		if GangKey(u.Copy) == "ns/high" {
+			t.Errorf("wrote %s again", GangKey(u.Copy))
+		}
+	}
+}

@@ -291,7 +291,7 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			c := u.Copy.DeepCopy()
 			meta.SetStatusCondition(&c.Status.Conditions, u.Condition)
 			if u.admission() {
-				c.Status.Admission = nil
+				c.Status.Admission, c.Status.WouldFitWithout = nil, u.WouldFitWithout
 				if u.Admits() {
 					c.Status.Admission = AdmissionOf(c, u.Placement)
 				}

@@ -223,6 +223,15 @@ type WorkloadStatus struct {
 	// +optional
 	Preemption *Preemption `json:"preemption,omitempty"`
 
+	// WouldFitWithout, on a copy its agent cannot admit now, names the admitted workloads of the cluster,
+	// of no higher priority, whose going would let it fit now (the agent's what-if); the hub may preempt
+	// them if its queue's rules allow.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=507
+	// +optional
+	WouldFitWithout []string `json:"wouldFitWithout,omitempty"`
+
 	// RejectedClusters can never run the workload; they are not nominated again.
 	// +listType=map
 	// +listMapKey=name

@@ -1306,6 +1306,11 @@ func (in *WorkloadStatus) DeepCopyInto(out *WorkloadStatus) {
 		*out = new(Preemption)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.WouldFitWithout != nil {
+		in, out := &in.WouldFitWithout, &out.WouldFitWithout
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.RejectedClusters != nil {
 		in, out := &in.RejectedClusters, &out.RejectedClusters
 		*out = make([]RejectedCluster, len(*in))

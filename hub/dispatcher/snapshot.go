@@ -320,7 +320,8 @@ func observeCopies(wl *gantry.Workload, copies CopyReader) []dispatch.Copy {
 		case cond.Reason == gantry.ReasonReservationExpired:
 			out = append(out, dispatch.Copy{Cluster: c, Expired: true, Reason: cond.Reason, Message: cond.Message})
 		case cond.ObservedGeneration == cp.Generation:
-			out = append(out, dispatch.Copy{Cluster: c, Waiting: true, Reason: cond.Reason, Message: cond.Message})
+			out = append(out, dispatch.Copy{Cluster: c, Waiting: true, Reason: cond.Reason, Message: cond.Message,
+				WouldFitWithout: cp.Status.WouldFitWithout})
 		}
 	}
 	return out

@@ -32,6 +32,26 @@ func TestAHigherPriorityPreemptsWithinItsQueue(t *testing.T) {
 	preemptor := withPriorityClass(gpuJob(ns, "preemptor", 1, 4), high)
 	submit(t, preemptor)
 	preemptsThenRuns(t, "worker-1", victim, preemptor, gantry.ReasonInQueuePriority)
+	waitsForQuota(t, victim)
+}
+
+// Where quota has room but the nodes have not, the agent of the cluster names the admitted copies whose
+// going would let a waiting gang fit, and the hub preempts those its rules allow.
+func TestAnAgentNamesWhatToPreempt(t *testing.T) {
+	startHub(t)
+	low, high := newPriorityClass(t, "nodes-low", 0), newPriorityClass(t, "nodes-high", 100)
+	newGlobalQueue(t, "nodes", map[string]int64{"worker-1": 64})
+	setPreemption(t, "nodes", gantry.PreemptionPolicy{WithinQueue: gantry.PreemptLowerPriority})
+	ns := newNamespace(t, "nodes")
+	dumpOnFailure(t, ns)
+
+	victim := withPriorityClass(gpuJob(ns, "fills-the-nodes", 2, 8), low)
+	submitToRunOn(t, "worker-1", victim)
+	preemptor := withPriorityClass(gpuJob(ns, "urgent", 1, 8), high)
+	submit(t, preemptor)
+	preemptsThenRuns(t, "worker-1", victim, preemptor, gantry.ReasonInQueuePriority)
+	// Queued again behind the preemptor, it waits for room without preempting it back.
+	pendingReason(t, victim, gantry.ReasonWaitingForAdmission)
 }
 
 // A queue takes back the quota it lent: the borrower's job is preempted for the lender's.
@@ -51,11 +71,12 @@ func TestALenderReclaimsWhatItLent(t *testing.T) {
 	preemptor := gpuJob(lenderNS, "own", 1, 4)
 	submit(t, preemptor)
 	preemptsThenRuns(t, "worker-1", victim, preemptor, gantry.ReasonInCohortReclamation)
+	waitsForQuota(t, victim)
 }
 
 // preemptsThenRuns checks that the victim is preempted for the preemptor on the cluster for reason, that
 // the preemptor stays off every worker while the victim's Job is there, and runs there once the victim's
-// pods are gone; the victim waits for quota again, its eviction and Events naming the preemptor.
+// pods are gone; the victim is queued again, its eviction and Events naming the preemptor.
 func preemptsThenRuns(t *testing.T, cluster string, victim, preemptor *batchv1.Job, reason string) {
 	t.Helper()
 	preemptorKey := preemptor.Namespace + "/" + jobkind.WorkloadName(jobkind.Job{}, preemptor.Name)
@@ -79,7 +100,6 @@ func preemptsThenRuns(t *testing.T, cluster string, victim, preemptor *batchv1.J
 	if got := runsOn(t, preemptor); got != cluster {
 		t.Fatalf("%s runs on %s, want %s", preemptor.Name, got, cluster)
 	}
-	waitsForQuota(t, victim)
 	wl := hubWorkload(t, victim)
 	if n := len(wl.Status.Evictions); n == 0 || wl.Status.Evictions[n-1].Reason != gantry.ReasonPreempted || wl.Status.Preemption != nil {
 		t.Errorf("victim's evictions %+v, preemption %+v", wl.Status.Evictions, wl.Status.Preemption)
