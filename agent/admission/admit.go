@@ -2,6 +2,7 @@ package admission
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -69,8 +70,11 @@ func (s *Snapshot) AdmitWithOptions(gangs []Gang, opts AdmitOptions) []Decision 
 		return cmp.Compare(ga.Key, gb.Key)
 	})
 	var h *holds
-	if opts.StarvationTimeout > 0 {
+	switch {
+	case opts.StarvationTimeout > 0:
 		h = &holds{now: opts.Now, timeout: opts.StarvationTimeout}
+	case slices.ContainsFunc(gangs, func(g Gang) bool { return g.Preempting }):
+		h = &holds{now: opts.Now, timeout: math.MaxInt64} // only gangs being preempted for hold nodes
 	}
 	out := make([]Decision, 0, len(gangs))
 	for _, i := range order {

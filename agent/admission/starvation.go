@@ -19,25 +19,27 @@ type holds struct {
 
 // starving is a gang that holds nodes.
 type starving struct {
-	key    string
-	waited time.Duration
+	key        string
+	waited     time.Duration
+	preempting bool
 }
 
 // any tells whether some gang starves, so that a fit must check what it takes.
 func (h *holds) any() bool { return h != nil && len(h.gangs) > 0 }
 
 // waited returns how long g has waited at h.now, from its WaitingSince or else its CreationTime, and
-// whether that is long enough to starve. A gang with neither time has not waited.
+// whether that is long enough to starve. A gang with neither time has not waited. A gang being
+// preempted for starves at once.
 func (h *holds) waited(g *Gang) (time.Duration, bool) {
 	since := g.WaitingSince
 	if since.IsZero() {
 		since = g.CreationTime
 	}
 	if since.IsZero() {
-		return 0, false
+		return 0, g.Preempting
 	}
 	w := h.now.Sub(since)
-	return w, w >= h.timeout
+	return w, g.Preempting || w >= h.timeout
 }
 
 // consider takes g, which is not admitted but might fit once capacity frees, as starving if it has
@@ -70,7 +72,7 @@ func (h *holds) consider(s *Snapshot, g *Gang) {
 		}
 	}
 	id := int32(len(h.gangs))
-	h.gangs = append(h.gangs, starving{key: g.Key, waited: waited})
+	h.gangs = append(h.gangs, starving{key: g.Key, waited: waited, preempting: g.Preempting})
 	w := s.width
 	for i := range plans {
 		pl := &plans[i]
@@ -138,7 +140,10 @@ func (h *holds) heldUnfit(first int32, podSet string, holders int) *Unfit {
 		}
 		behind += fmt.Sprintf(" (and %d more starving %s)", holders-1, more)
 	}
-	return clampMessage(&Unfit{Reason: HeldForStarvingGang, PodSet: podSet,
-		Message: fmt.Sprintf("waiting behind %s, which has waited %s for nodes this gang could use (starvation protection after %s)",
-			behind, st.waited.Round(time.Second), h.timeout)})
+	msg := fmt.Sprintf("waiting behind %s, which has waited %s for nodes this gang could use (starvation protection after %s)",
+		behind, st.waited.Round(time.Second), h.timeout)
+	if st.preempting {
+		msg = fmt.Sprintf("waiting behind %s, for which workloads on nodes this gang could use are being preempted", behind)
+	}
+	return clampMessage(&Unfit{Reason: HeldForStarvingGang, PodSet: podSet, Message: msg})
 }

@@ -125,6 +125,11 @@ type PodSet struct {
 // when the gang waits anew after it was created: e.g. when it has just become able to fit at all, or it
 // is queued again after being evicted. It does not change the order, which CreationTime sets. A gang
 // with neither time never starves.
+//
+// Preempting says that room is being made for the gang by preemption (workloads whose going lets it
+// fit are being removed): it holds the nodes it could use from the gangs after it as a starving gang
+// does, at once and even with starvation protection off, so that what the preemption frees is not
+// taken by smaller gangs first.
 type Gang struct {
 	Key          string
 	Priority     int32
@@ -132,6 +137,7 @@ type Gang struct {
 	PodSets      []PodSet
 	TopologyKey  string
 	WaitingSince time.Time
+	Preempting   bool
 }
 
 // Assignment puts Count pods of pod set PodSet on node Node. Requests is the per-pod request of the pod

@@ -15,6 +15,9 @@ type Holder struct {
 	Priority     int32
 	CreationTime time.Time
 	Pods         []BoundPod
+	// Leaving: it is going already (its pods are terminating): the what-if counts its room free and
+	// never names it.
+	Leaving bool
 }
 
 // BoundPod is a pod bound to a node, with what it requests.
@@ -27,16 +30,32 @@ type BoundPod struct {
 const MaxHoldersTried = 32
 
 // WouldFitWithout answers a what-if for a gang that does not fit now: the fewest holders of a priority
-// not above its own whose going would let it fit, or nil when none would. It takes holders away lowest
+// not above its own whose going would let it fit, counting what is leaving already as free, or nil
+// when none would (or none need go). It takes holders away lowest
 // priority first, newest first, until the gang fits, then puts back each it turns out not to need,
 // latest taken first. The hub decides whether its rules let it preempt them. The snapshot is left as it
 // was.
 func (s *Snapshot) WouldFitWithout(g Gang, holders []Holder) []string {
-	var cands []*Holder
+	var cands, leaving []*Holder
 	for i := range holders {
-		if holders[i].Priority <= g.Priority {
-			cands = append(cands, &holders[i])
+		switch h := &holders[i]; {
+		case h.Leaving:
+			leaving = append(leaving, h)
+		case h.Priority <= g.Priority:
+			cands = append(cands, h)
 		}
+	}
+	left := make([]Placement, len(leaving))
+	for i, h := range leaving {
+		left[i] = s.takeAway(h)
+	}
+	defer func() {
+		for i, h := range leaving {
+			s.putBack(h, left[i])
+		}
+	}()
+	if _, fits := s.fitAvoiding(&g, nil); fits {
+		return nil // it fits once what is leaving has gone
 	}
 	slices.SortStableFunc(cands, func(a, b *Holder) int {
 		if a.Priority != b.Priority {

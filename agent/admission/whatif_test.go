@@ -2,6 +2,7 @@ package admission
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,15 @@ func TestWouldFitWithout(t *testing.T) {
 			gang:    wants(10, 1),
 			want:    []string{"ns/big"},
 		},
+		"what is leaving counts as free and is never named": {
+			holders: []Holder{{Leaving: true, Pods: []BoundPod{{Node: "n1", Requests: gpus("8")}}}, holder("ns/a", 0, 1, "n2", "8")},
+			gang:    wants(10, 2),
+			want:    []string{"ns/a"},
+		},
+		"none need go once what is leaving has gone": {
+			holders: []Holder{{Leaving: true, Pods: []BoundPod{{Node: "n1", Requests: gpus("8")}}}, holder("ns/a", 0, 1, "n2", "8")},
+			gang:    wants(10, 1),
+		},
 		"a gang no going makes fit": {
 			holders: []Holder{holder("ns/a", 0, 1, "n1", "8")},
 			other:   map[string][]corev1.ResourceList{"n2": {gpus("8")}},
@@ -88,5 +98,24 @@ func TestWouldFitWithoutCountsReservations(t *testing.T) {
 	}
 	if _, ok := s.Reservation("ns/reserved"); !ok || freeOf(t, s, "n1", gpu) != 0 {
 		t.Errorf("reservation not given back: free %d", freeOf(t, s, "n1", gpu))
+	}
+}
+
+// A gang being preempted for holds the nodes it could use from smaller gangs after it, at once and with
+// starvation protection off; one that is not does not.
+func TestAGangBeingPreemptedForHoldsItsNodes(t *testing.T) {
+	for _, preempting := range []bool{false, true} {
+		s := NewSnapshot([]Node{gpuNode("n1", 8, ""), gpuNode("n2", 8, "")})
+		s.AddUsage("n1", rl("nvidia.com/gpu", "8")) // a victim still leaving
+		big := gang("ns/big", PodSet{Name: "main", Count: 2, Requests: rl("nvidia.com/gpu", "8")})
+		big.Priority, big.Preempting = 10, preempting
+		small := gang("ns/small", PodSet{Name: "main", Count: 1, Requests: rl("nvidia.com/gpu", "8")})
+		d := s.Admit([]Gang{big, small})
+		if d[0].Admitted || d[1].Admitted == preempting {
+			t.Errorf("preempting %v: big admitted %v, small admitted %v", preempting, d[0].Admitted, d[1].Admitted)
+		}
+		if preempting && (d[1].Unfit == nil || d[1].Unfit.Reason != HeldForStarvingGang || !strings.Contains(d[1].Unfit.Message, "being preempted")) {
+			t.Errorf("small: %+v", d[1].Unfit)
+		}
 	}
 }

@@ -141,9 +141,13 @@ func Decide(in Input) Plan {
 	}
 	snap := admission.NewSnapshot(nodes)
 	podsByCopy := map[string][]*corev1.Pod{}
+	leaving := admission.Holder{Leaving: true} // terminating pods, free for what-ifs
 	for _, pod := range in.Pods {
 		if UsesNode(pod) {
 			snap.AddUsage(pod.Spec.NodeName, PodRequests(pod))
+		}
+		if UsesNode(pod) && pod.DeletionTimestamp != nil {
+			leaving.Pods = append(leaving.Pods, admission.BoundPod{Node: pod.Spec.NodeName, Requests: PodRequests(pod)})
 		}
 		if uid, ok := pod.Labels[gantryv1alpha1.WorkloadUIDLabel]; ok {
 			k := pod.Namespace + "/" + uid
@@ -155,6 +159,9 @@ func Decide(in Input) Plan {
 		Placements: map[types.UID]admission.Placement{},
 		Placing:    map[types.UID]time.Time{},
 		Placed:     map[types.UID]time.Duration{},
+	}
+	if len(leaving.Pods) > 0 {
+		plan.holders = append(plan.holders, leaving)
 	}
 	cs := plan.sortCopies(in)
 	plan.holdAdmitted(in, cs, podsByCopy, nodes)
@@ -305,7 +312,9 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 				fmt.Sprintf("this cluster does not serve %s (%s): its CRD and controller are not installed here", k.Name(), k.GroupVersionKind().GroupVersion()), in.Now), nil)
 			continue
 		}
-		gangs = append(gangs, GangFromCopy(c))
+		g := GangFromCopy(c)
+		g.Preempting = preemptionUnderWay(in, cs, c)
+		gangs = append(gangs, g)
 	}
 	whatIfs := MaxWhatIfsPerPass
 	for i, d := range p.Snapshot.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
@@ -318,9 +327,12 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 			continue
 		}
 		var without []string
-		if d.Unfit.Reason == admission.InsufficientResources && whatIfs > 0 && len(p.holders) > 0 {
+		switch g := gangOf(gangs, i, d.Key); {
+		case g.Preempting:
+			without = c.Status.WouldFitWithout // kept while what it named leaves, so its room stays held
+		case d.Unfit.Reason == admission.InsufficientResources && whatIfs > 0 && len(p.holders) > 0:
 			whatIfs--
-			without = p.Snapshot.WouldFitWithout(gangOf(gangs, i, d.Key), p.holders)
+			without = p.Snapshot.WouldFitWithout(g, p.holders)
 		}
 		p.setWaiting(c, cs.current[d.Key], condition(c, metav1.ConditionFalse, unfitReason(d.Unfit.Reason),
 			d.Unfit.Message, in.Now), without)
@@ -357,6 +369,23 @@ func (p *Plan) placeAgain(gangs []admission.Gang, byKey map[string]*gantryv1alph
 	}
 }
 
+// preemptionUnderWay says whether the hub is taking back a workload the copy's what-if named: its copy
+// or its Job here is gone or going. The room it frees is then held for the copy (admission.Gang
+// Preempting), not taken by smaller copies first.
+func preemptionUnderWay(in Input, cs copyStates, c *gantryv1alpha1.Workload) bool {
+	for _, key := range c.Status.WouldFitWithout {
+		v := cs.byKey[key]
+		if v == nil {
+			return true
+		}
+		job := in.Jobs[client.ObjectKeyFromObject(v)]
+		if job == nil || !OwnsJob(v, job) || job.GetDeletionTimestamp() != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // gangOf is the gang of key among gangs; i is where to look first.
 func gangOf(gangs []admission.Gang, i int, key string) admission.Gang {
 	if i < len(gangs) && gangs[i].Key == key {
@@ -369,7 +398,7 @@ func gangOf(gangs []admission.Gang, i int, key string) admission.Gang {
 func holderOf(c *gantryv1alpha1.Workload, pods []*corev1.Pod) admission.Holder {
 	h := admission.Holder{Key: GangKey(c), Priority: c.Spec.Priority, CreationTime: c.CreationTimestamp.Time}
 	for _, pod := range pods {
-		if UsesNode(pod) {
+		if UsesNode(pod) && pod.DeletionTimestamp == nil { // terminating pods are leaving already
 			h.Pods = append(h.Pods, admission.BoundPod{Node: pod.Spec.NodeName, Requests: PodRequests(pod)})
 		}
 	}

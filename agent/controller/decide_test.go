@@ -900,3 +900,31 @@ func TestDecideAsksTheWhatIf(t *testing.T) {
 		}
 	}
 }
+
+// While the hub deletes a workload a waiting copy's what-if named, the nodes that copy could use are
+// held for it: a smaller copy of lower priority does not take the room the preemption frees.
+func TestDecideHoldsTheRoomAPreemptionFrees(t *testing.T) {
+	leaving := agenttest.MakeJob("low", "ns").Workload("hub-low").Obj()
+	leaving.DeletionTimestamp = &metav1.Time{Time: now}
+	high := copyOf("high", 1, 2, "8").Priority(10).Obj()
+	high.Status.WouldFitWithout = []string{"ns/low"}
+	in := Input{
+		Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")},
+		Pods:  []*corev1.Pod{gpuPod("low-0", "hub-low", "8").Node("n1").PodSet("main").Obj()},
+		Copies: []*gantryv1alpha1.Workload{
+			copyOf("low", 0, 1, "8").Priority(1).Admitted().Since(now.Add(-time.Minute)).Obj(),
+			high, copyOf("small", 2, 1, "8").Obj(),
+		},
+		Jobs:       jobs(leaving),
+		Placements: map[types.UID]admission.Placement{"copy-low": gpuPlacement("n1", 1)},
+		Now:        now,
+	}
+	want := map[string]string{"ns/high": "False/InsufficientResources", "ns/small": "False/HeldForStarvingGang"}
+	if got := outcomeOf(in, Decide(in)).Updates; !cmp.Equal(got, want) {
+		t.Errorf("updates %v, want %v", got, want)
+	}
+	leaving.DeletionTimestamp = nil // not preempted: the small copy may use the free node
+	if got := outcomeOf(in, Decide(in)).Updates["ns/small"]; got != "True/Fits" {
+		t.Errorf("small copy %s without a preemption under way", got)
+	}
+}

@@ -355,6 +355,11 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 // cleared, which frees its quota: the preemptor is nominated only then, so the two never hold the same
 // GPUs at once.
 func (d *decider) evictForPreemption(w Cluster, p *gantry.Preemption) {
+	if cp := d.myCopy(w); cp != nil {
+		// The copy goes with the Job: its agent stops holding room for it, and the room its pods free
+		// as they end goes to the workload it is preempted for.
+		d.worker(Delete, w.Name, cp)
+	}
 	if job := d.myJob(w); job != nil {
 		d.worker(DeleteForeground, w.Name, job)
 		d.plan.requeue(DeletionPoll)

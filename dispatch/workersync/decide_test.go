@@ -175,7 +175,8 @@ func TestDecide(t *testing.T) {
 		"winner preempted: its Job is deleted, pods first": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
 				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), running(remoteJob(uid, 2)))),
-			want: outcome{Worker: []string{"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2"}, Requeue: DeletionPoll},
+			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2", "DeleteForeground w1 Job ns/train uid=wl-uid epoch=2"},
+				Requeue: DeletionPoll},
 		},
 		"winner preempted: a Job created but not in the cache yet is waited for": {
 			view: func() View {
@@ -183,11 +184,11 @@ func TestDecide(t *testing.T) {
 				c.JobExpected = now.Add(time.Second)
 				return view(workload().nominated(2, "w1").winner("w1").preempted("w1", 2).obj(), hubJob(), c)
 			}(),
-			want: outcome{Requeue: time.Second},
+			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2"}, Requeue: time.Second},
 		},
 		"winner preempted: once its Job is gone, queued again behind a live check": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
-				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)),
+				up("w1").with(nil, nil)),
 			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1,
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
