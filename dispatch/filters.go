@@ -48,12 +48,13 @@ func (quotaRoom) admits(_ *Workload, vec []int64, c *clusterLedger) bool {
 
 // capacityRoom leaves out clusters whose last capacity report shows no node with the GPUs the
 // workload's largest pod needs, or too few free in all: a copy there would only wait, and its agent
-// reports when GPUs free up.
+// reports when GPUs free up. Unless the workload may preempt there: its copy then asks the agent which
+// running workloads would make room by going.
 type capacityRoom struct{}
 
 func (capacityRoom) stage() stage { return stageCapacity }
 func (capacityRoom) admits(w *Workload, _ []int64, c *clusterLedger) bool {
-	return w.GPU.PerPod <= 0 || c.cluster.MayFitNow(w.GPU)
+	return w.GPU.PerPod <= 0 || c.cluster.MayFitNow(w.GPU) || c.mayMakeRoomFor(w)
 }
 
 // productPreference keeps, for a workload with an order of GPU products, only the clusters with room

@@ -63,6 +63,10 @@ type clusterLedger struct {
 	reserved []int64
 	// workloads counts the queue's workloads admitted or reserved there.
 	workloads int
+	// lowestRunning is the lowest priority of the workloads running on the cluster (of any queue, not
+	// being preempted), when running says there are any.
+	lowestRunning int32
+	running       bool
 }
 
 // poolKey names what one cohort's tree lends within the cohort of one resource on one cluster.
@@ -130,6 +134,7 @@ func newLedger(s *Snapshot) *ledger {
 		}
 	}
 	l.countUsage(s)
+	l.noteLowestRunning(s)
 	return l
 }
 

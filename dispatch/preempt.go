@@ -464,3 +464,42 @@ func (p *preempter) namedOn(ql *queueLedger, c *clusterLedger, b blocked, named 
 	}
 	return ch
 }
+
+// noteLowestRunning tells each queue's cluster ledgers the lowest priority running there, so that the
+// pipeline can tell where a workload might preempt.
+func (l *ledger) noteLowestRunning(s *Snapshot) {
+	lowest := map[string]int32{}
+	for _, w := range s.Workloads {
+		if w.Phase != Admitted || w.PreemptedFor != "" {
+			continue
+		}
+		if p, ok := lowest[w.Winner]; !ok || w.Priority < p {
+			lowest[w.Winner] = w.Priority
+		}
+	}
+	if len(lowest) == 0 {
+		return
+	}
+	for _, ql := range l.queues {
+		if !ql.preempts() {
+			continue
+		}
+		for i := range ql.clusters {
+			c := &ql.clusters[i]
+			c.lowestRunning, c.running = lowest[c.name]
+		}
+	}
+}
+
+// mayMakeRoomFor says whether the workload's queue may preempt and something of a priority its rules
+// could allow runs on the cluster: a copy sent there though its last report shows no room asks the
+// agent what would make room.
+func (c *clusterLedger) mayMakeRoomFor(w *Workload) bool {
+	if !c.running {
+		return false
+	}
+	p := c.owner.q.Preemption
+	equal := p.WithinQueue == gantry.PreemptLowerOrNewerEqualPriority || p.ReclaimWithinCohort == gantry.PreemptLowerOrEqualPriority ||
+		p.FairSharing == gantry.PreemptLowerOrEqualPriority
+	return w.Priority > c.lowestRunning || (equal && w.Priority == c.lowestRunning)
+}

@@ -274,3 +274,36 @@ func TestPlanPreemptsWhatAnAgentNames(t *testing.T) {
 		})
 	}
 }
+
+// A workload that may preempt goes to a cluster whose last report shows no room, so that its agent can
+// say what would make room; one that may not, or finds nothing of lower priority there, waits for
+// capacity as before.
+func TestAWorkloadThatMayPreemptAsksTheAgent(t *testing.T) {
+	snapshot := func(rule gantry.PreemptionRule, running int32) *Snapshot {
+		return makeSnapshot().cluster("c").gpuFree("c", "A100", 0, 0).
+			queue(makeQueue("q").quota("c", "nvidia.com/gpu", 64).preempts(rule, never, never).obj()).workloads(
+			makeWorkload("ns/running", "q").gpuPods(4, 8).priority(running).admittedOn("c").obj(),
+			makeWorkload("ns/high", "q").gpuPods(1, 8).priority(10).obj()).obj()
+	}
+	cases := map[string]struct {
+		snapshot *Snapshot
+		want     string // the Pending reason, or "nominated"
+	}{
+		"may preempt a lower priority there":         {snapshot(lower, 0), "nominated"},
+		"no rule":                                    {snapshot(never, 0), gantry.ReasonWaitingForCapacity},
+		"nothing of lower priority runs there":       {snapshot(lower, 10), gantry.ReasonWaitingForCapacity},
+		"equal priority, under a rule that takes it": {snapshot(lowerNewer, 10), "nominated"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := Plan(tc.snapshot)
+			got := verdictOf(res, "ns/high").Reason
+			if len(res.Nominations) == 1 {
+				got = "nominated"
+			}
+			if got != tc.want {
+				t.Errorf("got %s, want %s (%+v)", got, tc.want, res)
+			}
+		})
+	}
+}

@@ -355,11 +355,6 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 // cleared, which frees its quota: the preemptor is nominated only then, so the two never hold the same
 // GPUs at once.
 func (d *decider) evictForPreemption(w Cluster, p *gantry.Preemption) {
-	if cp := d.myCopy(w); cp != nil {
-		// The copy goes with the Job: its agent stops holding room for it, and the room its pods free
-		// as they end goes to the workload it is preempted for.
-		d.worker(Delete, w.Name, cp)
-	}
 	if job := d.myJob(w); job != nil {
 		d.worker(DeleteForeground, w.Name, job)
 		d.plan.requeue(DeletionPoll)
@@ -368,6 +363,10 @@ func (d *decider) evictForPreemption(w Cluster, p *gantry.Preemption) {
 	if w.JobExpected.After(d.v.Now) {
 		d.plan.requeue(w.JobExpected.Sub(d.v.Now)) // created; deleted once the cache shows it
 		return
+	}
+	if cp := d.myCopy(w); cp != nil {
+		// Its agent holds the copy's room until the copy goes; the room is now the preemptor's.
+		d.worker(Delete, w.Name, cp)
 	}
 	d.plan.ConfirmGone = w.Name
 	d.takeBack(gantry.ReasonPreempted, p.Message)

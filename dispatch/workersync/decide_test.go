@@ -175,8 +175,7 @@ func TestDecide(t *testing.T) {
 		"winner preempted: its Job is deleted, pods first": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
 				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), running(remoteJob(uid, 2)))),
-			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2", "DeleteForeground w1 Job ns/train uid=wl-uid epoch=2"},
-				Requeue: DeletionPoll},
+			want: outcome{Worker: []string{"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2"}, Requeue: DeletionPoll},
 		},
 		"winner preempted: a Job created but not in the cache yet is waited for": {
 			view: func() View {
@@ -184,14 +183,18 @@ func TestDecide(t *testing.T) {
 				c.JobExpected = now.Add(time.Second)
 				return view(workload().nominated(2, "w1").winner("w1").preempted("w1", 2).obj(), hubJob(), c)
 			}(),
-			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2"}, Requeue: time.Second},
+			want: outcome{Requeue: time.Second},
 		},
-		"winner preempted: once its Job is gone, queued again behind a live check": {
+		"winner preempted: once its Job is gone, its copy goes and it is queued again behind a live check": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
-				up("w1").with(nil, nil)),
-			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1,
+				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)),
+			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2"}, ConfirmGone: "w1", Winner: "-", Evictions: 1,
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
+		},
+		"winner preempted but unreachable: it keeps its quota until its Job can be removed": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(), down("w1")),
+			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"}},
 		},
 		"a preemption recorded for an earlier epoch is void": {
 			view: view(workload().nominated(3, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
