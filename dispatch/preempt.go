@@ -118,9 +118,11 @@ func (l *ledger) preempt(s *Snapshot, res *Result) {
 			continue
 		}
 		tries--
-		chosen := p.bestChoice(b)
+		var chosen *choice
 		if b.onNodes {
 			chosen = p.bestOnNodes(b)
+		} else {
+			chosen = p.bestOnQuota(b)
 		}
 		if chosen != nil {
 			p.commit(b, chosen, res)
@@ -191,13 +193,11 @@ func maxPriority(vs []*victim) int32 {
 	return p
 }
 
-// bestChoice is the cluster of the preemptor's queue needing the least harm, nil when none.
-func (p *preempter) bestChoice(b blocked) *choice {
+// bestOnQuota is, for a workload no cluster has quota for, the cluster of its queue where preempting
+// makes room for it with the least harm; nil when there is none.
+func (p *preempter) bestOnQuota(b blocked) *choice {
 	ql := p.l.queues[b.w.GlobalQueue]
 	var best *choice
-	if b.onNodes {
-		return nil
-	}
 	for i := range ql.clusters {
 		c := &ql.clusters[i]
 		if leftOutAt(b.w, b.vec, c) != stageQuota {

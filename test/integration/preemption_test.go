@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +32,7 @@ func TestAHigherPriorityPreemptsWithinItsQueue(t *testing.T) {
 	submitToRunOn(t, "worker-1", victim)
 	preemptor := withPriorityClass(gpuJob(ns, "preemptor", 1, 4), high)
 	submit(t, preemptor)
+	deleteWhenDone(t, victim, preemptor)
 	preemptsThenRuns(t, "worker-1", victim, preemptor, gantry.ReasonInQueuePriority)
 	waitsForQuota(t, victim)
 }
@@ -49,9 +51,21 @@ func TestAnAgentNamesWhatToPreempt(t *testing.T) {
 	submitToRunOn(t, "worker-1", victim)
 	preemptor := withPriorityClass(gpuJob(ns, "urgent", 1, 8), high)
 	submit(t, preemptor)
+	deleteWhenDone(t, victim, preemptor)
 	preemptsThenRuns(t, "worker-1", victim, preemptor, gantry.ReasonInQueuePriority)
-	// Queued again behind the preemptor, it waits for room without preempting it back.
-	pendingReason(t, victim, gantry.ReasonWaitingForAdmission)
+	// Queued again, it waits for room (nothing of lower priority runs there to preempt), and the
+	// preemptor is not preempted back.
+	consistently(t, victim.Name+" waits and "+preemptor.Name+" keeps running", 2*time.Second, func() error {
+		if p := hubWorkload(t, preemptor).Status.Preemption; p != nil {
+			return fmt.Errorf("%s preempted: %+v", preemptor.Name, p)
+		}
+		wl := hubWorkload(t, victim)
+		cond := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending)
+		if wl.Status.ClusterName != "" || cond == nil || (cond.Reason != gantry.ReasonWaitingForCapacity && cond.Reason != gantry.ReasonWaitingForAdmission) {
+			return fmt.Errorf("%s: winner %q, pending %+v", victim.Name, wl.Status.ClusterName, cond)
+		}
+		return nil
+	})
 }
 
 // A queue takes back the quota it lent: the borrower's job is preempted for the lender's.
@@ -70,6 +84,7 @@ func TestALenderReclaimsWhatItLent(t *testing.T) {
 	submitToRunOn(t, "worker-1", victim)
 	preemptor := gpuJob(lenderNS, "own", 1, 4)
 	submit(t, preemptor)
+	deleteWhenDone(t, victim, preemptor)
 	preemptsThenRuns(t, "worker-1", victim, preemptor, gantry.ReasonInCohortReclamation)
 	waitsForQuota(t, victim)
 }
@@ -112,6 +127,16 @@ func preemptsThenRuns(t *testing.T, cluster string, victim, preemptor *batchv1.J
 			}
 		}
 		return nil
+	})
+}
+
+// deleteWhenDone deletes the jobs when the test ends, so that their copies give the workers' room back
+// to the tests that follow.
+func deleteWhenDone(t *testing.T, jobs ...*batchv1.Job) {
+	t.Cleanup(func() {
+		for _, j := range jobs {
+			deleteJob(t, j)
+		}
 	})
 }
 
