@@ -468,6 +468,9 @@ func (p *preempter) namedOn(ql *queueLedger, c *clusterLedger, b blocked, named 
 // noteLowestRunning tells each queue's cluster ledgers the lowest priority running there, so that the
 // pipeline can tell where a workload might preempt.
 func (l *ledger) noteLowestRunning(s *Snapshot) {
+	if !l.anyPreempts() {
+		return // a pass over every workload that no queue would use
+	}
 	lowest := map[string]int32{}
 	for _, w := range s.Workloads {
 		if w.Phase != Admitted || w.PreemptedFor != "" {
@@ -502,4 +505,13 @@ func (c *clusterLedger) mayMakeRoomFor(w *Workload) bool {
 	equal := p.WithinQueue == gantry.PreemptLowerOrNewerEqualPriority || p.ReclaimWithinCohort == gantry.PreemptLowerOrEqualPriority ||
 		p.FairSharing == gantry.PreemptLowerOrEqualPriority
 	return w.Priority > c.lowestRunning || (equal && w.Priority == c.lowestRunning)
+}
+
+func (l *ledger) anyPreempts() bool {
+	for _, ql := range l.queues {
+		if ql.preempts() {
+			return true
+		}
+	}
+	return false
 }

@@ -317,7 +317,11 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 		gangs = append(gangs, g)
 	}
 	whatIfs := MaxWhatIfsPerPass
-	for i, d := range p.Snapshot.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
+	gangIndex := make(map[string]int, len(gangs)) // decisions come in admission order, not in gangs'
+	for i, g := range gangs {
+		gangIndex[g.Key] = i
+	}
+	for _, d := range p.Snapshot.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
 		c := cs.byKey[d.Key]
 		if d.Admitted {
 			p.Placements[c.UID] = d.Placement
@@ -327,12 +331,12 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 			continue
 		}
 		var without []string
-		switch g := gangOf(gangs, i, d.Key); {
+		switch g := &gangs[gangIndex[d.Key]]; {
 		case g.Preempting:
 			without = c.Status.WouldFitWithout // kept while what it named leaves, so its room stays held
 		case d.Unfit.Reason == admission.InsufficientResources && whatIfs > 0 && len(p.holders) > 0:
 			whatIfs--
-			without = p.Snapshot.WouldFitWithout(g, p.holders)
+			without = p.Snapshot.WouldFitWithout(*g, p.holders)
 		}
 		p.setWaiting(c, cs.current[d.Key], condition(c, metav1.ConditionFalse, unfitReason(d.Unfit.Reason),
 			d.Unfit.Message, in.Now), without)
@@ -384,14 +388,6 @@ func preemptionUnderWay(in Input, cs copyStates, c *gantryv1alpha1.Workload) boo
 		}
 	}
 	return false
-}
-
-// gangOf is the gang of key among gangs; i is where to look first.
-func gangOf(gangs []admission.Gang, i int, key string) admission.Gang {
-	if i < len(gangs) && gangs[i].Key == key {
-		return gangs[i]
-	}
-	return gangs[slices.IndexFunc(gangs, func(g admission.Gang) bool { return g.Key == key })]
 }
 
 // holderOf is an admitted copy as the what-if sees it: its bound pods (its reservation is under its key).
