@@ -6,7 +6,7 @@ export GANTRY_CACHE
 CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_FLAGS ?=
 
-.PHONY: all build generate manifests verify fmt vet test test-unit test-integration test-e2e bench bench-dispatch dev-up dev-down demo tools images push krew kind-up kind-e2e kind-down
+.PHONY: all build generate manifests verify fmt vet test test-unit test-integration test-e2e bench bench-scale bench-dispatch dev-up dev-down demo tools images push krew kind-up kind-e2e kind-down
 
 all: build
 
@@ -73,6 +73,11 @@ bench-dispatch:
 
 bench: build
 	hack/bench.sh
+
+# bench-scale measures one hub over a deep queue and many real worker API servers (test/scale); flags
+# through SCALE_FLAGS, e.g. SCALE_FLAGS="-workers 4 -depths 1000,10000".
+bench-scale: build
+	KUBEBUILDER_ASSETS=$$(hack/install-tools.sh --envtest | tail -n 1) go run ./test/scale $(SCALE_FLAGS)
 
 dev-up:
 	hack/dev-up.sh

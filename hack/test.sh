@@ -12,6 +12,10 @@ echo "== integration tests (real kube-apiservers: one hub, two workers)"
 assets=$(hack/install-tools.sh --envtest | tail -n 1)
 KUBEBUILDER_ASSETS="$assets" go test -count=1 -timeout 15m ./test/integration/...
 
+echo "== scale harness, a small run (real kube-apiservers, the real gantry-hub and gantry-agent)"
+make --no-print-directory build
+KUBEBUILDER_ASSETS="$assets" go test -count=1 -timeout 10m ./test/scale/...
+
 if compgen -G "test/e2e/*_test.go" >/dev/null; then
   echo "== end-to-end tests (kwok clusters, real gantry-hub and gantry-agent)"
   make --no-print-directory build

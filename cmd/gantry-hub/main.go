@@ -3,9 +3,14 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -160,10 +165,28 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// cachesSynced is ready once every informer of the cache has synced: a replica starting over a deep
+// queue is not ready before it holds it.
+func cachesSynced(c cache.Cache) healthz.Checker {
+	var synced atomic.Bool
+	return func(req *http.Request) error {
+		if synced.Load() {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), 50*time.Millisecond)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("caches not synced yet")
+		}
+		synced.Store(true)
+		return nil
+	}
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

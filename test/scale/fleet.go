@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/hub/remote"
+)
+
+const (
+	systemNamespace = "gantry-system"
+	gpuProduct      = "NVIDIA-H100-80GB-HBM3"
+)
+
+// apiServer is one etcd and kube-apiserver started by envtest: the hub's or a worker's.
+type apiServer struct {
+	name   string
+	env    *envtest.Environment
+	cfg    *rest.Config
+	client client.Client
+}
+
+// startAPIServer starts an etcd and a kube-apiserver with Gantry's CRDs.
+func startAPIServer(root, name string) (*apiServer, error) {
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "deploy", "crd")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop() // Start can fail after its processes came up (installing CRDs)
+		return nil, fmt.Errorf("starting the API server of %s: %w", name, err)
+	}
+	cfg.QPS, cfg.Burst = 2000, 4000
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &apiServer{name: name, env: env, cfg: cfg, client: c}, nil
+}
+
+func restClient(s *apiServer) (rest.Interface, error) {
+	cs, err := kubernetes.NewForConfig(s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cs.CoreV1().RESTClient(), nil
+}
+
+// kubeconfig renders a kubeconfig with embedded credentials, as a worker's registration Secret holds.
+func (s *apiServer) kubeconfig() ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: s.cfg.Host, CertificateAuthorityData: s.cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: s.cfg.CertData, ClientKeyData: s.cfg.KeyData, Token: s.cfg.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	return clientcmd.Write(*kc)
+}
+
+func (s *apiServer) writeKubeconfig(dir string) (string, error) {
+	kc, err := s.kubeconfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, s.name+".kubeconfig")
+	return path, os.WriteFile(path, kc, 0o600)
+}
+
+// prepareWorker gives a worker Gantry's namespace and nodes objects of GPU machines; no kubelet runs
+// behind them, so nothing but their status says they are there.
+func prepareWorker(ctx context.Context, w *apiServer, nodes int, gpus int64) error {
+	if err := w.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}); err != nil {
+		return err
+	}
+	for i := range nodes {
+		if err := createNode(ctx, w.client, fmt.Sprintf("%s-gpu-%d", w.name, i), gpus); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createNode(ctx context.Context, c client.Client, name string, gpus int64) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{gantry.GPUProductLabel: gpuProduct}}}
+	if err := c.Create(ctx, node); err != nil {
+		return err
+	}
+	rl := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("128"),
+		corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourcePods:   resource.MustParse("250"),
+		gantry.GPUResource:    *resource.NewQuantity(gpus, resource.DecimalSI),
+	}
+	node.Status = corev1.NodeStatus{Capacity: rl, Allocatable: rl,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}}
+	if err := c.Status().Update(ctx, node); err != nil {
+		return err
+	}
+	// The API server taints new nodes not-ready; no node controller runs to lift it.
+	node.Spec.Taints = nil
+	return c.Update(ctx, node)
+}
+
+// register writes a worker's kubeconfig Secret and its WorkerCluster on the hub.
+func register(ctx context.Context, hub, w *apiServer) error {
+	kc, err := w.kubeconfig()
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-kubeconfig", Namespace: systemNamespace},
+		Data: map[string][]byte{remote.KubeconfigKey: kc}}
+	if err := hub.client.Create(ctx, secret); err != nil {
+		return err
+	}
+	return hub.client.Create(ctx, &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: w.name},
+		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: secret.Name}}})
+}
+
+// waitConnected waits until the hub reports every named WorkerCluster Connected and its agent ready.
+func waitConnected(ctx context.Context, hub *apiServer, names []string, timeout time.Duration) error {
+	return poll(ctx, timeout, 200*time.Millisecond, func() error {
+		for _, n := range names {
+			var wc gantry.WorkerCluster
+			if err := hub.client.Get(ctx, client.ObjectKey{Name: n}, &wc); err != nil {
+				return err
+			}
+			for _, typ := range []string{gantry.ClusterConnected, gantry.ClusterAgentReady} {
+				if !meta.IsStatusConditionTrue(wc.Status.Conditions, typ) {
+					return fmt.Errorf("%s: %s is not True", n, typ)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// process is one Gantry program the harness runs: the hub or an agent.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	// done is closed when the process has exited.
+	done chan struct{}
+	// metrics is the address of its metrics endpoint; pprof its profiling endpoint (hub only).
+	metrics, pprof, probe string
+}
+
+// startProcess runs a Gantry binary with its output in logDir.
+func startProcess(name, binary, logDir string, args ...string) (*process, error) {
+	log, err := os.Create(filepath.Join(logDir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); _ = log.Close(); close(p.done) }()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+func (p *process) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// startHub runs gantry-hub against the hub API server, with its metrics, readiness and profiling
+// endpoints on free loopback ports.
+func startHub(bin, logDir, kubeconfig string) (*process, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
+	p, err := startProcess("gantry-hub", filepath.Join(bin, "gantry-hub"), logDir,
+		"--kubeconfig", kubeconfig, "--namespace", systemNamespace, "--leader-elect=false", "--allow-loopback-workers",
+		"--metrics-bind-address", addr(0), "--health-probe-bind-address", addr(1), "--pprof-bind-address", addr(2))
+	if err != nil {
+		return nil, err
+	}
+	p.metrics, p.probe, p.pprof = addr(0), addr(1), addr(2)
+	return p, nil
+}
+
+// startAgent runs gantry-agent on a worker, with its metrics on a free loopback port.
+func startAgent(bin, logDir string, w *apiServer) (*process, error) {
+	kubeconfig, err := w.writeKubeconfig(logDir)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProcess("gantry-agent-"+w.name, filepath.Join(bin, "gantry-agent"), logDir,
+		"--kubeconfig", kubeconfig, "--namespace", systemNamespace, "--cluster-name", w.name, "--leader-elect=false",
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address", "0")
+	if err != nil {
+		return nil, err
+	}
+	p.metrics = "127.0.0.1:" + strconv.Itoa(ports[0])
+	return p, nil
+}
+
+// waitReady waits until the process's /readyz answers 200.
+func waitReady(ctx context.Context, p *process, timeout time.Duration) error {
+	return poll(ctx, timeout, 20*time.Millisecond, func() error {
+		select {
+		case <-p.done:
+			return errStop{fmt.Errorf("%s exited: %s", p.name, p.cmd.ProcessState)}
+		default:
+		}
+		resp, err := http.Get("http://" + p.probe + "/readyz")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s /readyz: %s", p.name, resp.Status)
+		}
+		return nil
+	})
+}
+
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// errStop ends a poll at once.
+type errStop struct{ error }
+
+// poll calls f every interval until it returns nil, returns errStop, or timeout passes.
+func poll(ctx context.Context, timeout, interval time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		var stop errStop
+		if errors.As(err, &stop) {
+			return stop.error
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}

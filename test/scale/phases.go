@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// connect starts the hub with no worker registered, then registers every worker: what the hub holds
+// once they are connected, less what it held before, is the cost of the connections. On the first
+// worker, the watches open before and after the hub connected tell the hub's.
+func (f *fleet) connect(ctx context.Context, r *report) error {
+	start := time.Now()
+	var err error
+	if f.hub, err = startHub(f.o.bin, f.o.logDir, f.hubKubeconfig); err != nil {
+		return err
+	}
+	if err := waitReady(ctx, f.hub, 2*time.Minute); err != nil {
+		return err
+	}
+	r.emptyStart = time.Since(start)
+	before, err := f.hubMemory(ctx)
+	if err != nil {
+		return err
+	}
+	r.emptyHub = before
+	watchesBefore, err := scrapeAPIServer(ctx, f.workers[0])
+	if err != nil {
+		return err
+	}
+	for _, w := range f.workers {
+		if err := register(ctx, f.hubAPI, w); err != nil {
+			return err
+		}
+	}
+	if err := waitConnected(ctx, f.hubAPI, f.workerNames(), 5*time.Minute); err != nil {
+		return err
+	}
+	after, err := f.hubMemory(ctx)
+	if err != nil {
+		return err
+	}
+	r.perConnection = after.minus(before).per(len(f.workers))
+	watchesAfter, err := scrapeAPIServer(ctx, f.workers[0])
+	if err != nil {
+		return err
+	}
+	r.watches = map[string]float64{}
+	for resource, n := range watchesAfter.by("apiserver_longrunning_requests", "resource", "verb", "WATCH") {
+		if d := n - watchesBefore.by("apiserver_longrunning_requests", "resource", "verb", "WATCH")[resource]; d != 0 {
+			r.watches[resource] = d
+		}
+	}
+	return nil
+}
+
+// memory is the hub's resident set and Go heap after a collection.
+type memory struct{ rss, heap float64 }
+
+func (m memory) minus(o memory) memory { return memory{m.rss - o.rss, m.heap - o.heap} }
+func (m memory) per(n int) memory      { return memory{m.rss / float64(n), m.heap / float64(n)} }
+
+func (f *fleet) hubMemory(ctx context.Context) (memory, error) {
+	heap, err := heapAfterGC(ctx, f.hub)
+	if err != nil {
+		return memory{}, err
+	}
+	u, err := usageOf(f.hub.pid())
+	if err != nil {
+		return memory{}, err
+	}
+	return memory{rss: float64(u.rss), heap: heap}, nil
+}
+
+// fill deepens the held queue to each depth in turn; at each, once the hub has written what it had to,
+// probe jobs measure the dispatch latency of a job that can run, and the hub's passes are timed.
+func (f *fleet) fill(ctx context.Context, r *report) error {
+	for _, depth := range f.o.depths {
+		start := time.Now()
+		if err := f.submit(ctx, depth); err != nil {
+			return err
+		}
+		row := depthRow{depth: depth, submitted: time.Since(start)}
+		if err := f.settle(ctx, depth); err != nil {
+			return err
+		}
+		row.settled = time.Since(start)
+		before, err := scrapeHTTP(ctx, f.hub.metrics)
+		if err != nil {
+			return err
+		}
+		if row.latencies, err = f.probe(ctx, depth); err != nil {
+			return err
+		}
+		after, err := scrapeHTTP(ctx, f.hub.metrics)
+		if err != nil {
+			return err
+		}
+		row.passes = after.histogram(passMetric).since(before.histogram(passMetric))
+		if row.memory, err = f.hubMemory(ctx); err != nil {
+			return err
+		}
+		r.depths = append(r.depths, row)
+		logf("depth %d: probe p50 %s, pass mean %s", depth, percentile(row.latencies, 50), row.passes.mean())
+	}
+	return nil
+}
+
+const passMetric = "gantry_hub_dispatch_pass_duration_seconds"
+
+// settle waits until the hub has a Workload for each held job and has stopped writing.
+func (f *fleet) settle(ctx context.Context, depth int) error {
+	if err := poll(ctx, 30*time.Minute, time.Second, func() error {
+		n, err := count(ctx, f.hubAPI.client, &gantry.WorkloadList{}, heldNS)
+		if err != nil {
+			return err
+		}
+		if n < depth {
+			return fmt.Errorf("%d workloads of %d", n, depth)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return f.quiet(ctx)
+}
+
+// quiet waits until the hub sent no write for two seconds.
+func (f *fleet) quiet(ctx context.Context) error {
+	last := -1.0
+	return poll(ctx, 30*time.Minute, 2*time.Second, func() error {
+		m, err := scrapeHTTP(ctx, f.hub.metrics)
+		if err != nil {
+			return err
+		}
+		n := m.sum("gantry_hub_api_writes_total")
+		if n != last {
+			last = n
+			return fmt.Errorf("the hub is still writing (%.0f writes so far)", n)
+		}
+		return nil
+	})
+}
+
+// probe submits jobs to the open queue one after another and returns, for each, the time from its
+// submission to its Job's arrival on a worker.
+func (f *fleet) probe(ctx context.Context, depth int) ([]time.Duration, error) {
+	var out []time.Duration
+	for i := range f.o.probes {
+		j := job(probeNS, fmt.Sprintf("probe-%d-%03d", depth, i))
+		j.Labels[gantry.QueueLabel] = "q"
+		start := time.Now()
+		if err := f.hubAPI.client.Create(ctx, j); err != nil {
+			return nil, err
+		}
+		key := client.ObjectKeyFromObject(j).String()
+		var at time.Time
+		if err := poll(ctx, 2*time.Minute, time.Millisecond, func() error {
+			var ok bool
+			if at, ok = f.player.arrivedAt(key); !ok {
+				return fmt.Errorf("%s has not reached a worker", key)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, at.Sub(start))
+	}
+	return out, nil
+}
+
+// restart stops the hub and starts it again with the whole queue in place: the start-up of a hub that
+// takes over a deep queue.
+func (f *fleet) restart(ctx context.Context, r *report) error {
+	f.hub.stop()
+	start := time.Now()
+	var err error
+	if f.hub, err = startHub(f.o.bin, f.o.logDir, f.hubKubeconfig); err != nil {
+		return err
+	}
+	if err := waitReady(ctx, f.hub, 10*time.Minute); err != nil {
+		return err
+	}
+	r.fullStart = time.Since(start)
+	if err := poll(ctx, 10*time.Minute, 100*time.Millisecond, func() error {
+		m, err := scrapeHTTP(ctx, f.hub.metrics)
+		if err != nil {
+			return err
+		}
+		if m.histogram(passMetric).count == 0 {
+			return fmt.Errorf("no dispatch pass yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	r.fullFirstPass = time.Since(start)
+	if err := f.quiet(ctx); err != nil {
+		return err
+	}
+	r.fullHub, err = f.hubMemory(ctx)
+	return err
+}
+
+// costs are the counters a drain is measured by.
+type costs struct {
+	hub, agents  usage
+	hubMetrics   families
+	workerWrites float64
+	playerWrites int
+	hubWrites    float64
+}
+
+func (f *fleet) costs(ctx context.Context) (costs, error) {
+	var c costs
+	var err error
+	if c.hub, err = usageOf(f.hub.pid()); err != nil {
+		return c, err
+	}
+	if c.agents, err = usageOfAll(f.agents); err != nil {
+		return c, err
+	}
+	if c.hubMetrics, err = scrapeHTTP(ctx, f.hub.metrics); err != nil {
+		return c, err
+	}
+	for _, w := range f.workers {
+		m, err := scrapeAPIServer(ctx, w)
+		if err != nil {
+			return c, err
+		}
+		c.workerWrites += writes(m)
+	}
+	m, err := scrapeAPIServer(ctx, f.hubAPI)
+	if err != nil {
+		return c, err
+	}
+	c.hubWrites = writes(m)
+	_, c.playerWrites = f.player.count()
+	return c, nil
+}
+
+// writes adds an API server's mutating requests.
+func writes(m families) float64 {
+	total := 0.0
+	for _, verb := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"} {
+		total += m.sum("apiserver_request_total", "verb", verb)
+	}
+	return total
+}
+
+// drain gives the held queue the workers' whole capacity and lets its running jobs finish; it ends
+// when every held job has reached a worker.
+func (f *fleet) drain(ctx context.Context, r *report) error {
+	before, err := f.costs(ctx)
+	if err != nil {
+		return err
+	}
+	arrivedBefore := f.player.arrivedIn(heldNS)
+	start := time.Now()
+	var gq gantry.GlobalQueue
+	if err := f.hubAPI.client.Get(ctx, client.ObjectKey{Name: heldQueue}, &gq); err != nil {
+		return err
+	}
+	gq.Spec.Clusters = f.quota(int64(f.o.nodes) * f.o.gpus)
+	if err := f.hubAPI.client.Update(ctx, &gq); err != nil {
+		return err
+	}
+	f.player.release()
+	total := f.submitted
+	logf("draining %d jobs", total-arrivedBefore)
+	if err := poll(ctx, 3*time.Hour, time.Second, func() error {
+		if n := f.player.arrivedIn(heldNS); n < total {
+			return fmt.Errorf("%d of %d held jobs reached a worker", n, total)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%w; %s; player: %v", err, f.waiting(context.Background()), f.player.check())
+	}
+	r.drain = drainRow{jobs: total - arrivedBefore, took: time.Since(start)}
+	if err := f.waitFinished(ctx, total); err != nil {
+		return err
+	}
+	after, err := f.costs(ctx)
+	if err != nil {
+		return err
+	}
+	r.drain.measure(before, after, total)
+	return nil
+}
+
+// waiting says why the held workloads still wait: how many per reason of their Pending condition, with
+// one message of each.
+func (f *fleet) waiting(ctx context.Context) string {
+	var list gantry.WorkloadList
+	if err := f.hubAPI.client.List(ctx, &list, client.InNamespace(heldNS)); err != nil {
+		return err.Error()
+	}
+	counts, example := map[string]int{}, map[string]string{}
+	for _, wl := range list.Items {
+		if wl.Status.ClusterName != "" {
+			continue
+		}
+		reason, message := "none", ""
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil {
+			reason, message = c.Reason, c.Message
+		}
+		counts[reason]++
+		example[reason] = wl.Name + ": " + message
+	}
+	var parts []string
+	for reason, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s (%s)", n, reason, example[reason]))
+	}
+	return "waiting: " + strings.Join(parts, "; ")
+}
+
+// waitFinished waits until the hub has mirrored every held Job's completion, so that the costs
+// counted cover each job's whole path.
+func (f *fleet) waitFinished(ctx context.Context, total int) error {
+	return poll(ctx, 30*time.Minute, 2*time.Second, func() error {
+		m, err := scrapeHTTP(ctx, f.hub.metrics)
+		if err != nil {
+			return err
+		}
+		done := m.sum("gantry_hub_workloads_finished_total")
+		if int(done) < total {
+			return fmt.Errorf("%.0f workloads finished", done)
+		}
+		return nil
+	})
+}

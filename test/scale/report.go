@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+// report is what a run measured.
+type report struct {
+	o options
+	// emptyStart is the time from starting the hub to its caches synced with nothing to hold;
+	// emptyHub its memory then.
+	emptyStart time.Duration
+	emptyHub   memory
+	// perConnection is what one worker connection adds to the hub; watches the watches the hub opens
+	// on a worker, by resource.
+	perConnection memory
+	watches       map[string]float64
+	depths        []depthRow
+	// fullStart is the time from starting the hub over the whole queue to its caches synced,
+	// fullFirstPass to its first dispatch pass; fullHub its memory once it stopped writing.
+	fullStart, fullFirstPass time.Duration
+	fullHub                  memory
+	drain                    drainRow
+	peakRSS                  uint64
+}
+
+func newReport(o options) *report { return &report{o: o} }
+
+// depthRow is one queue depth: how long the queue took to fill and the hub to settle, the probes'
+// latencies, the passes during the probes, the hub's memory.
+type depthRow struct {
+	depth              int
+	submitted, settled time.Duration
+	latencies          []time.Duration
+	passes             histogram
+	memory             memory
+}
+
+// drainRow is the drain of the queue and what each job cost.
+type drainRow struct {
+	jobs   int
+	took   time.Duration
+	passes histogram
+	// per job: CPU of the hub and of all agents; writes the hub sent to the hub and to workers, the
+	// agents' writes (the workers' API servers' count less the hub's and the player's).
+	hubCPU, agentCPU                   time.Duration
+	hubToHub, hubToWorkers, agentWrite float64
+}
+
+func (d *drainRow) measure(before, after costs, total int) {
+	n := float64(total)
+	d.passes = after.hubMetrics.histogram(passMetric).since(before.hubMetrics.histogram(passMetric))
+	d.hubCPU = time.Duration(float64(after.hub.cpu-before.hub.cpu) / n)
+	d.agentCPU = time.Duration(float64(after.agents.cpu-before.agents.cpu) / n)
+	hubWrites := func(m families, target string) float64 { return m.sum("gantry_hub_api_writes_total", "target", target) }
+	d.hubToHub = (hubWrites(after.hubMetrics, "hub") - hubWrites(before.hubMetrics, "hub")) / n
+	d.hubToWorkers = (hubWrites(after.hubMetrics, "worker") - hubWrites(before.hubMetrics, "worker")) / n
+	workers := after.workerWrites - before.workerWrites
+	d.agentWrite = (workers - d.hubToWorkers*n - float64(after.playerWrites-before.playerWrites)) / n
+}
+
+const mib = 1 << 20
+
+func (r *report) print(w io.Writer) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p("Gantry at scale: %d real worker API servers (etcd and kube-apiserver, %d nodes of %d GPUs each, objects only) with "+
+		"the real gantry-agent; the real gantry-hub; one-GPU Jobs running %s each on a worker.", r.o.workers, r.o.nodes, r.o.gpus, r.o.runtime)
+	p("Machine: %s.", machine())
+	p("")
+	p("| measure | value | target |")
+	p("| --- | --- | --- |")
+	p("| hub start to caches synced, empty | %s | |", r.emptyStart.Round(time.Millisecond))
+	p("| hub memory, empty: RSS / Go heap | %.0f / %.0f MiB | |", r.emptyHub.rss/mib, r.emptyHub.heap/mib)
+	p("| one worker connection: hub RSS / Go heap | %.1f / %.1f MiB | < 20 MiB |", r.perConnection.rss/mib, r.perConnection.heap/mib)
+	p("| watches the hub opens on a worker | %s | only Gantry's objects |", watchList(r.watches))
+	for _, d := range r.depths {
+		p("| %d queued: submitted / hub settled | %s / %s | |", d.depth, d.submitted.Round(time.Second), d.settled.Round(time.Second))
+		p("| %d queued: dispatch latency p50 / p99 (%d jobs) | %s / %s | |", d.depth, len(d.latencies),
+			ms(percentile(d.latencies, 50)), ms(percentile(d.latencies, 99)))
+		p("| %d queued: dispatch pass mean / p99 (%d passes) | %s / <= %s | < 100 ms |", d.depth, d.passes.count,
+			ms(d.passes.mean()), ms(d.passes.quantile(0.99)))
+		p("| %d queued: hub RSS / Go heap | %.0f / %.0f MiB | < 2 GiB |", d.depth, d.memory.rss/mib, d.memory.heap/mib)
+	}
+	if r.fullStart > 0 {
+		depth := r.o.depths[len(r.o.depths)-1]
+		p("| hub restart over %d queued: caches synced / first pass | %s / %s | < 60 s |", depth, r.fullStart.Round(time.Millisecond), r.fullFirstPass.Round(time.Millisecond))
+		p("| hub restart over %d queued: RSS / Go heap | %.0f / %.0f MiB | < 2 GiB |", depth, r.fullHub.rss/mib, r.fullHub.heap/mib)
+	}
+	if d := r.drain; d.jobs > 0 {
+		p("| drain: %d jobs dispatched in | %s (%.0f jobs/s) | |", d.jobs, d.took.Round(time.Second), float64(d.jobs)/d.took.Seconds())
+		p("| drain: dispatch pass mean / p99 (%d passes) | %s / <= %s | < 100 ms |", d.passes.count, ms(d.passes.mean()), ms(d.passes.quantile(0.99)))
+		p("| drain: CPU per job, hub + agents | %s + %s = %s | < 5 ms |", ms(d.hubCPU), ms(d.agentCPU), ms(d.hubCPU+d.agentCPU))
+		p("| drain: API writes per job, hub to hub / hub to workers / agents | %.1f / %.1f / %.1f | |", d.hubToHub, d.hubToWorkers, d.agentWrite)
+	}
+	if r.peakRSS > 0 {
+		p("| hub peak RSS | %.0f MiB | < 2 GiB |", float64(r.peakRSS)/mib)
+	}
+}
+
+func watchList(watches map[string]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(watches)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, watches[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func machine() string {
+	s := fmt.Sprintf("%d cores", runtime.NumCPU())
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if mi, err := fs.Meminfo(); err == nil && mi.MemTotal != nil {
+			s += fmt.Sprintf(", %.0f GiB", float64(*mi.MemTotal)/(1<<20))
+		}
+	}
+	return s
+}
