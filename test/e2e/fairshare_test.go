@@ -21,19 +21,20 @@ import (
 )
 
 // Two GlobalQueues of weights 1 and 2, with no quota of their own, share what their Cohort holds: 6
-// GPUs on each worker. Each gets more one-GPU jobs than it can run. While both have jobs waiting, the
-// GPU-seconds their pods run split 1:2 within 15%, as the workers' etcd ledger shows; at no instant do
-// their pods use more GPUs on a worker than the cohort holds there; no job runs twice.
+// GPUs on each worker. Each gets more one-GPU jobs than it can run, all queued before the Cohort exists,
+// so that the order they were submitted in does not decide the first share. While both have jobs
+// waiting, after the first jobs' run, the GPU-seconds their pods run split 1:2 within 15%, as the
+// workers' etcd ledger shows; at no instant do their pods use more GPUs on a worker than the cohort
+// holds there; no job runs twice.
 func TestTwoQueuesOfWeightsOneAndTwoShareTheirCohort(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "e2e-fair")
 	dumpOnFailure(t, ns)
-	const perWorker = 6
+	const perWorker, runs = 6, 10 * time.Second
 	cohort := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gantry.CohortSpec{Clusters: []gantry.CohortClusterQuota{
 		{Name: "worker-1", Quota: corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(perWorker, resource.DecimalSI)}},
 		{Name: "worker-2", Quota: corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(perWorker, resource.DecimalSI)}},
 	}}}
-	create(t, cohort)
 	for _, q := range []struct {
 		name   string
 		weight int32
@@ -53,7 +54,7 @@ func TestTwoQueuesOfWeightsOneAndTwoShareTheirCohort(t *testing.T) {
 	var heavy []*batchv1.Job
 	for i := range 40 {
 		for _, q := range []string{"light", "heavy"} {
-			job := makeJob(ns, fmt.Sprintf("%s-%02d", q, i)).gpus(1).runsFor("10s").obj()
+			job := makeJob(ns, fmt.Sprintf("%s-%02d", q, i)).gpus(1).runsFor(runs.String()).obj()
 			job.Labels[gantry.QueueLabel] = q
 			submit(t, job)
 			if q == "heavy" {
@@ -61,7 +62,15 @@ func TestTwoQueuesOfWeightsOneAndTwoShareTheirCohort(t *testing.T) {
 			}
 		}
 	}
-	// The measure ends when the last heavy job starts: until then both queues had jobs waiting.
+	eventually(t, "80 workloads waiting for quota", time.Minute, time.Second, func() error {
+		if n := pendingWorkloads(t, ns, "light") + pendingWorkloads(t, ns, "heavy"); n != 80 {
+			return fmt.Errorf("%d workloads waiting", n)
+		}
+		return nil
+	})
+	create(t, cohort)
+	// The measure starts when the first jobs have run (shares converge from there) and ends when the
+	// last heavy job starts: until then both queues had jobs waiting.
 	eventually(t, "every heavy job admitted", 5*time.Minute, time.Second, func() error {
 		for _, job := range heavy {
 			if _, err := winnerOf(job); err != nil {
@@ -87,6 +96,7 @@ func TestTwoQueuesOfWeightsOneAndTwoShareTheirCohort(t *testing.T) {
 	})
 	pods := audit.Pods(ns)
 	start, end := liveWindow(pods, "heavy-")
+	start = start.Add(runs)
 	seconds := gpuSecondsByPrefix(pods, start, end, "light-", "heavy-")
 	ratio := seconds["heavy-"] / seconds["light-"]
 	t.Logf("from %s to %s (%s): GPU-seconds light %.0f, heavy %.0f, heavy/light %.2f; %d light jobs still waiting",

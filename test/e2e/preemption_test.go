@@ -50,13 +50,14 @@ func TestPreemptionMakesRoomOnlyOnceTheVictimsAreGone(t *testing.T) {
 	for _, j := range append(slices.Clone(lows), borrowed...) {
 		submit(t, j)
 	}
-	podsLive(t, ns, append(slices.Clone(lows), borrowed...))
+	podsLive(t, ns, append(slices.Clone(lows), borrowed...), 3*time.Minute)
 
 	urgent := jobIn(makeJob(ns, "urgent").pods(2).gpus(8).runsFor("10m").priorityClass(high), "gang")
 	own := jobIn(makeJob(ns, "own").gpus(8).runsFor("10m"), "lender")
 	submit(t, urgent)
 	submit(t, own)
-	podsLive(t, ns, []*batchv1.Job{urgent, own})
+	// Each preemption waits for its victims' pods to be gone, one what-if and one eviction after another.
+	podsLive(t, ns, []*batchv1.Job{urgent, own}, 6*time.Minute)
 
 	checkVictimsGoneFirst(t, ns, "worker-1", lows, urgent, 2)
 	checkVictimsGoneFirst(t, ns, "worker-2", borrowed, own, 1)
@@ -110,9 +111,9 @@ func checkVictimsGoneFirst(t *testing.T, ns, cluster string, jobs []*batchv1.Job
 }
 
 // podsLive waits until every pod of each job is live on a worker, as the ledger sees it.
-func podsLive(t *testing.T, ns string, jobs []*batchv1.Job) {
+func podsLive(t *testing.T, ns string, jobs []*batchv1.Job, timeout time.Duration) {
 	t.Helper()
-	eventually(t, "every pod running", 3*time.Minute, time.Second, func() error {
+	eventually(t, "every pod running", timeout, time.Second, func() error {
 		if err := audit.Sync(context.Background()); err != nil {
 			return err
 		}
