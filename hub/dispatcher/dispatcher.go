@@ -181,6 +181,23 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	return d.writeStatuses(ctx, st, snap), nil
 }
 
+// ActiveIndex indexes the hub's Workloads that are not finished, the only ones a pass decides over or
+// counts: a pass reads them by this index, so finished Workloads, however many, cost it nothing.
+const ActiveIndex = "gantry.dev/active"
+
+// IndexActive registers ActiveIndex with the cache.
+func IndexActive(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &gantry.Workload{}, ActiveIndex, ActiveKey)
+}
+
+// ActiveKey is a Workload's value in ActiveIndex: "true" until it finished, none after.
+func ActiveKey(obj client.Object) []string {
+	if wl, ok := obj.(*gantry.Workload); ok && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+		return []string{"true"}
+	}
+	return nil
+}
+
 func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	var wls gantry.WorkloadList
 	var gqs gantry.GlobalQueueList
@@ -188,9 +205,12 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	var wcs gantry.WorkerClusterList
 	var cohorts gantry.CohortList
 	var nss corev1.NamespaceList
-	for _, l := range []client.ObjectList{&wls, &gqs, &qs, &wcs, &cohorts, &nss} {
-		// The cache's own objects, not copies: a pass never modifies them (apply deep-copies first), and
-		// copying every Workload on every pass would dominate the pass.
+	// The cache's own objects, not copies: a pass never modifies them (apply deep-copies first), and
+	// copying every Workload on every pass would dominate the pass.
+	if err := d.Client.List(ctx, &wls, client.UnsafeDisableDeepCopy, client.MatchingFields{ActiveIndex: "true"}); err != nil {
+		return nil, fmt.Errorf("listing workloads: %w", err)
+	}
+	for _, l := range []client.ObjectList{&gqs, &qs, &wcs, &cohorts, &nss} {
 		if err := d.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func newHarness(t *testing.T, now time.Time, objs ...client.Object) *harness {
 	server := fake.NewClientBuilder().WithScheme(s).WithObjects(copyAll()...).WithStatusSubresource(withStatus...).Build()
 	h.server = server
 	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(copyAll()...).WithStatusSubresource(withStatus...).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: h.update}).Build()
+		WithIndex(&gantry.Workload{}, ActiveIndex, ActiveKey).WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: h.update}).Build()
 	reader := interceptor.NewClient(server, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*gantry.Workload); ok {
@@ -264,6 +265,29 @@ func TestPassKeepsQuotaOfJobsThatMayStillRun(t *testing.T) {
 				t.Errorf("running job's Workload written %d times", writes["running"])
 			}
 		})
+	}
+}
+
+// TestPassLeavesFinishedWorkloadsOut: a finished Workload, though its status still names the cluster it
+// ran on, holds no quota, gets no write, and is not among what a pass reads or remembers (ActiveIndex).
+func TestPassLeavesFinishedWorkloadsOut(t *testing.T) {
+	done := makeHubWorkload("done", "q").nominated("gq", 1, "w1").admittedOn("w1").finished().obj()
+	h := newHarness(t, at.Time, append(hubObjects(), done, makeHubWorkload("next", "q").obj())...)
+	h.pass()
+	if st := h.status("next"); st.DispatchEpoch != 1 || !slices.Equal(st.NominatedClusters, []string{"w1"}) {
+		t.Errorf("next job in epoch %d nominated to %v, want epoch 1 on w1: the finished one holds no quota", st.DispatchEpoch, st.NominatedClusters)
+	}
+	if writes, _ := h.counts(); writes["done"] > 0 {
+		t.Errorf("finished Workload written %d times", writes["done"])
+	}
+	if _, held := h.d.requests.byUID[done.UID]; held {
+		t.Error("the pass remembers the requests of a finished Workload")
+	}
+	for wl, want := range map[*gantry.Workload][]string{done: nil, makeHubWorkload("p", "q").obj(): {"true"},
+		makeHubWorkload("a", "q").nominated("gq", 1, "w1").admittedOn("w1").obj(): {"true"}} {
+		if got := ActiveKey(wl); !slices.Equal(got, want) {
+			t.Errorf("ActiveKey(%s) = %v, want %v", wl.Name, got, want)
+		}
 	}
 }
 

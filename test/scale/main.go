@@ -54,6 +54,8 @@ type options struct {
 	runtime time.Duration
 	// clients submit jobs in parallel.
 	clients int
+	// cpuProfile, when set, receives a CPU profile of the hub over the first 30 s of the drain.
+	cpuProfile string
 	// bin holds gantry-hub and gantry-agent; root is the repository (for the CRDs); logDir receives
 	// the processes' logs.
 	bin, root, logDir string
@@ -75,6 +77,7 @@ func main() {
 	fs.DurationVar(&o.runtime, "runtime", o.runtime, "How long each Job runs on its worker.")
 	fs.IntVar(&o.clients, "clients", o.clients, "Parallel clients submitting jobs.")
 	fs.StringVar(&o.bin, "bin", "bin", "Directory of the gantry-hub and gantry-agent binaries (make build).")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Write a CPU profile of the hub over the first 30 s of the drain to this file.")
 	fs.StringVar(&o.logDir, "logs", "", "Directory for the processes' logs (default: a new temporary directory).")
 	_ = fs.Parse(os.Args[1:])
 	var err error

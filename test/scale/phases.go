@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -272,6 +276,9 @@ func (f *fleet) drain(ctx context.Context, r *report) error {
 		return err
 	}
 	f.player.release()
+	if f.o.cpuProfile != "" {
+		go f.profile(ctx, 30*time.Second)
+	}
 	total := f.submitted
 	logf("draining %d jobs", total-arrivedBefore)
 	if err := poll(ctx, 3*time.Hour, time.Second, func() error {
@@ -292,6 +299,30 @@ func (f *fleet) drain(ctx context.Context, r *report) error {
 	}
 	r.drain.measure(before, after, total)
 	return nil
+}
+
+// profile writes a CPU profile of the hub over the next period to the -cpuprofile file.
+func (f *fleet) profile(ctx context.Context, period time.Duration) {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", f.hub.pprof, int(period.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		logf("profile: %v", err)
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		logf("profile: %v", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, err := os.Create(f.o.cpuProfile)
+	if err == nil {
+		_, err = io.Copy(out, resp.Body)
+		err = errors.Join(err, out.Close())
+	}
+	if err != nil {
+		logf("profile: %v", err)
+	}
 }
 
 // waiting says why the held workloads still wait: how many per reason of their Pending condition, with
