@@ -47,7 +47,7 @@ func TestAgentWordsInvertsWaitingMessage(t *testing.T) {
 }
 
 func TestAgentWordsOfOtherMessagesIsEmpty(t *testing.T) {
-	for _, msg := range []string{"", "waiting for quota of GlobalQueue gpus on 2 cluster(s)", "waiting for w2 to admit; w1: A: m"} {
+	for _, msg := range []string{"", "waiting for quota of GlobalQueue gpus", "waiting for w2 to admit; w1: A: m"} {
 		if got := AgentWords(msg, []string{"w1"}); len(got) != 0 {
 			t.Errorf("AgentWords(%q) = %v, want nothing", msg, got)
 		}

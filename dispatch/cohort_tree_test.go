@@ -22,7 +22,7 @@ func TestPlanBorrowsAcrossACohortTree(t *testing.T) {
 		return Nomination{Key: key, Epoch: 1, GlobalQueue: queue, Clusters: []string{"c"}}
 	}
 	waiting := func(key, queue string) Verdict {
-		return Verdict{Key: key, Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue " + queue + " on 1 cluster(s)"}
+		return Verdict{Key: key, Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue " + queue + ""}
 	}
 	cases := map[string]struct {
 		snapshot *Snapshot

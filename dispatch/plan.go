@@ -362,8 +362,10 @@ func (ql *queueLedger) noCandidateVerdict(w *Workload, vec []int64, sc scan) Ver
 	case sc[stageQuota] > 0:
 		v.Reason, v.Message = gantry.ReasonWaitingForCapacity, ql.noCapacityMessage(w, vec)
 	default:
+		// No count of the clusters: it changes whenever one connects or goes, and each change would
+		// rewrite every waiting Workload of the queue.
 		v.Reason = gantry.ReasonWaitingForQuota
-		v.Message = fmt.Sprintf("waiting for quota of GlobalQueue %s on %d cluster(s)", ql.q.Name, sc[stageUnavailable])
+		v.Message = "waiting for quota of GlobalQueue " + ql.q.Name
 	}
 	return v
 }

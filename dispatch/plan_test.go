@@ -41,7 +41,7 @@ func TestPlan(t *testing.T) {
 			want: Result{
 				Nominations: []Nomination{{Key: "ns/first", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 				Verdicts: []Verdict{{Key: "ns/second", Reason: gantry.ReasonWaitingForQuota,
-					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
+					Message: "waiting for quota of GlobalQueue q"}},
 			},
 		},
 		"existing nominations hold their reservation": {
@@ -50,7 +50,7 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/second", "q").gpus(6).obj(),
 			).obj(),
 			want: Result{Verdicts: []Verdict{{Key: "ns/second", Reason: gantry.ReasonWaitingForQuota,
-				Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}}},
+				Message: "waiting for quota of GlobalQueue q"}}},
 		},
 		"priority before age": {
 			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 			want: Result{
 				Nominations: []Nomination{{Key: "ns/urgent", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 				Verdicts: []Verdict{{Key: "ns/old", Reason: gantry.ReasonWaitingForQuota,
-					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
+					Message: "waiting for quota of GlobalQueue q"}},
 			},
 		},
 		"best effort lets a small workload pass": {
@@ -72,7 +72,7 @@ func TestPlan(t *testing.T) {
 			want: Result{
 				Nominations: []Nomination{{Key: "ns/small", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 				Verdicts: []Verdict{{Key: "ns/big", Reason: gantry.ReasonWaitingForQuota,
-					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"}},
+					Message: "waiting for quota of GlobalQueue q"}},
 			},
 		},
 		"strict FIFO blocks behind the head": {
@@ -82,7 +82,7 @@ func TestPlan(t *testing.T) {
 				makeWorkload("ns/small", "q").gpus(2).createdAt(2).obj(),
 			).obj(),
 			want: Result{Verdicts: []Verdict{
-				{Key: "ns/big", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue q on 1 cluster(s)"},
+				{Key: "ns/big", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue q"},
 				{Key: "ns/small", Reason: gantry.ReasonWaitingForQuota, Message: "queued behind ns/big (StrictFIFO)"},
 			}},
 		},
@@ -273,7 +273,7 @@ func TestPlan(t *testing.T) {
 			want: Result{
 				Nominations: []Nomination{{Key: "ns/urgent", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
 				Verdicts: []Verdict{{Key: "ns/moved", Reason: gantry.ReasonWaitingForQuota,
-					Message: "waiting for quota of GlobalQueue q on 1 cluster(s)", Withdraw: true}},
+					Message: "waiting for quota of GlobalQueue q", Withdraw: true}},
 			},
 		},
 		"a nomination recorded without its GlobalQueue counts as made under the current one": {

@@ -162,7 +162,7 @@ func newFixture(t *testing.T, maxStreams, maxTotal int) *fixture {
 	hub := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		hubWorkload("job-train", "train", "worker-1"),
 		hubWorkload("job-waiting", "waiting", "", metav1.Condition{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
-			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gpus on 2 cluster(s)"}),
+			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gpus"}),
 		hubWorkload("job-lost", "lost", "worker-9"),
 		hubWorkload("job-forbidden", "forbidden", "worker-2"),
 		hubJobSetWorkload("dist", "worker-1"),
@@ -243,7 +243,7 @@ func TestLogsEndpoint(t *testing.T) {
 		"a kind that has none of the name": {token: "alice-token", path: "/logs/team-a/train?kind=JobSet", wantCode: http.StatusNotFound,
 			wantBody: "no Workload for job jobset/train in namespace team-a"},
 		"not dispatched": {token: "alice-token", path: "/logs/team-a/waiting", wantCode: http.StatusConflict,
-			wantBody: "pending: WaitingForQuota: waiting for quota of GlobalQueue gpus on 2 cluster(s)"},
+			wantBody: "pending: WaitingForQuota: waiting for quota of GlobalQueue gpus"},
 		"no such job":           {token: "alice-token", path: "/logs/team-a/nope", wantCode: http.StatusNotFound, wantBody: "no Workload for job nope in namespace team-a"},
 		"a worker out of reach": {token: "alice-token", path: "/logs/team-a/lost", wantCode: http.StatusServiceUnavailable, wantBody: "the job runs on worker-9"},
 		"a worker that refuses": {token: "alice-token", path: "/logs/team-a/forbidden", wantCode: http.StatusBadGateway, wantBody: "gantry-hub-remote-logs"},

@@ -39,7 +39,7 @@ func fleet() []client.Object {
 			wl.Status.Conditions = []metav1.Condition{{Type: gantry.WorkloadJobCreated, Status: "True", Reason: gantry.ReasonJobCreated}}
 		} else {
 			wl.Status.Conditions = []metav1.Condition{{Type: gantry.WorkloadPending, Status: "True", Reason: gantry.ReasonWaitingForQuota,
-				Message: "waiting for quota of GlobalQueue gpus on 1 cluster(s)"}}
+				Message: "waiting for quota of GlobalQueue gpus"}}
 		}
 		return wl
 	}

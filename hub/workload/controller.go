@@ -180,11 +180,15 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 	if wl.Status.ClusterName != "" {
 		names = append(names, wl.Status.ClusterName)
 	}
+	registrations, err := r.registrations(ctx)
+	if err != nil {
+		return v, err
+	}
 	for _, name := range names {
 		if _, done := v.Clusters[name]; done {
 			continue
 		}
-		c, err := r.clusterView(ctx, name, wl)
+		c, err := r.clusterView(ctx, name, wl, registrations[name])
 		if err != nil {
 			return v, err
 		}
@@ -194,9 +198,11 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 }
 
 // clusterView reads the Workload's objects on one cluster from its cache.
-func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Workload) (workersync.Cluster, error) {
+func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Workload, wc *gantry.WorkerCluster) (workersync.Cluster, error) {
 	c := workersync.Cluster{Name: name}
-	r.readRegistration(ctx, &c)
+	if wc != nil {
+		r.readRegistration(wc, &c)
+	}
 	w, ok := r.Workers.Worker(name)
 	if !ok {
 		return c, nil
@@ -255,11 +261,7 @@ func (r *Reconciler) admissionDeadline(ctx context.Context, wl *gantry.Workload)
 
 // readRegistration fills in what the WorkerCluster says: whether the operator fenced it, and since when
 // and why it is not Connected. A WorkerCluster that is not registered is neither.
-func (r *Reconciler) readRegistration(ctx context.Context, c *workersync.Cluster) {
-	var wc gantry.WorkerCluster
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: c.Name}, &wc); err != nil {
-		return
-	}
+func (r *Reconciler) readRegistration(wc *gantry.WorkerCluster, c *workersync.Cluster) {
 	c.Fenced = wc.Spec.Fenced
 	if wc.Spec.Failover.Policy == gantry.FailoverFence && r.Leases != nil {
 		c.FenceDue = r.Leases.FenceDue(c.Name, wc.Spec.Failover.TimeoutOrDefault())
@@ -268,6 +270,21 @@ func (r *Reconciler) readRegistration(ctx context.Context, c *workersync.Cluster
 	if cond := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected); cond != nil && cond.Status != metav1.ConditionTrue {
 		c.DisconnectedSince, c.DisconnectedReason = cond.LastTransitionTime.Time, cond.Reason
 	}
+}
+
+// registrations are the WorkerClusters by name, read once per reconcile from the cache without copies
+// (read only): a reconcile sees every connected cluster, and a copy of each, capacity summary and all,
+// would cost each reconcile in proportion to the fleet.
+func (r *Reconciler) registrations(ctx context.Context) (map[string]*gantry.WorkerCluster, error) {
+	var list gantry.WorkerClusterList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing WorkerClusters: %w", err)
+	}
+	out := make(map[string]*gantry.WorkerCluster, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // execute applies a plan and says whether it created something on a worker, after which the caller

@@ -58,7 +58,7 @@ func fleet() []client.Object {
 			Spec: gantry.WorkloadSpec{QueueName: "qa", PodSets: []gantry.PodSet{{Name: "main", Count: 4,
 				Requests: corev1.ResourceList{gantry.GPUResource: q("8")}}}},
 			Status: gantry.WorkloadStatus{Conditions: []metav1.Condition{{Type: gantry.WorkloadPending, Status: "True",
-				Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gpus on 1 cluster(s)", LastTransitionTime: at(3)}}}},
+				Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gpus", LastTransitionTime: at(3)}}}},
 		&eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "c.1", Namespace: "team-a"}, Type: corev1.EventTypeWarning,
 			Regarding: corev1.ObjectReference{Kind: "Job", Name: "c", Namespace: "team-a"}, Reason: "InvalidJob",
 			Note: "gantry.dev/topology-key: not a label key", EventTime: metav1.NewMicroTime(at(4).Time)},

@@ -50,12 +50,15 @@ type options struct {
 	depths []int
 	// probes is the number of jobs whose latency is measured at each depth, one after another.
 	probes int
+	// drain is how many held jobs the drain waits for; 0 is the whole queue.
+	drain int
 	// runtime is how long the player keeps each Job running.
 	runtime time.Duration
 	// clients submit jobs in parallel.
 	clients int
-	// cpuProfile, when set, receives a CPU profile of the hub over the first 30 s of the drain.
-	cpuProfile string
+	// profiles, when set, is a directory that receives CPU profiles of the hub over 30 s from the start
+	// of the deepest queue's probes (probes.pprof) and of the drain (drain.pprof).
+	profiles string
 	// bin holds gantry-hub and gantry-agent; root is the repository (for the CRDs); logDir receives
 	// the processes' logs.
 	bin, root, logDir string
@@ -74,10 +77,11 @@ func main() {
 	fs.Int64Var(&o.gpus, "gpus", o.gpus, "GPUs per node.")
 	depths := fs.String("depths", "1000,10000,100000", "Queue depths at which dispatch latency is probed, increasing; the last is drained at the end.")
 	fs.IntVar(&o.probes, "probes", o.probes, "Jobs whose dispatch latency is measured at each depth.")
+	fs.IntVar(&o.drain, "drain", 0, "Held jobs the drain measures (the first to reach workers); 0 drains the whole queue.")
 	fs.DurationVar(&o.runtime, "runtime", o.runtime, "How long each Job runs on its worker.")
 	fs.IntVar(&o.clients, "clients", o.clients, "Parallel clients submitting jobs.")
 	fs.StringVar(&o.bin, "bin", "bin", "Directory of the gantry-hub and gantry-agent binaries (make build).")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Write a CPU profile of the hub over the first 30 s of the drain to this file.")
+	fs.StringVar(&o.profiles, "profiles", "", "Directory for CPU profiles of the hub over 30 s from the start of the deepest queue's probes (probes.pprof) and of the drain (drain.pprof).")
 	fs.StringVar(&o.logDir, "logs", "", "Directory for the processes' logs (default: a new temporary directory).")
 	_ = fs.Parse(os.Args[1:])
 	var err error

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -98,6 +99,9 @@ func (f *fleet) fill(ctx context.Context, r *report) error {
 		before, err := scrapeHTTP(ctx, f.hub.metrics)
 		if err != nil {
 			return err
+		}
+		if depth == f.o.depths[len(f.o.depths)-1] {
+			f.profile(ctx, "probes.pprof")
 		}
 		if row.latencies, err = f.probe(ctx, depth); err != nil {
 			return err
@@ -276,10 +280,11 @@ func (f *fleet) drain(ctx context.Context, r *report) error {
 		return err
 	}
 	f.player.release()
-	if f.o.cpuProfile != "" {
-		go f.profile(ctx, 30*time.Second)
-	}
+	f.profile(ctx, "drain.pprof")
 	total := f.submitted
+	if f.o.drain > 0 {
+		total = min(total, arrivedBefore+f.o.drain)
+	}
 	logf("draining %d jobs", total-arrivedBefore)
 	if err := poll(ctx, 3*time.Hour, time.Second, func() error {
 		if n := f.player.arrivedIn(heldNS); n < total {
@@ -289,7 +294,7 @@ func (f *fleet) drain(ctx context.Context, r *report) error {
 	}); err != nil {
 		return fmt.Errorf("%w; %s; player: %v", err, f.waiting(context.Background()), f.player.check())
 	}
-	r.drain = drainRow{jobs: total - arrivedBefore, took: time.Since(start)}
+	r.drain = drainRow{jobs: total - arrivedBefore, took: time.Since(start), whole: total == f.submitted}
 	if err := f.waitFinished(ctx, total); err != nil {
 		return err
 	}
@@ -297,13 +302,20 @@ func (f *fleet) drain(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
-	r.drain.measure(before, after, total)
+	r.drain.measure(before, after, r.drain.jobs)
 	return nil
 }
 
-// profile writes a CPU profile of the hub over the next period to the -cpuprofile file.
-func (f *fleet) profile(ctx context.Context, period time.Duration) {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", f.hub.pprof, int(period.Seconds()))
+// profile starts writing a CPU profile of the hub over the next 30 s to the file in the -profiles
+// directory, when there is one.
+func (f *fleet) profile(ctx context.Context, file string) {
+	if f.o.profiles != "" {
+		go f.writeProfile(ctx, filepath.Join(f.o.profiles, file))
+	}
+}
+
+func (f *fleet) writeProfile(ctx context.Context, path string) {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=30", f.hub.pprof)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		logf("profile: %v", err)
@@ -315,7 +327,7 @@ func (f *fleet) profile(ctx context.Context, period time.Duration) {
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
-	out, err := os.Create(f.o.cpuProfile)
+	out, err := os.Create(path)
 	if err == nil {
 		_, err = io.Copy(out, resp.Body)
 		err = errors.Join(err, out.Close())

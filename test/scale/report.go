@@ -46,7 +46,9 @@ type depthRow struct {
 
 // drainRow is the drain of the queue and what each job cost.
 type drainRow struct {
-	jobs   int
+	jobs int
+	// whole says the drain took the whole queue, not the first -drain jobs.
+	whole  bool
 	took   time.Duration
 	passes histogram
 	// per job: CPU of the hub and of all agents; writes the hub sent to the hub and to workers, the
@@ -95,7 +97,11 @@ func (r *report) print(w io.Writer) {
 		p("| hub restart over %d queued: RSS / Go heap | %.0f / %.0f MiB | < 2 GiB |", depth, r.fullHub.rss/mib, r.fullHub.heap/mib)
 	}
 	if d := r.drain; d.jobs > 0 {
-		p("| drain: %d jobs dispatched in | %s (%.0f jobs/s) | |", d.jobs, d.took.Round(time.Second), float64(d.jobs)/d.took.Seconds())
+		what := "the whole queue"
+		if !d.whole {
+			what = "the first of the queue"
+		}
+		p("| drain, %s: %d jobs dispatched in | %s (%.1f jobs/s) | |", what, d.jobs, d.took.Round(time.Second), float64(d.jobs)/d.took.Seconds())
 		p("| drain: dispatch pass mean / p99 (%d passes) | %s / <= %s | < 100 ms |", d.passes.count, ms(d.passes.mean()), ms(d.passes.quantile(0.99)))
 		p("| drain: CPU per job, hub + agents | %s + %s = %s | < 5 ms |", ms(d.hubCPU), ms(d.agentCPU), ms(d.hubCPU+d.agentCPU))
 		p("| drain: API writes per job, hub to hub / hub to workers / agents | %.1f / %.1f / %.1f | |", d.hubToHub, d.hubToWorkers, d.agentWrite)
