@@ -28,6 +28,14 @@ func (b *snapshotBuilder) disconnected(name string) *snapshotBuilder {
 	return b
 }
 
+// connecting marks a cluster not connected and not yet tried since the hub started.
+func (b *snapshotBuilder) connecting(name string) *snapshotBuilder {
+	c := b.s.Clusters[name]
+	c.Connected, c.Connecting = false, true
+	b.s.Clusters[name] = c
+	return b
+}
+
 func (b *snapshotBuilder) cordoned(name string) *snapshotBuilder {
 	c := b.s.Clusters[name]
 	c.Cordoned = true

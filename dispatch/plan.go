@@ -311,8 +311,9 @@ func (n *nominator) step(res *Result) {
 		if i := slices.IndexFunc(n.failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
 			v := n.failures[i].verdict
 			v.Key, v.Withdraw = w.Key, len(w.Nominated) > 0
-			res.Verdicts = append(res.Verdicts, v)
-			ql.noteQuotaBlocked(w, vec, res)
+			if res.addVerdict(v) {
+				ql.noteQuotaBlocked(w, vec, res)
+			}
 			return
 		}
 	}
@@ -327,8 +328,9 @@ func (n *nominator) step(res *Result) {
 	}
 	if len(n.best) == 0 {
 		v := ql.noCandidateVerdict(w, vec, sc)
-		res.Verdicts = append(res.Verdicts, v)
-		ql.noteQuotaBlocked(w, vec, res)
+		if res.addVerdict(v) {
+			ql.noteQuotaBlocked(w, vec, res)
+		}
 		if memo && len(n.failures) < 16 {
 			n.failures = append(n.failures, failure{vec: vec, verdict: v})
 		}
@@ -357,6 +359,8 @@ func (ql *queueLedger) noCandidateVerdict(w *Workload, vec []int64, sc scan) Ver
 	switch {
 	case sc[stageNever] == 0:
 		v.Reason, v.Message = gantry.ReasonNoClusterCanHold, ql.cannotHoldMessage(w, vec)
+	case sc[stageUnavailable] == 0 && ql.anyConnecting(w, vec):
+		return Verdict{Key: w.Key} // no reason: it keeps its last one
 	case sc[stageUnavailable] == 0:
 		v.Reason, v.Message = gantry.ReasonNoClusterAvailable, ql.unavailableMessage(w, vec)
 	case sc[stageQuota] > 0:
@@ -436,6 +440,28 @@ func (ql *queueLedger) unavailableMessage(w *Workload, vec []int64) string {
 		}
 	}
 	return "no cluster that could hold this workload is available: " + strings.Join(parts, ", ")
+}
+
+// anyConnecting says whether a cluster that could hold the workload is still being connected after the
+// hub started: until it is tried, the workload is not said to have no cluster available, so a hub that
+// restarts does not rewrite every waiting Workload while it reconnects.
+func (ql *queueLedger) anyConnecting(w *Workload, vec []int64) bool {
+	for i := range ql.clusters {
+		if c := &ql.clusters[i]; c.known && c.cluster.Connecting && !w.refusedBy(c) && c.couldEverFit(vec) {
+			return true
+		}
+	}
+	return false
+}
+
+// addVerdict records a verdict and says so; one without a reason leaves the workload's last verdict as
+// it is.
+func (res *Result) addVerdict(v Verdict) bool {
+	if v.Reason == "" {
+		return false
+	}
+	res.Verdicts = append(res.Verdicts, v)
+	return true
 }
 
 // refusedBy says whether the cluster is out for the workload: its agent rejected it, or the hub cannot

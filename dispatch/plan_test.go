@@ -110,6 +110,20 @@ func TestPlan(t *testing.T) {
 			want: Result{Verdicts: []Verdict{{Key: "ns/new", Reason: gantry.ReasonNoClusterAvailable,
 				Message: "no cluster that could hold this workload is available: a is not connected, b is cordoned"}}},
 		},
+		"a cluster still being connected after the hub started leaves the verdict as it was": {
+			snapshot: makeSnapshot().cluster("a", "b").connecting("a").cordoned("b").queue(twoClusters().obj()).workloads(
+				makeWorkload("ns/new", "q").gpus(1).obj(),
+			).obj(),
+			want: Result{},
+		},
+		"a cluster still being connected that could never hold it does not hold the verdict back": {
+			snapshot: makeSnapshot().cluster("a", "b").connecting("a").disconnected("b").
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 1).quota("b", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/new", "q").gpus(4).obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{{Key: "ns/new", Reason: gantry.ReasonNoClusterAvailable,
+				Message: "no cluster that could hold this workload is available: b is not connected"}}},
+		},
 		"unknown cluster in a queue can never hold": {
 			snapshot: makeSnapshot().queue(makeQueue("q").quota("ghost", "nvidia.com/gpu", 8).obj()).workloads(
 				makeWorkload("ns/new", "q").gpus(1).obj(),

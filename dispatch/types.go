@@ -58,8 +58,11 @@ func (r Resources) Sub(o Resources) {
 
 // Cluster is what the dispatcher knows of one worker cluster.
 type Cluster struct {
-	Name       string
-	Connected  bool
+	Name      string
+	Connected bool
+	// Connecting: not connected, and the hub has not tried to connect it since it started, so what it
+	// will be is not known yet. A workload that only such a cluster could take keeps its last verdict.
+	Connecting bool
 	AgentReady bool
 	Cordoned   bool
 	// Fenced: the operator said nothing of the cluster runs any more.

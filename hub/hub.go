@@ -254,6 +254,8 @@ type copyReader struct{ m *remote.Manager }
 
 func (r copyReader) IsConnected(cluster string) bool { return r.m.IsConnected(cluster) }
 
+func (r copyReader) Tried(cluster string) bool { return r.m.Tried(cluster) }
+
 func (r copyReader) Kinds(cluster string) []gantry.JobKind {
 	if c, ok := r.m.Get(cluster); ok {
 		return c.Kinds()

@@ -291,6 +291,28 @@ func TestPassLeavesFinishedWorkloadsOut(t *testing.T) {
 	}
 }
 
+// TestPassWaitsForAStartingHubToTryItsClusters: a hub that has just started and has not yet tried to
+// connect a cluster does not declare its waiting workloads without a cluster: it writes nothing until it
+// has tried, then says what it found.
+func TestPassWaitsForAStartingHubToTryItsClusters(t *testing.T) {
+	waiting := makeHubWorkload("waiting", "q").obj()
+	apimeta.SetStatusCondition(&waiting.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
+		Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq", LastTransitionTime: at})
+	h := newHarness(t, at.Time, append(hubObjects(), waiting)...)
+	h.copies.connected["w1"] = false
+	h.copies.untried = map[string]bool{"w1": true}
+	h.d.Copies = h.copies
+	h.pass()
+	if writes, _ := h.counts(); writes["waiting"] > 0 {
+		t.Fatalf("waiting Workload written %d times before its only cluster was tried", writes["waiting"])
+	}
+	delete(h.copies.untried, "w1")
+	h.pass()
+	if c := apimeta.FindStatusCondition(h.status("waiting").Conditions, gantry.WorkloadPending); c == nil || c.Reason != gantry.ReasonNoClusterAvailable {
+		t.Errorf("once w1 was tried and found disconnected, pending as %+v, want %s", c, gantry.ReasonNoClusterAvailable)
+	}
+}
+
 // TestPassReplacesANominationMadeUnderAnotherGlobalQueue: a pending workload whose Queue was pointed at
 // another GlobalQueue after it was nominated is not confirmed, though a copy was admitted: it is
 // nominated again under the GlobalQueue its Queue names now.

@@ -25,6 +25,8 @@ type CopyReader interface {
 	// is not connected.
 	Copy(cluster string, wl *gantry.Workload) *gantry.Workload
 	IsConnected(cluster string) bool
+	// Tried says whether the hub has tried to connect the cluster since it started.
+	Tried(cluster string) bool
 	// Kinds lists the kinds of jobs the hub can run on a connected cluster; nil when not connected.
 	Kinds(cluster string) []gantry.JobKind
 }
@@ -102,6 +104,7 @@ func snapshotClusters(clusters []gantry.WorkerCluster, copies CopyReader) map[st
 		out[wc.Name] = dispatch.Cluster{
 			Name:       wc.Name,
 			Connected:  copies.IsConnected(wc.Name),
+			Connecting: !copies.IsConnected(wc.Name) && !copies.Tried(wc.Name),
 			AgentReady: apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady),
 			Cordoned:   wc.Spec.Cordoned,
 			Fenced:     wc.Spec.Fenced,

@@ -24,9 +24,12 @@ type fakeCopies struct {
 	copies    map[string]*gantry.Workload // by cluster
 	byName    map[string]*gantry.Workload // by cluster/workload name, before copies
 	kinds     map[string][]gantry.JobKind // by cluster; a connected cluster not listed runs batch Jobs only
+	untried   map[string]bool             // clusters the hub has not tried to connect yet
 }
 
 func (f fakeCopies) IsConnected(c string) bool { return f.connected[c] }
+
+func (f fakeCopies) Tried(c string) bool { return !f.untried[c] }
 
 func (f fakeCopies) Kinds(c string) []gantry.JobKind {
 	if !f.connected[c] {

@@ -231,6 +231,8 @@ type Manager struct {
 	clusters map[string]*Cluster
 	// contact is when each cluster was last reached: a connection made or a health check passed.
 	contact map[string]time.Time
+	// tried holds the clusters this process has tried to connect, whatever came of it.
+	tried map[string]bool
 }
 
 // NewManager returns a manager without connections.
@@ -241,7 +243,22 @@ func NewManager(scheme *runtime.Scheme, opts Options) *Manager {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Manager{scheme: scheme, opts: opts, clusters: map[string]*Cluster{}, contact: map[string]time.Time{}}
+	return &Manager{scheme: scheme, opts: opts, clusters: map[string]*Cluster{}, contact: map[string]time.Time{}, tried: map[string]bool{}}
+}
+
+// MarkTried records that this process tried to connect the cluster, whatever came of it.
+func (m *Manager) MarkTried(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tried[name] = true
+}
+
+// Tried says whether this process has tried to connect the cluster: until then, that it is not
+// connected says nothing about the cluster.
+func (m *Manager) Tried(name string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.tried[name]
 }
 
 // LastContact is when the hub last reached the cluster: a connection made or a health check passed;

@@ -43,6 +43,9 @@ type Connections interface {
 	Ensure(ctx context.Context, name string, target remote.Target) error
 	Disconnect(name string)
 	Get(name string) (*remote.Cluster, bool)
+	// MarkTried records that the cluster's connection was tried since the hub started, so that the
+	// dispatcher may take its being disconnected for a fact.
+	MarkTried(name string)
 }
 
 // Reconciler connects WorkerClusters and writes their status.
@@ -129,7 +132,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status := wc.Status.DeepCopy()
 	result := ctrl.Result{RequeueAfter: HealthInterval}
-	if err := r.connect(ctx, &wc); err != nil {
+	err := r.connect(ctx, &wc)
+	r.Connections.MarkTried(wc.Name)
+	if err != nil {
 		r.Connections.Disconnect(wc.Name)
 		setCondition(status, wc.Generation, gantry.ClusterConnected, metav1.ConditionFalse, remote.ReasonOf(err), err.Error())
 		setCondition(status, wc.Generation, gantry.ClusterAgentReady, metav1.ConditionUnknown, gantry.ReasonUnreachable, "the cluster is not connected")
