@@ -314,7 +314,7 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 		c.verdict = &dispatch.Verdict{Reason: b.reason, Message: b.message, Withdraw: len(b.wl.Status.NominatedClusters) > 0}
 	}
 	for key, c := range changes {
-		if c.wl == nil {
+		if c.wl == nil || verdictStands(c) {
 			continue
 		}
 		wl, event := d.decide(c)
@@ -379,6 +379,18 @@ func (d *Dispatcher) agentNewsTooSoon(key string, c *change) bool {
 	}
 	d.agentNews[key] = now
 	return false
+}
+
+// verdictStands says whether the change is only a verdict that the Workload already shows: most of a
+// deep queue in every pass, which then costs no copy of the Workload.
+func verdictStands(c *change) bool {
+	v := c.verdict
+	if v == nil || v.Withdraw || c.winner != "" || c.nomination != nil || c.preemption != nil || len(c.rejections) > 0 {
+		return false
+	}
+	p := apimeta.FindStatusCondition(c.wl.Status.Conditions, gantry.WorkloadPending)
+	return p != nil && p.Status == metav1.ConditionTrue && p.Reason == v.Reason && p.Message == v.Message &&
+		p.ObservedGeneration == c.wl.Generation
 }
 
 // decide applies one workload's decisions to a copy of it and says which Event records them.

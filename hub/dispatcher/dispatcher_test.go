@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
 )
 
 // outcome is what the API server does with one status write of a Workload.
@@ -486,5 +487,38 @@ func TestPassGoesByItsOwnWritesInARow(t *testing.T) {
 	}
 	if st := h.status("a"); st.ClusterName != "w1" || st.DispatchEpoch != 1 {
 		t.Errorf("after the third pass: %+v", st)
+	}
+}
+
+// TestVerdictStands: a pass skips, without copying the Workload, only a verdict the Workload already
+// shows as it would be written.
+func TestVerdictStands(t *testing.T) {
+	shown := makeHubWorkload("w", "q").obj()
+	shown.Generation = 2
+	apimeta.SetStatusCondition(&shown.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
+		Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq", ObservedGeneration: 2})
+	same := dispatch.Verdict{Key: "ns/w", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq"}
+	other := same
+	other.Message = "queued behind ns/x (StrictFIFO)"
+	withdraw := same
+	withdraw.Withdraw = true
+	older := shown.DeepCopy()
+	older.Generation = 3
+	cases := map[string]struct {
+		c    change
+		want bool
+	}{
+		"the same verdict":                       {change{wl: shown, verdict: &same}, true},
+		"another message":                        {change{wl: shown, verdict: &other}, false},
+		"a withdrawal":                           {change{wl: shown, verdict: &withdraw}, false},
+		"a newer generation":                     {change{wl: older, verdict: &same}, false},
+		"the same verdict and a rejection":       {change{wl: shown, verdict: &same, rejections: []dispatch.Rejection{{Cluster: "w1"}}}, false},
+		"no verdict, a nomination":               {change{wl: shown, nomination: &dispatch.Nomination{Key: "ns/w"}}, false},
+		"the same verdict of a Workload without": {change{wl: makeHubWorkload("w", "q").obj(), verdict: &same}, false},
+	}
+	for name, tc := range cases {
+		if got := verdictStands(&tc.c); got != tc.want {
+			t.Errorf("%s: verdictStands = %v, want %v", name, got, tc.want)
+		}
 	}
 }
