@@ -161,18 +161,23 @@ func (h histogram) mean() time.Duration {
 	return seconds(h.sum / float64(h.count))
 }
 
-// quantile is the upper bound of the bucket holding the q-th observation: an upper estimate.
-func (h histogram) quantile(q float64) time.Duration {
-	if h.count == 0 {
-		return 0
+// quantile says "<= b", b the upper bound of the bucket holding the q-th observation (an upper
+// estimate), or "> b" of the last bound when it lies beyond.
+func (h histogram) quantile(q float64) string {
+	if h.count == 0 || len(h.bounds) == 0 {
+		return "none"
 	}
 	rank := uint64(math.Ceil(q * float64(h.count)))
 	for i, c := range h.counts {
-		if c >= rank {
-			return seconds(h.bounds[i])
+		if c >= rank && !math.IsInf(h.bounds[i], 1) {
+			return "<= " + ms(seconds(h.bounds[i]))
 		}
 	}
-	return seconds(math.Inf(1))
+	last := h.bounds[len(h.bounds)-1]
+	if math.IsInf(last, 1) && len(h.bounds) > 1 {
+		last = h.bounds[len(h.bounds)-2]
+	}
+	return "> " + ms(seconds(last))
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
