@@ -18,6 +18,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
 func TestJobNamingAMissingQueueWaitsWithAReason(t *testing.T) {
@@ -85,7 +86,7 @@ func TestJobNoClusterCanHold(t *testing.T) {
 func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
 	startHub(t)
 	ctx := context.Background()
-	goodConfig, err := kubeconfigFor(workers["worker-1"].cfg)
+	goodConfig, err := testcluster.Kubeconfig(workers["worker-1"].cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

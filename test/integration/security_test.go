@@ -23,6 +23,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
+	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
 // registerRefusedWorker creates a kubeconfig Secret and a WorkerCluster of that name on the hub, removed at
@@ -60,7 +61,7 @@ func registerRefusedWorker(t *testing.T, name string, kubeconfig []byte) *metav1
 // uses or another one: then the cluster's identity (the UID of kube-system) gives it away.
 func TestTheHubIsRefusedAsAWorker(t *testing.T) {
 	rh := startHub(t)
-	kc, err := kubeconfigFor(hubEnv.cfg)
+	kc, err := testcluster.Kubeconfig(hubEnv.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestTheHubIsRefusedAsAWorker(t *testing.T) {
 // goes on working.
 func TestAClusterRegisteredTwiceIsRefused(t *testing.T) {
 	rh := startHub(t)
-	kc, err := kubeconfigFor(workers["worker-1"].cfg)
+	kc, err := testcluster.Kubeconfig(workers["worker-1"].cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestAClusterRegisteredTwiceIsRefused(t *testing.T) {
 // are refused with a reason, while the hub serves the good clusters.
 func TestUnsafeKubeconfigsAreRefused(t *testing.T) {
 	startHub(t)
-	good, err := kubeconfigFor(workers["worker-1"].cfg)
+	good, err := testcluster.Kubeconfig(workers["worker-1"].cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ocm "open-cluster-management.io/api/cluster/v1beta1"
@@ -43,6 +40,7 @@ import (
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
+	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
 const hubNamespace = "gantry-system"
@@ -204,7 +202,7 @@ func setUp() error {
 	}
 	for _, n := range names {
 		w := workers[n]
-		kc, err := kubeconfigFor(w.cfg)
+		kc, err := testcluster.Kubeconfig(w.cfg)
 		if err != nil {
 			return err
 		}
@@ -219,7 +217,7 @@ func setUp() error {
 			return err
 		}
 		for i := 0; i < 2; i++ {
-			if err := createNode(ctx, w.client, fmt.Sprintf("%s-gpu-%d", n, i), 8); err != nil {
+			if err := testcluster.CreateGPUNode(ctx, w.client, fmt.Sprintf("%s-gpu-%d", n, i), 8); err != nil {
 				return err
 			}
 		}
@@ -250,37 +248,6 @@ func waitForJobPolicy(ctx context.Context) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("the job admission policy did not take effect")
-}
-
-// kubeconfigFor renders a kubeconfig with embedded credentials, as a worker's registration Secret holds.
-func kubeconfigFor(cfg *rest.Config) ([]byte, error) {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	return clientcmd.Write(*kc)
-}
-
-func createNode(ctx context.Context, c client.Client, name string, gpus int64) error {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{gantry.GPUProductLabel: "NVIDIA-H100-80GB-HBM3"}}}
-	if err := c.Create(ctx, node); err != nil {
-		return err
-	}
-	rl := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("64"),
-		corev1.ResourceMemory: resource.MustParse("512Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-		gantry.GPUResource:    *resource.NewQuantity(gpus, resource.DecimalSI),
-	}
-	node.Status = corev1.NodeStatus{Capacity: rl, Allocatable: rl,
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}}
-	if err := c.Status().Update(ctx, node); err != nil {
-		return err
-	}
-	// The API server taints new nodes not-ready; with no node controller here, the test lifts it.
-	node.Spec.Taints = nil
-	return c.Update(ctx, node)
 }
 
 func startAgent(w *cluster) error {

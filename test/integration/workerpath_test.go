@@ -18,6 +18,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
 // cutOff makes the hub lose a worker: its registration Secret points at an address nothing listens on.
@@ -26,7 +27,7 @@ func cutOff(t *testing.T, rh *runningHub, name string) func() {
 	t.Helper()
 	bad := *hubEnv.cfg
 	bad.Host = "https://127.0.0.1:1"
-	kc, err := kubeconfigFor(&bad)
+	kc, err := testcluster.Kubeconfig(&bad)
 	if err != nil {
 		t.Fatal(err)
 	}

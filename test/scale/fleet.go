@@ -14,23 +14,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
-const (
-	systemNamespace = "gantry-system"
-	gpuProduct      = "NVIDIA-H100-80GB-HBM3"
-)
+const systemNamespace = "gantry-system"
 
 // apiServer is one etcd and kube-apiserver started by envtest: the hub's or a worker's.
 type apiServer struct {
@@ -64,15 +59,7 @@ func restClient(s *apiServer) (rest.Interface, error) {
 	return cs.CoreV1().RESTClient(), nil
 }
 
-// kubeconfig renders a kubeconfig with embedded credentials, as a worker's registration Secret holds.
-func (s *apiServer) kubeconfig() ([]byte, error) {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: s.cfg.Host, CertificateAuthorityData: s.cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: s.cfg.CertData, ClientKeyData: s.cfg.KeyData, Token: s.cfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	return clientcmd.Write(*kc)
-}
+func (s *apiServer) kubeconfig() ([]byte, error) { return testcluster.Kubeconfig(s.cfg) }
 
 func (s *apiServer) writeKubeconfig(dir string) (string, error) {
 	kc, err := s.kubeconfig()
@@ -90,32 +77,11 @@ func prepareWorker(ctx context.Context, w *apiServer, nodes int, gpus int64) err
 		return err
 	}
 	for i := range nodes {
-		if err := createNode(ctx, w.client, fmt.Sprintf("%s-gpu-%d", w.name, i), gpus); err != nil {
+		if err := testcluster.CreateGPUNode(ctx, w.client, fmt.Sprintf("%s-gpu-%d", w.name, i), gpus); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func createNode(ctx context.Context, c client.Client, name string, gpus int64) error {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{gantry.GPUProductLabel: gpuProduct}}}
-	if err := c.Create(ctx, node); err != nil {
-		return err
-	}
-	rl := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("128"),
-		corev1.ResourceMemory: resource.MustParse("1Ti"),
-		corev1.ResourcePods:   resource.MustParse("250"),
-		gantry.GPUResource:    *resource.NewQuantity(gpus, resource.DecimalSI),
-	}
-	node.Status = corev1.NodeStatus{Capacity: rl, Allocatable: rl,
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}}
-	if err := c.Status().Update(ctx, node); err != nil {
-		return err
-	}
-	// The API server taints new nodes not-ready; no node controller runs to lift it.
-	node.Spec.Taints = nil
-	return c.Update(ctx, node)
 }
 
 // register writes a worker's kubeconfig Secret and its WorkerCluster on the hub.
