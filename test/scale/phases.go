@@ -222,7 +222,6 @@ type costs struct {
 	hubMetrics   families
 	workerWrites float64
 	playerWrites int
-	hubWrites    float64
 }
 
 func (f *fleet) costs(ctx context.Context) (costs, error) {
@@ -244,11 +243,6 @@ func (f *fleet) costs(ctx context.Context) (costs, error) {
 		}
 		c.workerWrites += writes(m)
 	}
-	m, err := scrapeAPIServer(ctx, f.hubAPI)
-	if err != nil {
-		return c, err
-	}
-	c.hubWrites = writes(m)
 	_, c.playerWrites = f.player.count()
 	return c, nil
 }
