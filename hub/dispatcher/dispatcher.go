@@ -70,6 +70,9 @@ type Dispatcher struct {
 	backoff  map[string]time.Duration                        // keys whose last write failed other than by a conflict
 	// agentNews is when each waiting workload's Pending message last took in its agents' explanations.
 	agentNews map[string]time.Time
+	// proposed are the waiting verdicts passes propose in place of another one a Workload shows, since
+	// when (see holdWaiting); used by passes only, one at a time.
+	proposed map[string]proposal
 
 	lastQueueStatus time.Time
 }
@@ -82,6 +85,7 @@ func (d *Dispatcher) init() {
 		d.unknown = map[string]*unknownWrite{}
 		d.backoff = map[string]time.Duration{}
 		d.agentNews = map[string]time.Time{}
+		d.proposed = map[string]proposal{}
 		if d.Writers < 1 {
 			d.Writers = 64
 		}
@@ -175,10 +179,23 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	d.mu.Unlock()
+	for key := range d.proposed {
+		if _, ok := byKey[key]; !ok {
+			delete(d.proposed, key)
+		}
+	}
 	res := dispatch.Plan(snap)
-	d.execute(ctx, byKey, res, blockedList)
+	held := d.execute(ctx, byKey, res, blockedList)
 	d.settleDue(ctx)
-	return d.writeStatuses(ctx, st, snap), nil
+	return soonest(held, d.writeStatuses(ctx, st, snap)), nil
+}
+
+// soonest is the shorter of two waits, where 0 is none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // ActiveIndex indexes the hub's Workloads that are not finished, the only ones a pass decides over or
@@ -283,7 +300,9 @@ type change struct {
 	preemption  *dispatch.Preemption
 }
 
-func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workload, res dispatch.Result, blockedList []blocked) {
+// execute writes each workload's part of the pass; it says when the first verdict it held back is due
+// (0: none).
+func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workload, res dispatch.Result, blockedList []blocked) time.Duration {
 	changes := map[string]*change{}
 	get := func(key string) *change {
 		if c := changes[key]; c != nil {
@@ -313,8 +332,17 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 		c := get(b.wl.Namespace + "/" + b.wl.Name)
 		c.verdict = &dispatch.Verdict{Reason: b.reason, Message: b.message, Withdraw: len(b.wl.Status.NominatedClusters) > 0}
 	}
+	var held time.Duration
 	for key, c := range changes {
-		if c.wl == nil || verdictStands(c) {
+		if c.wl == nil {
+			continue
+		}
+		if verdictStands(c) {
+			delete(d.proposed, key)
+			continue
+		}
+		if wait := d.holdWaiting(key, c); wait > 0 {
+			held = soonest(held, wait)
 			continue
 		}
 		wl, event := d.decide(c)
@@ -335,9 +363,10 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 			continue // its write's return, or the read that settles it, asks for another pass
 		}
 		if !d.inWriterSlot(ctx, func() { d.write(ctx, key, wl, c, event) }) {
-			return
+			return held
 		}
 	}
+	return held
 }
 
 // inWriterSlot runs f in a goroutine once one of the Writers slots is free, so a pass never waits on
@@ -353,44 +382,6 @@ func (d *Dispatcher) inWriterSlot(ctx context.Context, f func()) bool {
 		f()
 	}()
 	return true
-}
-
-// AgentNewsInterval is the least time between two rewrites of a waiting workload's Pending message that
-// only repeat newer explanations of its agents: they change with every pod that starts or ends on the
-// workers, and the hub would otherwise rewrite every waiting Workload each time. A pass at least every
-// Resync brings the message up to date.
-const AgentNewsInterval = 30 * time.Second
-
-// agentNewsTooSoon tells whether the change for key only refreshes the agents' explanations, and the
-// last refresh was less than AgentNewsInterval ago. It remembers the refreshes it lets through.
-func (d *Dispatcher) agentNewsTooSoon(key string, c *change) bool {
-	if c.verdict == nil || c.verdict.Reason != gantry.ReasonWaitingForAdmission || c.verdict.Withdraw ||
-		c.winner != "" || c.nomination != nil || len(c.rejections) > 0 {
-		return false
-	}
-	prev := apimeta.FindStatusCondition(c.wl.Status.Conditions, gantry.WorkloadPending)
-	now := d.Clock.Now()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if prev != nil && prev.Reason == gantry.ReasonWaitingForAdmission {
-		if last, ok := d.agentNews[key]; ok && now.Sub(last) < AgentNewsInterval {
-			return true
-		}
-	}
-	d.agentNews[key] = now
-	return false
-}
-
-// verdictStands says whether the change is only a verdict that the Workload already shows: most of a
-// deep queue in every pass, which then costs no copy of the Workload.
-func verdictStands(c *change) bool {
-	v := c.verdict
-	if v == nil || v.Withdraw || c.winner != "" || c.nomination != nil || c.preemption != nil || len(c.rejections) > 0 {
-		return false
-	}
-	p := apimeta.FindStatusCondition(c.wl.Status.Conditions, gantry.WorkloadPending)
-	return p != nil && p.Status == metav1.ConditionTrue && p.Reason == v.Reason && p.Message == v.Message &&
-		p.ObservedGeneration == c.wl.Generation
 }
 
 // decide applies one workload's decisions to a copy of it and says which Event records them.
