@@ -172,6 +172,12 @@ func (b *workloadBuilder) copyWaiting(cluster, reason, message string) *workload
 
 func (b *workloadBuilder) pendingMessage(m string) *workloadBuilder { b.w.PendingMessage = m; return b }
 
+// pending records the Pending condition the workload shows.
+func (b *workloadBuilder) pending(reason, message string) *workloadBuilder {
+	b.w.PendingReason, b.w.PendingMessage = reason, message
+	return b
+}
+
 func (b *workloadBuilder) copyExpired(cluster string) *workloadBuilder {
 	b.w.Copies = append(b.w.Copies, Copy{Cluster: cluster, Expired: true, Reason: "ReservationExpired"})
 	return b

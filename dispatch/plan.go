@@ -70,7 +70,7 @@ func Plan(s *Snapshot) Result {
 	}
 	SortByQueueOrder(pending)
 
-	needNomination := make(map[string][]*Workload) // by queue
+	needNomination := make(map[string][]nominee) // by queue
 	for _, w := range pending {
 		q := l.queues[w.GlobalQueue]
 		if q == nil {
@@ -110,11 +110,12 @@ func Plan(s *Snapshot) Result {
 		if !widen {
 			q.release(w) // a widening workload keeps its reservations until it has somewhere more to go
 		}
-		needNomination[w.GlobalQueue] = append(needNomination[w.GlobalQueue], &Workload{
-			Key: w.Key, GlobalQueue: w.GlobalQueue, Priority: w.Priority, Created: w.Created,
-			Requests: w.Requests, GPU: w.GPU, Epoch: w.Epoch, Nominated: w.Nominated, Rejected: rejected, Kind: w.Kind,
-			width: q.width(w, widen), widening: widen,
-		})
+		if len(res.Rejections[w.Key]) > 0 {
+			cp := *w // never mutate the snapshot
+			cp.Rejected = rejected
+			w = &cp
+		}
+		needNomination[w.GlobalQueue] = append(needNomination[w.GlobalQueue], nominee{Workload: w, width: q.width(w, widen), widening: widen})
 	}
 
 	for name, ws := range needNomination {
@@ -251,10 +252,18 @@ func (ql *queueLedger) width(w *Workload, widen bool) int {
 	return 1
 }
 
+// nominee is a workload that needs clusters in this pass: width is how many clusters it goes to;
+// widening says it is nominated again only to go to more clusters than it has.
+type nominee struct {
+	*Workload
+	width    int
+	widening bool
+}
+
 // nominator walks one queue's workloads that need clusters in this pass, in queue order.
 type nominator struct {
 	ql      *queueLedger
-	pending []*Workload
+	pending []nominee
 	next    int
 	vec     []int64 // the head's vector, once asked for
 	// best, passed, total and raw are the candidate pipeline's buffers, reused from one workload to the next.
@@ -273,7 +282,7 @@ type failure struct {
 	verdict Verdict
 }
 
-func (ql *queueLedger) startNominating(pending []*Workload) {
+func (ql *queueLedger) startNominating(pending []nominee) {
 	ql.nom = &nominator{ql: ql, pending: pending, best: make([]scored, 0, ql.maxCandidates)}
 }
 
@@ -282,7 +291,7 @@ func (n *nominator) head() *Workload {
 	if n == nil || n.next == len(n.pending) {
 		return nil
 	}
-	return n.pending[n.next]
+	return n.pending[n.next].Workload
 }
 
 // headVector is the head workload's requests the queue limits, laid out by its index.
@@ -301,7 +310,7 @@ func (n *nominator) step(res *Result) {
 		if w.widening {
 			return // it keeps the clusters it has
 		}
-		res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForQuota,
+		ql.addVerdict(res, w.Workload, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForQuota,
 			Message: "queued behind " + n.blockedBy + " (StrictFIFO)", Withdraw: len(w.Nominated) > 0})
 		return
 	}
@@ -311,25 +320,25 @@ func (n *nominator) step(res *Result) {
 		if i := slices.IndexFunc(n.failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
 			v := n.failures[i].verdict
 			v.Key, v.Withdraw = w.Key, len(w.Nominated) > 0
-			if res.addVerdict(v) {
-				ql.noteQuotaBlocked(w, vec, res)
+			if ql.addVerdict(res, w.Workload, v) {
+				ql.noteQuotaBlocked(w.Workload, vec, res)
 			}
 			return
 		}
 	}
 	var sc scan
 	if w.widening {
-		ql.release(w)
+		ql.release(w.Workload)
 	}
-	n.best, sc = n.candidates(w, vec, max(w.width, 1))
+	n.best, sc = n.candidates(w.Workload, vec, max(w.width, 1))
 	if w.widening && len(n.best) <= len(w.Nominated) {
-		ql.reserve(w, vec) // nowhere more to go: it keeps the clusters it has
+		ql.reserve(w.Workload, vec) // nowhere more to go: it keeps the clusters it has
 		return
 	}
 	if len(n.best) == 0 {
-		v := ql.noCandidateVerdict(w, vec, sc)
-		if res.addVerdict(v) {
-			ql.noteQuotaBlocked(w, vec, res)
+		v := ql.noCandidateVerdict(w.Workload, vec, sc)
+		if ql.addVerdict(res, w.Workload, v) && !w.widening {
+			ql.noteQuotaBlocked(w.Workload, vec, res)
 		}
 		if memo && len(n.failures) < 16 {
 			n.failures = append(n.failures, failure{vec: vec, verdict: v})
@@ -454,14 +463,20 @@ func (ql *queueLedger) anyConnecting(w *Workload, vec []int64) bool {
 	return false
 }
 
-// addVerdict records a verdict and says so; one without a reason leaves the workload's last verdict as
-// it is.
-func (res *Result) addVerdict(v Verdict) bool {
-	if v.Reason == "" {
+// addVerdict records a verdict for the workload and says so. One without a reason leaves the workload's
+// last verdict as it is; so does one the workload already shows, unless its queue may preempt (a
+// preemption may still say more of it): most of a deep queue in every pass, which then costs nothing.
+func (ql *queueLedger) addVerdict(res *Result, w *Workload, v Verdict) bool {
+	if v.Reason == "" || (w.shows(v) && !ql.preempts()) {
 		return false
 	}
 	res.Verdicts = append(res.Verdicts, v)
 	return true
+}
+
+// shows says whether the workload's Pending condition already says what the verdict would write.
+func (w *Workload) shows(v Verdict) bool {
+	return !v.Withdraw && v.Reason == w.PendingReason && v.Message == w.PendingMessage
 }
 
 // refusedBy says whether the cluster is out for the workload: its agent rejected it, or the hub cannot

@@ -77,3 +77,30 @@ func benchPlan(b *testing.B, s *Snapshot) {
 	}
 	b.ReportMetric(float64(nominated), "nominations/op")
 }
+
+// BenchmarkPlan100kWaiting100Clusters is a pass over a deep queue at rest: 10 queues on 100 clusters,
+// each queue's quota filled by its 4,000 running workloads, and 100,000 pending ones that already show
+// the verdict the pass gives them. Nothing changes, so the pass should find so at little cost.
+func BenchmarkPlan100kWaiting100Clusters(b *testing.B) {
+	s := benchSnapshot(10, Resources{"nvidia.com/gpu": 16_000, "cpu": 512_000, "memory": 4 << 40 * 1000}, nil)
+	s.Workloads = nil
+	for i := 0; i < 4000; i++ { // 4 running workloads of 4 GPUs on each cluster fill each queue's quota there
+		c := fmt.Sprintf("cluster-%03d", i/4%100)
+		s.Workloads = append(s.Workloads, &Workload{
+			Key: fmt.Sprintf("ns/running-%d", i), GlobalQueue: fmt.Sprintf("queue-%02d", i/400), Phase: Admitted,
+			Winner: c, Epoch: 1, Nominated: []string{c},
+			Requests: Resources{"nvidia.com/gpu": 4000, "cpu": 32_000, "memory": 64 << 30 * 1000},
+		})
+	}
+	for i := 0; i < 100_000; i++ {
+		q := fmt.Sprintf("queue-%02d", i%10)
+		s.Workloads = append(s.Workloads, &Workload{
+			Key: fmt.Sprintf("ns/pending-%d", i), GlobalQueue: q, Priority: int32(i % 3),
+			Created:        t0.Add(time.Duration(i) * time.Millisecond),
+			Requests:       Resources{"nvidia.com/gpu": int64(1+i%8) * 1000, "cpu": 8000, "memory": 32 << 30 * 1000},
+			PendingReason:  "WaitingForQuota",
+			PendingMessage: "waiting for quota of GlobalQueue " + q,
+		})
+	}
+	benchPlan(b, s)
+}

@@ -270,6 +270,28 @@ func TestPlan(t *testing.T) {
 			).obj(),
 			want: Result{},
 		},
+		"a verdict a workload already shows is not proposed again; another one is": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/running", "q").gpus(8).admittedOn("a").obj(),
+				makeWorkload("ns/shown", "q").gpus(8).createdAt(1).pending(gantry.ReasonWaitingForQuota, "waiting for quota of GlobalQueue q").obj(),
+				makeWorkload("ns/said-other", "q").gpus(8).createdAt(2).pending(gantry.ReasonWaitingForCapacity, "waiting for quota of GlobalQueue q").obj(),
+				makeWorkload("ns/huge", "q").gpus(16).createdAt(3).pending(gantry.ReasonWaitingForQuota, "waiting for quota of GlobalQueue q").obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{
+				{Key: "ns/said-other", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue q"},
+				{Key: "ns/huge", Reason: gantry.ReasonNoClusterCanHold, Message: "no cluster of GlobalQueue q can ever hold this workload: a: needs 16 nvidia.com/gpu, quota is 8"},
+			}},
+		},
+		"a withdrawal is proposed though the workload shows the verdict": {
+			snapshot: makeSnapshot().cluster("a").
+				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/running", "q").gpus(8).admittedOn("a").obj(),
+				makeWorkload("ns/moved", "q").gpus(8).nominated(2, "a").nominatedUnder("old").
+					pending(gantry.ReasonWaitingForQuota, "waiting for quota of GlobalQueue q").obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{{Key: "ns/moved", Reason: gantry.ReasonWaitingForQuota,
+				Message: "waiting for quota of GlobalQueue q", Withdraw: true}}},
+		},
 		"a nomination made under another GlobalQueue does not win, and is replaced under the current one": {
 			snapshot: makeSnapshot().cluster("a").
 				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).

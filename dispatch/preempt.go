@@ -43,7 +43,7 @@ type blocked struct {
 // it waits for quota, and its queue may preempt.
 func (ql *queueLedger) noteQuotaBlocked(w *Workload, vec []int64, res *Result) {
 	i := len(res.Verdicts) - 1
-	if res.Verdicts[i].Reason != gantry.ReasonWaitingForQuota || w.widening || !ql.preempts() {
+	if res.Verdicts[i].Reason != gantry.ReasonWaitingForQuota || !ql.preempts() {
 		return
 	}
 	ql.blocked = append(ql.blocked, blocked{w: w, vec: vec, verdict: i})

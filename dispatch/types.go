@@ -195,8 +195,9 @@ type Workload struct {
 	Created     time.Time
 	Requests    Resources // total over all pods of all pod sets
 	GPU         GPUDemand
-	// PendingMessage is the message of its Pending condition as recorded, so that a pass proposes a
-	// new one only when it differs.
+	// PendingReason and PendingMessage are what its Pending condition says, as recorded for its current
+	// spec (empty when it says nothing of it), so that a pass proposes a verdict only when it differs.
+	PendingReason  string
 	PendingMessage string
 	Phase          Phase
 
@@ -219,11 +220,6 @@ type Workload struct {
 
 	// Copies of the current epoch as observed on the workers.
 	Copies []Copy
-
-	// width is, for a workload the pass nominates, how many clusters it goes to; widening says it is
-	// nominated again only to go to more clusters than it has.
-	width    int
-	widening bool
 }
 
 // Copy is the observed state of one worker copy of the workload's current epoch.

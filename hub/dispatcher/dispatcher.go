@@ -179,11 +179,6 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	d.mu.Unlock()
-	for key := range d.proposed {
-		if _, ok := byKey[key]; !ok {
-			delete(d.proposed, key)
-		}
-	}
 	res := dispatch.Plan(snap)
 	held := d.execute(ctx, byKey, res, blockedList)
 	d.settleDue(ctx)
@@ -331,6 +326,11 @@ func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workl
 	for _, b := range blockedList {
 		c := get(b.wl.Namespace + "/" + b.wl.Name)
 		c.verdict = &dispatch.Verdict{Reason: b.reason, Message: b.message, Withdraw: len(b.wl.Status.NominatedClusters) > 0}
+	}
+	for key := range d.proposed {
+		if _, ok := changes[key]; !ok {
+			delete(d.proposed, key) // its verdict stands, or it is gone: what was proposed lapsed
+		}
 	}
 	var held time.Duration
 	for key, c := range changes {

@@ -248,8 +248,9 @@ func workloadOf(wl *gantry.Workload, requests *requestCache, now time.Time, reje
 		Rejected:  rejectedClusters(wl, now, rejectionTTL),
 		Kind:      string(wl.Spec.JobKind),
 	}
-	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil {
-		w.PendingMessage = c.Message
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil &&
+		c.Status == metav1.ConditionTrue && c.ObservedGeneration == wl.Generation {
+		w.PendingReason, w.PendingMessage = c.Reason, c.Message
 	}
 	switch {
 	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):

@@ -100,3 +100,20 @@ func TestAPassHoldsAFlickeringVerdict(t *testing.T) {
 		t.Errorf("after %v pending as %+v, want %s", VerdictSteadyTime, c, gantry.ReasonWaitingForQuota)
 	}
 }
+
+// TestAProposalLapsesWithAPassThatProposesNothing: a pass that proposes nothing for a workload (its
+// verdict stands) forgets what earlier passes proposed for it, so a flip that comes back later waits
+// its whole time again.
+func TestAProposalLapsesWithAPassThatProposesNothing(t *testing.T) {
+	h := newHarness(t, at.Time)
+	h.d.init()
+	c := change{wl: pendingAs(gantry.ReasonWaitingForQuota), verdict: &dispatch.Verdict{Reason: gantry.ReasonWaitingForCapacity, Message: "waiting for GPUs"}}
+	if got := h.d.holdWaiting("ns/w", &c); got != VerdictSteadyTime {
+		t.Fatalf("held for %v, want %v", got, VerdictSteadyTime)
+	}
+	h.d.execute(context.Background(), map[string]*gantry.Workload{"ns/w": c.wl}, dispatch.Result{}, nil)
+	h.clock.Step(VerdictSteadyTime)
+	if got := h.d.holdWaiting("ns/w", &c); got != VerdictSteadyTime {
+		t.Errorf("after a pass without a verdict for it, held for %v, want %v anew", got, VerdictSteadyTime)
+	}
+}
