@@ -308,8 +308,12 @@ func (l *ledger) countUsage(s *Snapshot) {
 }
 
 // vector lays out the requests the queue limits; other resources are not counted.
-func (ql *queueLedger) vector(req Resources) []int64 {
-	vec := make([]int64, len(ql.index))
+func (ql *queueLedger) vector(req Resources) []int64 { return ql.vectorInto(nil, req) }
+
+// vectorInto lays out the requests in vec's buffer, grown as needed.
+func (ql *queueLedger) vectorInto(vec []int64, req Resources) []int64 {
+	vec = slices.Grow(vec[:0], len(ql.index))[:len(ql.index)]
+	clear(vec)
 	for r, v := range req {
 		if i, ok := ql.index[r]; ok {
 			vec[i] = v

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -62,20 +63,9 @@ func Plan(s *Snapshot) Result {
 	res := Result{Rejections: map[string][]Rejection{}}
 	l := newLedger(s)
 
-	pending := make([]*Workload, 0, len(s.Workloads))
-	for _, w := range s.Workloads {
-		if w.Phase == Pending {
-			pending = append(pending, w)
-		}
-	}
-	SortByQueueOrder(pending)
-
 	needNomination := make(map[string][]nominee) // by queue
-	for _, w := range pending {
+	for _, w := range l.pendingInQueueOrder(s) {
 		q := l.queues[w.GlobalQueue]
-		if q == nil {
-			continue // no queue: the snapshot builder reports why
-		}
 		// A nomination made under another GlobalQueue reserved nothing here and may not win here.
 		valid := w.Epoch > 0 && !w.nominationVoid()
 
@@ -168,17 +158,39 @@ func copyRejected(m map[string]string) map[string]string {
 // first), creation time and key. Within a queue, the index is the workload's position.
 func SortByQueueOrder(ws []*Workload) {
 	slices.SortFunc(ws, func(a, b *Workload) int {
-		if a.GlobalQueue != b.GlobalQueue {
-			return strings.Compare(a.GlobalQueue, b.GlobalQueue)
-		}
-		if a.Priority != b.Priority {
-			return cmp.Compare(b.Priority, a.Priority)
-		}
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
+		return cmp.Or(strings.Compare(a.GlobalQueue, b.GlobalQueue), compareInQueue(a, b))
 	})
+}
+
+// compareInQueue orders the workloads of one queue: priority (higher first), creation time and key.
+func compareInQueue(a, b *Workload) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority)
+	}
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Key, b.Key)
+}
+
+// pendingInQueueOrder is the pending workloads of the queues the ledger knows, in SortByQueueOrder's
+// order. Each queue's are sorted apart: a deep queue's sort then never compares queue names.
+func (l *ledger) pendingInQueueOrder(s *Snapshot) []*Workload {
+	byQueue := make(map[*queueLedger][]*Workload, len(l.queues))
+	n := 0
+	for _, w := range s.Workloads {
+		if ql := l.queues[w.GlobalQueue]; ql != nil && w.Phase == Pending { // no queue: the snapshot builder reports why
+			byQueue[ql] = append(byQueue[ql], w)
+			n++
+		}
+	}
+	out := make([]*Workload, 0, n)
+	for _, name := range slices.Sorted(maps.Keys(l.queues)) {
+		ws := byQueue[l.queues[name]]
+		slices.SortFunc(ws, compareInQueue)
+		out = append(out, ws...)
+	}
+	return out
 }
 
 // chooseWinner picks the earliest admitted copy on a nominated cluster whose confirmed usage stays within
@@ -265,7 +277,10 @@ type nominator struct {
 	ql      *queueLedger
 	pending []nominee
 	next    int
-	vec     []int64 // the head's vector, once asked for
+	// vec is the head's vector once haveVec; its buffer is reused for the next head, so what keeps it
+	// past the head's step keeps a copy.
+	vec     []int64
+	haveVec bool
 	// best, passed, total and raw are the candidate pipeline's buffers, reused from one workload to the next.
 	best   []scored
 	passed []int
@@ -296,8 +311,8 @@ func (n *nominator) head() *Workload {
 
 // headVector is the head workload's requests the queue limits, laid out by its index.
 func (n *nominator) headVector() []int64 {
-	if n.vec == nil {
-		n.vec = n.ql.vector(n.pending[n.next].Requests)
+	if !n.haveVec {
+		n.vec, n.haveVec = n.ql.vectorInto(n.vec, n.pending[n.next].Requests), true
 	}
 	return n.vec
 }
@@ -305,7 +320,7 @@ func (n *nominator) headVector() []int64 {
 // step nominates clusters for the head workload, or says why it waits, and moves on to the next.
 func (n *nominator) step(res *Result) {
 	ql, w, vec := n.ql, n.pending[n.next], n.headVector()
-	n.next, n.vec = n.next+1, nil
+	n.next, n.haveVec = n.next+1, false
 	if n.blockedBy != "" {
 		if w.widening {
 			return // it keeps the clusters it has
@@ -341,7 +356,7 @@ func (n *nominator) step(res *Result) {
 			ql.noteQuotaBlocked(w.Workload, vec, res)
 		}
 		if memo && len(n.failures) < 16 {
-			n.failures = append(n.failures, failure{vec: vec, verdict: v})
+			n.failures = append(n.failures, failure{vec: slices.Clone(vec), verdict: v})
 		}
 		if ql.q.StrictFIFO && sc[stageNever] > 0 {
 			n.blockedBy = w.Key

@@ -46,7 +46,7 @@ func (ql *queueLedger) noteQuotaBlocked(w *Workload, vec []int64, res *Result) {
 	if res.Verdicts[i].Reason != gantry.ReasonWaitingForQuota || !ql.preempts() {
 		return
 	}
-	ql.blocked = append(ql.blocked, blocked{w: w, vec: vec, verdict: i})
+	ql.blocked = append(ql.blocked, blocked{w: w, vec: slices.Clone(vec), verdict: i})
 }
 
 // noteWaitingOnNodes remembers a nominated workload as one that may preempt at node level: an agent
