@@ -11,7 +11,8 @@ import (
 
 // A waiting workload's Pending condition is rewritten only when a person reading it learns something:
 // a pass proposes a verdict for every waiting workload, and most proposals repeat or flicker. Three
-// rules hold rewrites back: a verdict the Workload already shows is dropped (verdictStands); a waiting
+// rules hold rewrites back: a verdict the Workload already shows is dropped (dispatch.Plan proposes
+// none but for queues that may preempt; verdictStands drops those and the blocked ones); a waiting
 // verdict that would replace another waiting verdict waits until passes proposed it for VerdictSteadyTime
 // in a row (holdWaiting); a refresh of the agents' explanations waits for AgentNewsInterval since the
 // last (agentNewsTooSoon).
