@@ -21,6 +21,8 @@ type ledger struct {
 type queueLedger struct {
 	q        *GlobalQueue
 	index    map[corev1.ResourceName]int // resources the queue limits on some cluster
+	names    []corev1.ResourceName       // the same resources, in index order
+	pending  int                         // how many of its workloads are pending, once counted
 	clusters []clusterLedger
 	byName   map[string]int
 	// cohort is the queue's cohort, nil without one; borrowed is, per resource, what the queue uses
@@ -108,6 +110,7 @@ func newLedger(s *Snapshot) *ledger {
 			for r := range q.Quota[c] {
 				if _, ok := ql.index[r]; !ok {
 					ql.index[r] = len(ql.index)
+					ql.names = append(ql.names, r)
 				}
 			}
 		}
@@ -310,14 +313,13 @@ func (l *ledger) countUsage(s *Snapshot) {
 // vector lays out the requests the queue limits; other resources are not counted.
 func (ql *queueLedger) vector(req Resources) []int64 { return ql.vectorInto(nil, req) }
 
-// vectorInto lays out the requests in vec's buffer, grown as needed.
+// vectorInto lays out the requests in vec's buffer, grown as needed. It looks up the few resources the
+// queue limits rather than ranging over the requests: no map iterator, and lookups in a small map
+// compare keys without hashing them.
 func (ql *queueLedger) vectorInto(vec []int64, req Resources) []int64 {
-	vec = slices.Grow(vec[:0], len(ql.index))[:len(ql.index)]
-	clear(vec)
-	for r, v := range req {
-		if i, ok := ql.index[r]; ok {
-			vec[i] = v
-		}
+	vec = slices.Grow(vec[:0], len(ql.names))[:len(ql.names)]
+	for i, r := range ql.names {
+		vec[i] = req[r]
 	}
 	return vec
 }

@@ -62,58 +62,68 @@ type Result struct {
 func Plan(s *Snapshot) Result {
 	res := Result{Rejections: map[string][]Rejection{}}
 	l := newLedger(s)
-
-	needNomination := make(map[string][]nominee) // by queue
-	for _, w := range l.pendingInQueueOrder(s) {
-		q := l.queues[w.GlobalQueue]
-		// A nomination made under another GlobalQueue reserved nothing here and may not win here.
-		valid := w.Epoch > 0 && !w.nominationVoid()
-
-		if valid {
-			if c, ok := q.chooseWinner(w, q.vector(w.Requests)); ok {
-				res.Winners = append(res.Winners, Winner{Key: w.Key, Cluster: c, GlobalQueue: w.GlobalQueue})
-				continue
-			}
-		}
-		rejected := w.Rejected
-		for _, cp := range w.Copies {
-			if _, done := rejected[cp.Cluster]; cp.Rejected && !done {
-				res.Rejections[w.Key] = append(res.Rejections[w.Key], Rejection{Cluster: cp.Cluster, Reason: cp.Reason, Message: cp.Message})
-				if len(res.Rejections[w.Key]) == 1 {
-					rejected = copyRejected(w.Rejected) // never mutate the snapshot
+	for _, g := range l.pendingInQueueOrder(s) {
+		var need []nominee
+		for _, w := range g.workloads {
+			if n, ok := g.ql.settle(w, &res); ok {
+				if need == nil {
+					need = make([]nominee, 0, len(g.workloads))
 				}
-				rejected[cp.Cluster] = RejectedByAgent
+				need = append(need, n)
 			}
 		}
-		keep := valid && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
-			q.hasValidNomination(w, rejected)
-		widen := keep && q.widens(w, rejected)
-		if keep && !widen {
-			verdict := -1
-			if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
-				res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
-				verdict = len(res.Verdicts) - 1
-			}
-			q.noteWaitingOnNodes(w, rejected, verdict)
-			continue
+		if need != nil {
+			g.ql.startNominating(need)
 		}
-		if !widen {
-			q.release(w) // a widening workload keeps its reservations until it has somewhere more to go
-		}
-		if len(res.Rejections[w.Key]) > 0 {
-			cp := *w // never mutate the snapshot
-			cp.Rejected = rejected
-			w = &cp
-		}
-		needNomination[w.GlobalQueue] = append(needNomination[w.GlobalQueue], nominee{Workload: w, width: q.width(w, widen), widening: widen})
-	}
-
-	for name, ws := range needNomination {
-		l.queues[name].startNominating(ws)
 	}
 	l.nominate(&res)
 	l.preempt(s, &res)
 	return res
+}
+
+// settle decides what it can for one of the queue's pending workloads on its own: a winner among its
+// admitted copies, the rejections its copies report, and whether its nomination stands. It returns the
+// workload as a nominee when it needs clusters, or more of them.
+func (q *queueLedger) settle(w *Workload, res *Result) (nominee, bool) {
+	// A nomination made under another GlobalQueue reserved nothing here and may not win here.
+	valid := w.Epoch > 0 && !w.nominationVoid()
+	if valid {
+		if c, ok := q.chooseWinner(w, q.vector(w.Requests)); ok {
+			res.Winners = append(res.Winners, Winner{Key: w.Key, Cluster: c, GlobalQueue: w.GlobalQueue})
+			return nominee{}, false
+		}
+	}
+	rejected := w.Rejected
+	for _, cp := range w.Copies {
+		if _, done := rejected[cp.Cluster]; cp.Rejected && !done {
+			res.Rejections[w.Key] = append(res.Rejections[w.Key], Rejection{Cluster: cp.Cluster, Reason: cp.Reason, Message: cp.Message})
+			if len(res.Rejections[w.Key]) == 1 {
+				rejected = copyRejected(w.Rejected) // never mutate the snapshot
+			}
+			rejected[cp.Cluster] = RejectedByAgent
+		}
+	}
+	keep := valid && !slices.ContainsFunc(w.Copies, func(c Copy) bool { return c.Expired }) &&
+		q.hasValidNomination(w, rejected)
+	widen := keep && q.widens(w, rejected)
+	if keep && !widen {
+		verdict := -1
+		if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
+			res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
+			verdict = len(res.Verdicts) - 1
+		}
+		q.noteWaitingOnNodes(w, rejected, verdict)
+		return nominee{}, false
+	}
+	if !widen {
+		q.release(w) // a widening workload keeps its reservations until it has somewhere more to go
+	}
+	if len(res.Rejections[w.Key]) > 0 {
+		cp := *w // never mutate the snapshot
+		cp.Rejected = rejected
+		w = &cp
+	}
+	return nominee{Workload: w, width: q.width(w, widen), widening: widen}, true
 }
 
 // maxAgentMessage bounds how much of one agent's explanation the hub repeats.
@@ -158,12 +168,13 @@ func copyRejected(m map[string]string) map[string]string {
 // first), creation time and key. Within a queue, the index is the workload's position.
 func SortByQueueOrder(ws []*Workload) {
 	slices.SortFunc(ws, func(a, b *Workload) int {
-		return cmp.Or(strings.Compare(a.GlobalQueue, b.GlobalQueue), compareInQueue(a, b))
+		return cmp.Or(strings.Compare(a.GlobalQueue, b.GlobalQueue), CompareInQueue(a, b))
 	})
 }
 
-// compareInQueue orders the workloads of one queue: priority (higher first), creation time and key.
-func compareInQueue(a, b *Workload) int {
+// CompareInQueue orders the workloads of one queue: priority (higher first), creation time and key. A
+// snapshot handed over in this order spares a pass most of its sorting.
+func CompareInQueue(a, b *Workload) int {
 	if a.Priority != b.Priority {
 		return cmp.Compare(b.Priority, a.Priority)
 	}
@@ -173,24 +184,43 @@ func compareInQueue(a, b *Workload) int {
 	return strings.Compare(a.Key, b.Key)
 }
 
-// pendingInQueueOrder is the pending workloads of the queues the ledger knows, in SortByQueueOrder's
-// order. Each queue's are sorted apart: a deep queue's sort then never compares queue names.
-func (l *ledger) pendingInQueueOrder(s *Snapshot) []*Workload {
-	byQueue := make(map[*queueLedger][]*Workload, len(l.queues))
-	n := 0
-	for _, w := range s.Workloads {
+// queuePending is one queue's pending workloads.
+type queuePending struct {
+	ql        *queueLedger
+	workloads []*Workload
+}
+
+// pendingInQueueOrder is the pending workloads of each queue the ledger knows, the queues by name,
+// each queue's in CompareInQueue's order (SortByQueueOrder's order, all together). Each queue's are
+// sorted apart, in their part of one array: a deep queue's sort then never compares queue names, and
+// nothing grows as it fills.
+func (l *ledger) pendingInQueueOrder(s *Snapshot) []queuePending {
+	queueOf := make([]*queueLedger, len(s.Workloads))
+	for i, w := range s.Workloads {
 		if ql := l.queues[w.GlobalQueue]; ql != nil && w.Phase == Pending { // no queue: the snapshot builder reports why
-			byQueue[ql] = append(byQueue[ql], w)
-			n++
+			queueOf[i] = ql
+			ql.pending++
 		}
 	}
-	out := make([]*Workload, 0, n)
-	for _, name := range slices.Sorted(maps.Keys(l.queues)) {
-		ws := byQueue[l.queues[name]]
-		slices.SortFunc(ws, compareInQueue)
-		out = append(out, ws...)
+	names := slices.Sorted(maps.Keys(l.queues))
+	groups, start, n := make([]queuePending, len(names)), make(map[*queueLedger]int, len(names)), 0
+	for _, name := range names {
+		ql := l.queues[name]
+		start[ql], n = n, n+ql.pending
 	}
-	return out
+	all, filled := make([]*Workload, n), make(map[*queueLedger]int, len(names))
+	for i, ql := range queueOf {
+		if ql != nil {
+			all[start[ql]+filled[ql]] = s.Workloads[i]
+			filled[ql]++
+		}
+	}
+	for k, name := range names {
+		ql := l.queues[name]
+		groups[k] = queuePending{ql: ql, workloads: all[start[ql] : start[ql]+ql.pending]}
+		slices.SortFunc(groups[k].workloads, CompareInQueue)
+	}
+	return groups
 }
 
 // chooseWinner picks the earliest admitted copy on a nominated cluster whose confirmed usage stays within

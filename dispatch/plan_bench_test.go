@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -82,6 +83,19 @@ func benchPlan(b *testing.B, s *Snapshot) {
 // each queue's quota filled by its 4,000 running workloads, and 100,000 pending ones that already show
 // the verdict the pass gives them. Nothing changes, so the pass should find so at little cost.
 func BenchmarkPlan100kWaiting100Clusters(b *testing.B) {
+	benchPlan(b, waiting100k())
+}
+
+// BenchmarkPlan100kWaitingInQueueOrder is the same pass over workloads handed over in queue order, as
+// the hub keeps its snapshot: each queue's sort then finds its workloads sorted. Target: under 50 ms,
+// half of the hub's whole pass.
+func BenchmarkPlan100kWaitingInQueueOrder(b *testing.B) {
+	s := waiting100k()
+	slices.SortFunc(s.Workloads, CompareInQueue)
+	benchPlan(b, s)
+}
+
+func waiting100k() *Snapshot {
 	s := benchSnapshot(10, Resources{"nvidia.com/gpu": 16_000, "cpu": 512_000, "memory": 4 << 40 * 1000}, nil)
 	s.Workloads = nil
 	for i := 0; i < 4000; i++ { // 4 running workloads of 4 GPUs on each cluster fill each queue's quota there
@@ -92,15 +106,20 @@ func BenchmarkPlan100kWaiting100Clusters(b *testing.B) {
 			Requests: Resources{"nvidia.com/gpu": 4000, "cpu": 32_000, "memory": 64 << 30 * 1000},
 		})
 	}
+	// Workloads of the same requests share one map of them, as the hub hands them over.
+	var shapes [8]Resources
+	for k := range shapes {
+		shapes[k] = Resources{"nvidia.com/gpu": int64(1+k) * 1000, "cpu": 8000, "memory": 32 << 30 * 1000}
+	}
 	for i := 0; i < 100_000; i++ {
 		q := fmt.Sprintf("queue-%02d", i%10)
 		s.Workloads = append(s.Workloads, &Workload{
 			Key: fmt.Sprintf("ns/pending-%d", i), GlobalQueue: q, Priority: int32(i % 3),
 			Created:        t0.Add(time.Duration(i) * time.Millisecond),
-			Requests:       Resources{"nvidia.com/gpu": int64(1+i%8) * 1000, "cpu": 8000, "memory": 32 << 30 * 1000},
+			Requests:       shapes[i%8],
 			PendingReason:  "WaitingForQuota",
 			PendingMessage: "waiting for quota of GlobalQueue " + q,
 		})
 	}
-	benchPlan(b, s)
+	return s
 }
