@@ -19,12 +19,16 @@ type ledger struct {
 }
 
 type queueLedger struct {
-	q        *GlobalQueue
-	index    map[corev1.ResourceName]int // resources the queue limits on some cluster
-	names    []corev1.ResourceName       // the same resources, in index order
-	pending  int                         // how many of its workloads are pending, once counted
-	clusters []clusterLedger
-	byName   map[string]int
+	q     *GlobalQueue
+	index map[corev1.ResourceName]int // resources the queue limits on some cluster
+	names []corev1.ResourceName       // the same resources, in index order
+	// pending is how many of its workloads are pending, once counted; lastPending the last of them met
+	// while counting, and unsorted whether they came out of queue order.
+	pending     int
+	lastPending *Workload
+	unsorted    bool
+	clusters    []clusterLedger
+	byName      map[string]int
 	// cohort is the queue's cohort, nil without one; borrowed is, per resource, what the queue uses
 	// (admitted and reserved) beyond its quota over all clusters, the numerator of its fair share.
 	cohort   *cohortNode
@@ -101,7 +105,16 @@ type poolMember struct {
 	k     int
 }
 
+// newLedger lays out the snapshot's queues and cohorts and counts what its workloads use.
 func newLedger(s *Snapshot) *ledger {
+	l := emptyLedger(s)
+	l.countUsage(s)
+	l.noteLowestRunning(s)
+	return l
+}
+
+// emptyLedger lays out the snapshot's queues and cohorts, their quota and limits, with nothing used.
+func emptyLedger(s *Snapshot) *ledger {
 	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{}}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
@@ -136,8 +149,6 @@ func newLedger(s *Snapshot) *ledger {
 			}
 		}
 	}
-	l.countUsage(s)
-	l.noteLowestRunning(s)
 	return l
 }
 
@@ -288,22 +299,25 @@ func comparePoolKeys(a, b poolKey) int {
 // countUsage adds what admitted workloads use and nominated ones reserve.
 func (l *ledger) countUsage(s *Snapshot) {
 	for _, w := range s.Workloads {
-		ql := l.queues[w.GlobalQueue]
-		if ql == nil {
-			continue
+		if ql := l.queues[w.GlobalQueue]; ql != nil {
+			ql.countUsage(w)
 		}
-		switch w.Phase {
-		case Admitted:
-			if i, ok := ql.byName[w.Winner]; ok {
-				ql.clusters[i].add(true, ql.vector(w.Requests), 1)
-			}
-		case Pending:
-			if w.Epoch > 0 && !w.nominationVoid() {
-				vec := ql.vector(w.Requests)
-				for _, c := range w.Nominated {
-					if i, ok := ql.byName[c]; ok {
-						ql.clusters[i].add(false, vec, 1)
-					}
+	}
+}
+
+// countUsage adds what the workload uses, admitted, or reserves, nominated, in the queue.
+func (ql *queueLedger) countUsage(w *Workload) {
+	switch w.Phase {
+	case Admitted:
+		if i, ok := ql.byName[w.Winner]; ok {
+			ql.clusters[i].add(true, ql.vector(w.Requests), 1)
+		}
+	case Pending:
+		if w.Epoch > 0 && !w.nominationVoid() {
+			vec := ql.vector(w.Requests)
+			for _, c := range w.Nominated {
+				if i, ok := ql.byName[c]; ok {
+					ql.clusters[i].add(false, vec, 1)
 				}
 			}
 		}

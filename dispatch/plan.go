@@ -61,8 +61,10 @@ type Result struct {
 // the workload's Queue names now is not usable: it is replaced under the current one.
 func Plan(s *Snapshot) Result {
 	res := Result{Rejections: map[string][]Rejection{}}
-	l := newLedger(s)
-	for _, g := range l.pendingInQueueOrder(s) {
+	l := emptyLedger(s)
+	groups := l.countAndGroup(s)
+	l.noteLowestRunning(s)
+	for _, g := range groups {
 		var need []nominee
 		for _, w := range g.workloads {
 			if n, ok := g.ql.settle(w, &res); ok {
@@ -93,12 +95,12 @@ func (q *queueLedger) settle(w *Workload, res *Result) (nominee, bool) {
 			return nominee{}, false
 		}
 	}
-	rejected := w.Rejected
+	rejected, newlyRejected := w.Rejected, false
 	for _, cp := range w.Copies {
 		if _, done := rejected[cp.Cluster]; cp.Rejected && !done {
 			res.Rejections[w.Key] = append(res.Rejections[w.Key], Rejection{Cluster: cp.Cluster, Reason: cp.Reason, Message: cp.Message})
-			if len(res.Rejections[w.Key]) == 1 {
-				rejected = copyRejected(w.Rejected) // never mutate the snapshot
+			if !newlyRejected {
+				rejected, newlyRejected = copyRejected(w.Rejected), true // never mutate the snapshot
 			}
 			rejected[cp.Cluster] = RejectedByAgent
 		}
@@ -118,7 +120,7 @@ func (q *queueLedger) settle(w *Workload, res *Result) (nominee, bool) {
 	if !widen {
 		q.release(w) // a widening workload keeps its reservations until it has somewhere more to go
 	}
-	if len(res.Rejections[w.Key]) > 0 {
+	if newlyRejected {
 		cp := *w // never mutate the snapshot
 		cp.Rejected = rejected
 		w = &cp
@@ -190,16 +192,26 @@ type queuePending struct {
 	workloads []*Workload
 }
 
-// pendingInQueueOrder is the pending workloads of each queue the ledger knows, the queues by name,
-// each queue's in CompareInQueue's order (SortByQueueOrder's order, all together). Each queue's are
-// sorted apart, in their part of one array: a deep queue's sort then never compares queue names, and
-// nothing grows as it fills.
-func (l *ledger) pendingInQueueOrder(s *Snapshot) []queuePending {
+// countAndGroup counts what the workloads use (countUsage) and returns the pending workloads of each
+// queue the ledger knows, the queues by name, each queue's in CompareInQueue's order (SortByQueueOrder's
+// order, all together): one walk over the workloads does both. Each queue's are laid out apart, in
+// their part of one array: a deep queue's sort then never compares queue names, and nothing grows as
+// it fills. A queue whose workloads come in its order, as the hub hands them over, is not sorted again:
+// the count that sizes its part notices.
+func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 	queueOf := make([]*queueLedger, len(s.Workloads))
 	for i, w := range s.Workloads {
-		if ql := l.queues[w.GlobalQueue]; ql != nil && w.Phase == Pending { // no queue: the snapshot builder reports why
+		ql := l.queues[w.GlobalQueue]
+		if ql == nil {
+			continue // no queue: the snapshot builder reports why
+		}
+		ql.countUsage(w)
+		if w.Phase == Pending {
 			queueOf[i] = ql
-			ql.pending++
+			if ql.lastPending != nil && !ql.unsorted && CompareInQueue(ql.lastPending, w) > 0 {
+				ql.unsorted = true
+			}
+			ql.pending, ql.lastPending = ql.pending+1, w
 		}
 	}
 	names := slices.Sorted(maps.Keys(l.queues))
@@ -208,17 +220,19 @@ func (l *ledger) pendingInQueueOrder(s *Snapshot) []queuePending {
 		ql := l.queues[name]
 		start[ql], n = n, n+ql.pending
 	}
-	all, filled := make([]*Workload, n), make(map[*queueLedger]int, len(names))
+	all := make([]*Workload, n)
 	for i, ql := range queueOf {
 		if ql != nil {
-			all[start[ql]+filled[ql]] = s.Workloads[i]
-			filled[ql]++
+			all[start[ql]] = s.Workloads[i]
+			start[ql]++
 		}
 	}
 	for k, name := range names {
 		ql := l.queues[name]
-		groups[k] = queuePending{ql: ql, workloads: all[start[ql] : start[ql]+ql.pending]}
-		slices.SortFunc(groups[k].workloads, CompareInQueue)
+		groups[k] = queuePending{ql: ql, workloads: all[start[ql]-ql.pending : start[ql]]}
+		if ql.unsorted {
+			slices.SortFunc(groups[k].workloads, CompareInQueue)
+		}
 	}
 	return groups
 }

@@ -141,7 +141,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	return h, nil
 }
 
-// watch asks for a dispatch pass on any change the dispatcher decides over, and requeues the Workloads
+// watch asks for a dispatch pass on any change the dispatcher decides over, feeding it the Workloads'
+// changes, and requeues the Workloads
 // of a cluster fenced or unfenced.
 func (h *Hub) watch(mgr ctrl.Manager) error {
 	// Any change the dispatcher decides over asks for a pass.
@@ -150,7 +151,14 @@ func (h *Hub) watch(mgr ctrl.Manager) error {
 		UpdateFunc: func(any, any) { h.Dispatcher.Trigger() },
 		DeleteFunc: func(any) { h.Dispatcher.Trigger() },
 	}
-	for _, obj := range []client.Object{&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.Cohort{}, &gantry.WorkerCluster{}, &corev1.Namespace{}} {
+	wlInformer, err := mgr.GetCache().GetInformer(context.Background(), &gantry.Workload{})
+	if err != nil {
+		return fmt.Errorf("watching Workloads: %w", err)
+	}
+	if err := h.Dispatcher.Follow(wlInformer); err != nil {
+		return err
+	}
+	for _, obj := range []client.Object{&gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.Cohort{}, &gantry.WorkerCluster{}, &corev1.Namespace{}} {
 		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)

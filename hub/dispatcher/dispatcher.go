@@ -13,7 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,8 +60,8 @@ type Dispatcher struct {
 	trigger chan struct{}
 	once    sync.Once
 
-	writers  chan struct{} // one token per write in flight
-	requests *requestCache // used by passes only, one at a time
+	writers chan struct{} // one token per write in flight
+	book    *book
 
 	mu       sync.Mutex
 	assumed  *expectations.Written[string, *gantry.Workload] // status written, maybe not yet in the cache
@@ -90,7 +90,7 @@ func (d *Dispatcher) init() {
 			d.Writers = 64
 		}
 		d.writers = make(chan struct{}, d.Writers)
-		d.requests = newRequestCache()
+		d.book = newBook()
 		if d.Resync == 0 {
 			d.Resync = time.Minute
 		}
@@ -129,6 +129,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.init()
 	log := ctrllog.FromContext(ctx).WithName("dispatcher")
 	ctx = ctrllog.IntoContext(ctx, log)
+	if follows := d.following(); follows != nil && !toolscache.WaitForCacheSync(ctx.Done(), follows) {
+		return nil // ended before the informer delivered the Workloads
+	}
 	resync := d.Clock.NewTicker(d.Resync)
 	defer resync.Stop()
 	var statusDue <-chan time.Time // a pass to write statuses that the last pass held back
@@ -165,24 +168,19 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	snap, byKey, blockedList := buildSnapshot(st, d.Copies, d.requests, d.Clock.Now(), d.RejectionTTL)
-	live := make(map[types.UID]bool, len(st.workloads))
-	for _, wl := range st.workloads {
-		live[wl.UID] = true
-	}
-	d.requests.keepOnly(live)
-	d.Timeline.KeepOnly(func(uid types.UID) bool { return live[uid] })
+	snap, localQueues, blockedList := buildSnapshot(st, d.Copies, d.Clock.Now(), d.RejectionTTL)
+	d.Timeline.KeepOnly(d.book.hasUID)
 	d.mu.Lock()
 	for key := range d.agentNews {
-		if _, ok := byKey[key]; !ok {
+		if st.writable(key) == nil {
 			delete(d.agentNews, key)
 		}
 	}
 	d.mu.Unlock()
 	res := dispatch.Plan(snap)
-	held := d.execute(ctx, byKey, res, blockedList)
+	held := d.execute(ctx, st.writable, res, blockedList)
 	d.settleDue(ctx)
-	return soonest(held, d.writeStatuses(ctx, st, snap)), nil
+	return soonest(held, d.writeStatuses(ctx, st, snap, localQueues)), nil
 }
 
 // soonest is the shorter of two waits, where 0 is none.
@@ -211,56 +209,80 @@ func ActiveKey(obj client.Object) []string {
 }
 
 func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
-	var wls gantry.WorkloadList
+	if err := d.readWorkloads(ctx); err != nil {
+		return nil, err
+	}
 	var gqs gantry.GlobalQueueList
 	var qs gantry.QueueList
 	var wcs gantry.WorkerClusterList
 	var cohorts gantry.CohortList
 	var nss corev1.NamespaceList
-	// The cache's own objects, not copies: a pass never modifies them (apply deep-copies first), and
-	// copying every Workload on every pass would dominate the pass.
-	if err := d.Client.List(ctx, &wls, client.UnsafeDisableDeepCopy, client.MatchingFields{ActiveIndex: "true"}); err != nil {
-		return nil, fmt.Errorf("listing workloads: %w", err)
-	}
+	// The cache's own objects, not copies: a pass never modifies them (apply deep-copies first).
 	for _, l := range []client.ObjectList{&gqs, &qs, &wcs, &cohorts, &nss} {
 		if err := d.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	st := &hubState{globals: gqs.Items, queues: qs.Items, clusters: wcs.Items, cohorts: cohorts.Items, namespaces: map[string]labels.Set{}}
+	st := &hubState{workloads: d.book.order, entries: d.book.entries, globals: gqs.Items, queues: qs.Items,
+		clusters: wcs.Items, cohorts: cohorts.Items, namespaces: map[string]labels.Set{}}
 	for _, ns := range nss.Items {
 		st.namespaces[ns.Name] = ns.Labels
 	}
 	var settled []*unknownWrite
-	st.workloads, settled = d.overlay(wls.Items)
+	st.over, settled = d.overlay(d.book.entries)
 	for _, u := range settled {
 		d.written(u.decided, u.c, u.event)
 	}
 	return st, nil
 }
 
-// overlay lays the dispatcher's own writes over the cache's Workloads: those in flight, those of unknown
-// outcome, and those applied that the cache does not show yet. It returns the writes of unknown outcome
-// that the cache shows applied, with the Workload as the cache shows it.
-func (d *Dispatcher) overlay(items []gantry.Workload) ([]*gantry.Workload, []*unknownWrite) {
+// readWorkloads brings the book up to date: from the informer's events when it follows them (Follow),
+// else from a list of the cache's unfinished Workloads.
+func (d *Dispatcher) readWorkloads(ctx context.Context) error {
+	if d.following() == nil {
+		var wls gantry.WorkloadList
+		if err := d.Client.List(ctx, &wls, client.UnsafeDisableDeepCopy, client.MatchingFields{ActiveIndex: "true"}); err != nil {
+			return fmt.Errorf("listing workloads: %w", err)
+		}
+		items := make([]*gantry.Workload, len(wls.Items))
+		for i := range wls.Items {
+			items[i] = &wls.Items[i]
+		}
+		d.book.replace(items)
+	}
+	d.book.sync()
+	return nil
+}
+
+// overlay lays the dispatcher's own writes over the book's Workloads: those in flight, those of unknown
+// outcome, and those applied that the cache does not show yet. It returns, by key, the entries that
+// stand in for the book's, and the writes of unknown outcome that the cache shows applied, with the
+// Workload as the cache shows it. Its cost is that of the writes it remembers, not of the book.
+func (d *Dispatcher) overlay(entries map[string]*entry) (map[string]*entry, []*unknownWrite) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]*gantry.Workload, 0, len(items))
-	var settled []*unknownWrite
-	seen := make(map[string]bool, len(items))
-	for i := range items {
-		wl := &items[i]
-		key := wl.Namespace + "/" + wl.Name
-		seen[key] = true
-		if f := d.inflight[key]; f != nil && f.UID == wl.UID {
-			out = append(out, f)
-			continue
+	over := map[string]*entry{}
+	cached := func(key string) *gantry.Workload {
+		if e := entries[key]; e != nil {
+			return e.wl
 		}
-		if u := d.unknown[key]; u != nil {
-			if u.decided.UID == wl.UID && wl.ResourceVersion == u.decided.ResourceVersion {
-				out = append(out, u.decided) // it may have been applied
-				continue
-			}
+		return nil
+	}
+	for key, f := range d.inflight {
+		if wl := cached(key); wl != nil && f.UID == wl.UID {
+			over[key] = newEntry(f, nil)
+		}
+	}
+	var settled []*unknownWrite
+	for key, u := range d.unknown {
+		wl := cached(key)
+		switch {
+		case over[key] != nil:
+		case wl == nil:
+			delete(d.unknown, key)
+		case u.decided.UID == wl.UID && wl.ResourceVersion == u.decided.ResourceVersion:
+			over[key] = newEntry(u.decided, nil) // it may have been applied
+		default:
 			// The object changed since the write was based on it, so the write can no longer apply
 			// later: what the cache shows settles it.
 			delete(d.unknown, key)
@@ -268,20 +290,26 @@ func (d *Dispatcher) overlay(items []gantry.Workload) ([]*gantry.Workload, []*un
 				settled = append(settled, &unknownWrite{decided: wl, c: u.c, event: u.event})
 			}
 		}
-		if a, behind := d.assumed.Behind(key, wl.ResourceVersion); behind && a.UID == wl.UID {
-			wl = a // the cache has not caught up with our own write yet
-		} else {
-			d.assumed.Forget(key)
-		}
-		out = append(out, wl)
 	}
-	d.assumed.Keep(func(key, _ string) bool { return seen[key] })
-	for key := range d.unknown {
-		if !seen[key] {
-			delete(d.unknown, key)
+	for _, key := range d.assumed.Keys() {
+		wl := cached(key)
+		if over[key] != nil && wl != nil {
+			continue
 		}
+		if a, behind := d.assumed.Behind(key, resourceVersionOf(wl)); behind && wl != nil && a.UID == wl.UID {
+			over[key] = newEntry(a, nil) // the cache has not caught up with our own write yet
+			continue
+		}
+		d.assumed.Forget(key)
 	}
-	return out, settled
+	return over, settled
+}
+
+func resourceVersionOf(wl *gantry.Workload) string {
+	if wl == nil {
+		return ""
+	}
+	return wl.ResourceVersion
 }
 
 // change is one workload's part of a pass.
@@ -297,13 +325,13 @@ type change struct {
 
 // execute writes each workload's part of the pass; it says when the first verdict it held back is due
 // (0: none).
-func (d *Dispatcher) execute(ctx context.Context, byKey map[string]*gantry.Workload, res dispatch.Result, blockedList []blocked) time.Duration {
+func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gantry.Workload, res dispatch.Result, blockedList []blocked) time.Duration {
 	changes := map[string]*change{}
 	get := func(key string) *change {
 		if c := changes[key]; c != nil {
 			return c
 		}
-		c := &change{wl: byKey[key]}
+		c := &change{wl: writable(key)}
 		changes[key] = c
 		return c
 	}

@@ -281,8 +281,8 @@ func TestPassLeavesFinishedWorkloadsOut(t *testing.T) {
 	if writes, _ := h.counts(); writes["done"] > 0 {
 		t.Errorf("finished Workload written %d times", writes["done"])
 	}
-	if _, held := h.d.requests.byUID[done.UID]; held {
-		t.Error("the pass remembers the requests of a finished Workload")
+	if _, held := h.d.book.entries[keyOf(done)]; held || h.d.book.hasUID(done.UID) {
+		t.Error("the dispatcher's book holds a finished Workload")
 	}
 	for wl, want := range map[*gantry.Workload][]string{done: nil, makeHubWorkload("p", "q").obj(): {"true"},
 		makeHubWorkload("a", "q").nominated("gq", 1, "w1").admittedOn("w1").obj(): {"true"}} {

@@ -23,14 +23,14 @@ const queueStatusInterval = time.Second
 // writeStatuses publishes counts and usage on GlobalQueues and Queues, and each Cohort's place in the
 // tree. When the last write was too recent it writes nothing and returns how long to wait before the next
 // pass should write.
-func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, snap *dispatch.Snapshot) time.Duration {
+func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, snap *dispatch.Snapshot, localQueues []*queueRef) time.Duration {
 	now := d.Clock.Now()
 	if wait := queueStatusInterval - now.Sub(d.lastQueueStatus); wait > 0 {
 		return wait
 	}
 	d.lastQueueStatus = now
 	usage := dispatch.UsageOf(snap)
-	globals, locals := queueStatuses(st, snap, usage.Queues)
+	globals, locals := queueStatuses(snap, localQueues, usage.Queues)
 	// A write fails with a conflict when the cache has not seen this object's last write yet; it is
 	// retried after the interval rather than left stale until the next resync.
 	failed := d.writeGlobalQueueStatuses(ctx, st.globals, globals, snap)
@@ -175,54 +175,46 @@ func activeCondition(gq *gantry.GlobalQueue, snap *dispatch.Snapshot) metav1.Con
 	return metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "all clusters exist"}
 }
 
-// queueStatuses counts pending and admitted workloads and sums usage per cluster.
-func queueStatuses(st *hubState, snap *dispatch.Snapshot, shares map[string]map[string]dispatch.Share) (map[string]gantry.GlobalQueueStatus, map[string]gantry.QueueStatus) {
-	type usage struct{ admitted, reserved dispatch.Resources }
-	perCluster := map[string]map[string]*usage{}
-	globals := map[string]gantry.GlobalQueueStatus{}
-	locals := map[string]gantry.QueueStatus{}
-	localOf := make(map[string]string, len(st.workloads))
-	for _, wl := range st.workloads {
-		localOf[wl.Namespace+"/"+wl.Name] = wl.Namespace + "/" + wl.Spec.QueueName
-	}
-	for _, w := range snap.Workloads {
-		g := globals[w.GlobalQueue]
-		if perCluster[w.GlobalQueue] == nil {
-			perCluster[w.GlobalQueue] = map[string]*usage{}
+// queueStatuses counts pending and admitted workloads and sums usage per cluster; localQueues are the
+// Queues the snapshot's workloads name, in the same order.
+func queueStatuses(snap *dispatch.Snapshot, localQueues []*queueRef, shares map[string]map[string]dispatch.Share) (map[string]gantry.GlobalQueueStatus, map[string]gantry.QueueStatus) {
+	tallies := map[string]*queueTally{}
+	localTallies := map[*queueRef]*gantry.QueueStatus{}
+	for i, w := range snap.Workloads {
+		g := tallies[w.GlobalQueue]
+		if g == nil {
+			g = &queueTally{clusters: map[string]*clusterUse{}}
+			tallies[w.GlobalQueue] = g
 		}
-		at := func(c string) *usage {
-			u := perCluster[w.GlobalQueue][c]
-			if u == nil {
-				u = &usage{admitted: dispatch.Resources{}, reserved: dispatch.Resources{}}
-				perCluster[w.GlobalQueue][c] = u
-			}
-			return u
+		l := localTallies[localQueues[i]]
+		if l == nil {
+			l = &gantry.QueueStatus{}
+			localTallies[localQueues[i]] = l
 		}
-		local := localOf[w.Key]
-		l := locals[local]
 		switch w.Phase {
 		case dispatch.Pending:
-			g.PendingWorkloads++
+			g.status.PendingWorkloads++
 			l.PendingWorkloads++
 			for _, c := range w.Nominated {
-				at(c).reserved.Add(w.Requests)
+				g.on(c).reserved.Add(w.Requests)
 			}
 		case dispatch.Admitted:
-			g.AdmittedWorkloads++
+			g.status.AdmittedWorkloads++
 			l.AdmittedWorkloads++
-			at(w.Winner).admitted.Add(w.Requests)
+			g.on(w.Winner).admitted.Add(w.Requests)
 		}
-		globals[w.GlobalQueue] = g
-		locals[local] = l
+	}
+	globals := make(map[string]gantry.GlobalQueueStatus, len(tallies))
+	for qName, g := range tallies {
+		globals[qName] = g.status
 	}
 	for qName, q := range snap.Queues {
 		g := globals[qName]
 		for _, c := range q.Clusters {
-			u := perCluster[qName][c]
 			cu := gantry.ClusterUsage{Name: c}
-			if u != nil {
-				cu.Admitted = nonZero(u.admitted).ToResourceList()
-				cu.Reserved = nonZero(u.reserved).ToResourceList()
+			if t := tallies[qName]; t != nil && t.clusters[c] != nil {
+				cu.Admitted = nonZero(t.clusters[c].admitted).ToResourceList()
+				cu.Reserved = nonZero(t.clusters[c].reserved).ToResourceList()
 			}
 			if sh, ok := shares[qName][c]; ok {
 				cu.Borrowed, cu.Lent = nonZero(sh.Borrowed).ToResourceList(), nonZero(sh.Lent).ToResourceList()
@@ -231,7 +223,32 @@ func queueStatuses(st *hubState, snap *dispatch.Snapshot, shares map[string]map[
 		}
 		globals[qName] = g
 	}
+	locals := make(map[string]gantry.QueueStatus, len(localTallies))
+	for q, l := range localTallies { // a Workload the dispatcher just wrote may hold a Queue of its own
+		key := q.namespace + "/" + q.name
+		sum := locals[key]
+		sum.PendingWorkloads += l.PendingWorkloads
+		sum.AdmittedWorkloads += l.AdmittedWorkloads
+		locals[key] = sum
+	}
 	return globals, locals
+}
+
+// queueTally is what a GlobalQueue's workloads add up to.
+type queueTally struct {
+	status   gantry.GlobalQueueStatus
+	clusters map[string]*clusterUse
+}
+
+type clusterUse struct{ admitted, reserved dispatch.Resources }
+
+func (t *queueTally) on(cluster string) *clusterUse {
+	u := t.clusters[cluster]
+	if u == nil {
+		u = &clusterUse{admitted: dispatch.Resources{}, reserved: dispatch.Resources{}}
+		t.clusters[cluster] = u
+	}
+	return u
 }
 
 func nonZero(r dispatch.Resources) dispatch.Resources {

@@ -6,13 +6,13 @@ package dispatcher
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -31,14 +31,38 @@ type CopyReader interface {
 	Kinds(cluster string) []gantry.JobKind
 }
 
-// hubState is what one pass reads from the hub's cache.
+// hubState is what one pass reads from the hub's cache and the dispatcher's book.
 type hubState struct {
-	workloads  []*gantry.Workload
+	// workloads are the book's entries in queue order; over holds, by key, those the dispatcher's own
+	// writes stand in for (see overlay), and entries all of the book's by key.
+	workloads  []*entry
+	over       map[string]*entry
+	entries    map[string]*entry
 	globals    []gantry.GlobalQueue
 	queues     []gantry.Queue
 	clusters   []gantry.WorkerCluster
 	cohorts    []gantry.Cohort
 	namespaces map[string]labels.Set
+}
+
+// workload is the Workload of the key as the pass sees it; nil when there is none.
+func (st *hubState) workload(key string) *gantry.Workload {
+	e := st.over[key]
+	if e == nil {
+		e = st.entries[key]
+	}
+	if e == nil {
+		return nil
+	}
+	return e.wl
+}
+
+// writable is the Workload of the key if the pass may write it: it exists and is not being deleted.
+func (st *hubState) writable(key string) *gantry.Workload {
+	if wl := st.workload(key); wl != nil && wl.DeletionTimestamp == nil {
+		return wl
+	}
+	return nil
 }
 
 // blocked is a workload that cannot enter dispatch, with the reason.
@@ -48,54 +72,56 @@ type blocked struct {
 	message string
 }
 
-// buildSnapshot turns hub state into the dispatcher's snapshot. Workloads whose queue cannot be
-// resolved come back as blocked, with a reason a person can act on. Rejections recorded rejectionTTL or
-// longer before now have lapsed.
-func buildSnapshot(st *hubState, copies CopyReader, requests *requestCache, now time.Time, rejectionTTL time.Duration) (*dispatch.Snapshot, map[string]*gantry.Workload, []blocked) {
+// buildSnapshot turns hub state into the dispatcher's snapshot, with the Queue each of its workloads
+// names. Workloads whose queue cannot be resolved come back as blocked, with a reason a person can
+// act on. Rejections recorded rejectionTTL or longer before now have lapsed. The snapshot's workloads
+// are the entries' own, set for this pass: they hold until the next one.
+func buildSnapshot(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration) (*dispatch.Snapshot, []*queueRef, []blocked) {
 	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{},
-		Cohorts: cohortsOf(st.cohorts)}
-	r := resolver{selectors: map[string]labels.Selector{}, queueOf: map[string]string{}, queues: s.Queues, namespaces: st.namespaces}
-	for i := range st.globals {
-		gq := &st.globals[i]
-		s.Queues[gq.Name], r.selectors[gq.Name] = globalQueueOf(gq)
-	}
-	for _, q := range st.queues {
-		r.queueOf[q.Namespace+"/"+q.Name] = q.Spec.GlobalQueue
-	}
-
-	byKey := make(map[string]*gantry.Workload, len(st.workloads))
+		Cohorts: cohortsOf(st.cohorts), Workloads: make([]*dispatch.Workload, 0, len(st.workloads))}
+	r := newResolver(st, s.Queues)
+	locals := make([]*queueRef, 0, len(st.workloads))
 	var blockedList []blocked
-	for _, wl := range st.workloads {
-		w := workloadOf(wl, requests, now, rejectionTTL)
-		gqName, why := r.resolve(wl)
+	for _, e := range st.workloads {
+		if o := st.over[e.w.Key]; o != nil {
+			e = o
+		}
+		w := &e.w
+		gqName, why := r.resolve(e.queue)
+		if e.timed {
+			w.Rejected = rejectedClusters(e.wl, now, rejectionTTL)
+		}
+		queue, nominatedQueue, observed := "", "", []dispatch.Copy(nil)
 		switch {
 		case w.Phase == dispatch.Admitted:
 			// Its Job may run until the workload is finished, or, when it is being deleted, until the
 			// finalizer has seen the Job gone: it uses the quota it was admitted under all that time,
 			// whatever its Queue names now. A GlobalQueue deleted meanwhile has no ledger to count it in.
-			w.GlobalQueue = cmp.Or(wl.Status.GlobalQueue, gqName)
-		case wl.DeletionTimestamp != nil:
+			queue = cmp.Or(e.recordedQueue, gqName)
+		case e.deleting:
 			continue // nothing runs, and nothing more is decided for it
-		case why != nil:
-			byKey[w.Key] = wl
+		case why != "":
 			if w.Phase == dispatch.Pending {
-				blockedList = append(blockedList, *why)
+				blockedList = append(blockedList, blocked{wl: e.wl, reason: why, message: r.explain(e.queue, why, gqName)})
 			}
 			continue
 		default:
-			w.GlobalQueue = gqName
-			w.NominatedQueue = wl.Status.GlobalQueue
+			queue, nominatedQueue = gqName, e.recordedQueue
 			if w.Phase == dispatch.Pending && w.Epoch > 0 {
-				w.Copies = observeCopies(wl, copies)
+				observed = observeCopies(e.wl, copies)
 			}
 		}
-		// A Workload being deleted only holds its quota: it is left out of byKey, so it gets no write.
-		if wl.DeletionTimestamp == nil {
-			byKey[w.Key] = wl
+		// Set only when they change, so that a walk over a queue at rest leaves its memory as it was.
+		if w.GlobalQueue != queue || w.NominatedQueue != nominatedQueue {
+			w.GlobalQueue, w.NominatedQueue = queue, nominatedQueue
+		}
+		if w.Copies != nil || observed != nil {
+			w.Copies = observed
 		}
 		s.Workloads = append(s.Workloads, w)
+		locals = append(locals, e.queue)
 	}
-	return s, byKey, blockedList
+	return s, locals, blockedList
 }
 
 func snapshotClusters(clusters []gantry.WorkerCluster, copies CopyReader) map[string]dispatch.Cluster {
@@ -209,59 +235,71 @@ func copyOfWeight(w *int32) *int32 {
 
 // resolver finds the GlobalQueue a Workload's Queue names now.
 type resolver struct {
-	queueOf    map[string]string // namespace/name of a Queue -> its GlobalQueue
+	queueOf    map[queueKey]string // a Queue -> its GlobalQueue
 	queues     map[string]*dispatch.GlobalQueue
 	selectors  map[string]labels.Selector
 	namespaces map[string]labels.Set
 }
 
-// resolve returns the GlobalQueue the Workload's Queue names, and why the Workload cannot be dispatched
-// under it (nil when it can). The name comes back even when that GlobalQueue is missing or does not
-// select the namespace.
-func (r *resolver) resolve(wl *gantry.Workload) (string, *blocked) {
-	gqName, ok := r.queueOf[wl.Namespace+"/"+wl.Spec.QueueName]
-	switch {
-	case !ok:
-		return "", &blocked{wl, gantry.ReasonQueueNotFound,
-			fmt.Sprintf("Queue %q not found in namespace %s", wl.Spec.QueueName, wl.Namespace)}
-	case r.queues[gqName] == nil:
-		return gqName, &blocked{wl, gantry.ReasonGlobalQueueNotFound,
-			fmt.Sprintf("GlobalQueue %q of Queue %q not found", gqName, wl.Spec.QueueName)}
-	case !r.selectors[gqName].Matches(r.namespaces[wl.Namespace]):
-		return gqName, &blocked{wl, gantry.ReasonNamespaceNotSelected,
-			fmt.Sprintf("namespace %s is not selected by the namespaceSelector of GlobalQueue %q", wl.Namespace, gqName)}
-	}
-	return gqName, nil
+type queueKey struct{ namespace, name string }
+
+// queueRef is a Queue that Workloads name, whether or not it exists, held once for all of them: a deep
+// queue's Workloads name few Queues, and a pass resolves each of those once.
+type queueRef struct {
+	queueKey
+	resolvedBy *resolver // the pass whose resolution it holds
+	resolution
+	users int // entries of the book that name it
 }
 
-// workloadOf is what the dispatcher knows of a Workload apart from its queue and copies.
-func workloadOf(wl *gantry.Workload, requests *requestCache, now time.Time, rejectionTTL time.Duration) *dispatch.Workload {
-	w := &dispatch.Workload{
-		Key:       wl.Namespace + "/" + wl.Name,
-		Priority:  wl.Spec.Priority,
-		Created:   wl.CreationTimestamp.Time,
-		Requests:  requests.of(wl),
-		GPU:       requests.gpuOf(wl),
-		Epoch:     wl.Status.DispatchEpoch,
-		Nominated: wl.Status.NominatedClusters,
-		Winner:    wl.Status.ClusterName,
-		Rejected:  rejectedClusters(wl, now, rejectionTTL),
-		Kind:      string(wl.Spec.JobKind),
+type resolution struct{ globalQueue, blockedBy string }
+
+// newResolver reads the GlobalQueues into queues, and the Queues, for resolving Workloads' queues.
+func newResolver(st *hubState, queues map[string]*dispatch.GlobalQueue) *resolver {
+	r := &resolver{selectors: map[string]labels.Selector{}, queueOf: make(map[queueKey]string, len(st.queues)), queues: queues,
+		namespaces: st.namespaces}
+	for i := range st.globals {
+		gq := &st.globals[i]
+		queues[gq.Name], r.selectors[gq.Name] = globalQueueOf(gq)
 	}
-	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil &&
-		c.Status == metav1.ConditionTrue && c.ObservedGeneration == wl.Generation {
-		w.PendingReason, w.PendingMessage = c.Reason, c.Message
+	for _, q := range st.queues {
+		r.queueOf[queueKey{q.Namespace, q.Name}] = q.Spec.GlobalQueue
 	}
+	return r
+}
+
+// resolve returns the GlobalQueue the Queue names, and the reason its Workloads cannot be dispatched
+// under it (empty when they can). The name comes back even when that GlobalQueue is missing or does not
+// select the namespace.
+func (r *resolver) resolve(q *queueRef) (string, string) {
+	if q.resolvedBy != r {
+		q.resolution, q.resolvedBy = r.resolveQueue(q.queueKey), r
+	}
+	return q.globalQueue, q.blockedBy
+}
+
+func (r *resolver) resolveQueue(k queueKey) resolution {
+	gqName, ok := r.queueOf[k]
 	switch {
-	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
-		w.Phase = dispatch.Finished
-	case wl.Status.ClusterName != "":
-		w.Phase = dispatch.Admitted
-		if p := wl.Status.CurrentPreemption(); p != nil {
-			w.PreemptedFor = p.Preemptor
-		}
+	case !ok:
+		return resolution{"", gantry.ReasonQueueNotFound}
+	case r.queues[gqName] == nil:
+		return resolution{gqName, gantry.ReasonGlobalQueueNotFound}
+	case !r.selectors[gqName].Matches(r.namespaces[k.namespace]):
+		return resolution{gqName, gantry.ReasonNamespaceNotSelected}
 	}
-	return w
+	return resolution{gqName, ""}
+}
+
+// explain says for a person why the Workloads of the Queue cannot be dispatched.
+func (r *resolver) explain(q *queueRef, reason, gqName string) string {
+	switch reason {
+	case gantry.ReasonQueueNotFound:
+		return fmt.Sprintf("Queue %q not found in namespace %s", q.name, q.namespace)
+	case gantry.ReasonGlobalQueueNotFound:
+		return fmt.Sprintf("GlobalQueue %q of Queue %q not found", gqName, q.name)
+	}
+	return fmt.Sprintf("namespace %s is not selected by the namespaceSelector of GlobalQueue %q", q.namespace, gqName)
 }
 
 // rejectedClusters are the clusters whose agents rejected the Workload less than ttl before now, and those
@@ -269,25 +307,38 @@ func workloadOf(wl *gantry.Workload, requests *requestCache, now time.Time, reje
 // as recorded when the Workload was created.
 func rejectedClusters(wl *gantry.Workload, now time.Time, ttl time.Duration) map[string]string {
 	var out map[string]string
-	add := func(c, why string) {
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[c] = why
-	}
 	for _, r := range wl.Status.RejectedClusters {
 		at := r.Time.Time
 		if at.IsZero() {
 			at = wl.CreationTimestamp.Time
 		}
 		if now.Sub(at) < ttl {
-			add(r.Name, dispatch.RejectedByAgent)
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[r.Name] = dispatch.RejectedByAgent
 		}
 	}
+	if evicted := evictedTooOften(wl); evicted != nil {
+		if out == nil {
+			return evicted
+		}
+		maps.Copy(out, evicted)
+	}
+	return out
+}
+
+// evictedTooOften are the clusters the Workload was evicted from too often, each with why; nil when
+// there are none.
+func evictedTooOften(wl *gantry.Workload) map[string]string {
+	var out map[string]string
 	for c, n := range evictionsPerCluster(wl) {
 		if n >= MaxEvictionsPerCluster {
+			if out == nil {
+				out = map[string]string{}
+			}
 			// Admitted there and never placed, or refused there, again and again: stop trying there.
-			add(c, fmt.Sprintf("taken back from it %d times (last: %s)", n, lastEvictionReason(wl, c)))
+			out[c] = fmt.Sprintf("taken back from it %d times (last: %s)", n, lastEvictionReason(wl, c))
 		}
 	}
 	return out
@@ -329,54 +380,6 @@ func observeCopies(wl *gantry.Workload, copies CopyReader) []dispatch.Copy {
 		}
 	}
 	return out
-}
-
-// requestCache keeps each Workload's total requests, which only change with its spec, so that a pass
-// does not parse every quantity of every Workload again.
-type requestCache struct {
-	byUID map[types.UID]cachedRequests
-}
-
-type cachedRequests struct {
-	generation int64
-	requests   dispatch.Resources
-	gpu        dispatch.GPUDemand
-}
-
-func newRequestCache() *requestCache { return &requestCache{byUID: map[types.UID]cachedRequests{}} }
-
-// of returns the Workload's total requests. A nil cache computes them every time.
-func (c *requestCache) of(wl *gantry.Workload) dispatch.Resources {
-	if c == nil {
-		return dispatch.RequestsOf(&wl.Spec)
-	}
-	return c.entry(wl).requests
-}
-
-// gpuOf returns the Workload's GPU demand.
-func (c *requestCache) gpuOf(wl *gantry.Workload) dispatch.GPUDemand {
-	if c == nil {
-		return dispatch.GPUDemandOf(&wl.Spec)
-	}
-	return c.entry(wl).gpu
-}
-
-func (c *requestCache) entry(wl *gantry.Workload) cachedRequests {
-	if e, ok := c.byUID[wl.UID]; ok && e.generation == wl.Generation {
-		return e
-	}
-	e := cachedRequests{generation: wl.Generation, requests: dispatch.RequestsOf(&wl.Spec), gpu: dispatch.GPUDemandOf(&wl.Spec)}
-	c.byUID[wl.UID] = e
-	return e
-}
-
-// keepOnly forgets the Workloads not in live.
-func (c *requestCache) keepOnly(live map[types.UID]bool) {
-	for uid := range c.byUID {
-		if !live[uid] {
-			delete(c.byUID, uid)
-		}
-	}
 }
 
 // MaxEvictionsPerCluster is how many times a workload may be evicted from one cluster before the

@@ -50,6 +50,14 @@ func (f fakeCopies) Copy(c string, wl *gantry.Workload) *gantry.Workload {
 	return f.copies[c]
 }
 
+// hold makes the state hold the Workloads as the dispatcher's book would.
+func (st *hubState) hold(wls ...*gantry.Workload) {
+	b := newBook()
+	b.replace(wls)
+	b.sync()
+	st.workloads, st.entries = b.order, b.entries
+}
+
 var at = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
 func hubWorkload(ns, name, queue string) *gantry.Workload {
@@ -83,14 +91,10 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 		clusters: []gantry.WorkerCluster{{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: gantry.WorkerClusterStatus{
 			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue}}}}},
 		namespaces: map[string]labels.Set{"team-a": {"team": "a"}, "team-b": {"team": "b"}},
-		workloads: []*gantry.Workload{
-			hubWorkload("team-a", "ok", "q"),
-			hubWorkload("team-a", "no-queue", "missing"),
-			hubWorkload("team-a", "no-global", "dangling"),
-			hubWorkload("team-b", "not-selected", "q"),
-		},
 	}
-	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, newRequestCache(), at.Time, DefaultRejectionTTL)
+	st.hold(hubWorkload("team-a", "ok", "q"), hubWorkload("team-a", "no-queue", "missing"),
+		hubWorkload("team-a", "no-global", "dangling"), hubWorkload("team-b", "not-selected", "q"))
+	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, at.Time, DefaultRejectionTTL)
 
 	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true}}}, snap.Clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
@@ -160,8 +164,8 @@ func TestBuildSnapshotGivesUpOnAClusterAfterRepeatedEvictions(t *testing.T) {
 			gantry.Eviction{Cluster: "w2", Epoch: 2*epoch + 1, Reason: gantry.ReasonPlacementTimeout})
 	}
 	wl.Status.Evictions = wl.Status.Evictions[:len(wl.Status.Evictions)-1] // w2 one short
-	st.workloads = []*gantry.Workload{wl}
-	snap, _, _ := buildSnapshot(st, fakeCopies{}, nil, at.Time, DefaultRejectionTTL)
+	st.hold(wl)
+	snap, _, _ := buildSnapshot(st, fakeCopies{}, at.Time, DefaultRejectionTTL)
 	if len(snap.Workloads) != 1 {
 		t.Fatalf("workloads %+v", snap.Workloads)
 	}
@@ -177,7 +181,7 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 	type entry struct {
 		GlobalQueue, NominatedQueue string
 		Phase                       dispatch.Phase
-		Written                     bool // in byKey: the executor may write it
+		Written                     bool // writable: the executor may write it
 		Blocked                     string
 	}
 	cases := map[string]struct {
@@ -232,18 +236,18 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 				queues:     []gantry.Queue{*queue("ns", "q", "gq"), *queue("ns", "moved", "other")},
 				clusters:   []gantry.WorkerCluster{{ObjectMeta: metav1.ObjectMeta{Name: "w1"}}},
 				namespaces: map[string]labels.Set{"ns": {"team": "a"}},
-				workloads:  []*gantry.Workload{tc.wl},
 			}
+			st.hold(tc.wl)
 			for _, name := range tc.globals {
 				st.globals = append(st.globals, gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
 					Spec: gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, Clusters: []gantry.ClusterQuota{{Name: "w1"}}}})
 			}
-			snap, byKey, blockedList := buildSnapshot(st, fakeCopies{}, nil, at.Time, DefaultRejectionTTL)
+			snap, _, blockedList := buildSnapshot(st, fakeCopies{}, at.Time, DefaultRejectionTTL)
 			got := map[string]entry{}
 			for _, w := range snap.Workloads {
 				got[w.Key] = entry{GlobalQueue: w.GlobalQueue, NominatedQueue: w.NominatedQueue, Phase: w.Phase}
 			}
-			for key := range byKey {
+			if key := keyOf(tc.wl); st.writable(key) != nil {
 				e := got[key]
 				e.Written = true
 				got[key] = e
@@ -389,7 +393,7 @@ func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			snap, _, _ := buildSnapshot(&hubState{cohorts: tc.cohorts}, fakeCopies{}, nil, at.Time, DefaultRejectionTTL)
+			snap, _, _ := buildSnapshot(&hubState{cohorts: tc.cohorts}, fakeCopies{}, at.Time, DefaultRejectionTTL)
 			if diff := cmp.Diff(tc.want, snap.Cohorts); diff != "" {
 				t.Errorf("cohorts (-want +got):\n%s", diff)
 			}

@@ -111,7 +111,7 @@ func TestAProposalLapsesWithAPassThatProposesNothing(t *testing.T) {
 	if got := h.d.holdWaiting("ns/w", &c); got != VerdictSteadyTime {
 		t.Fatalf("held for %v, want %v", got, VerdictSteadyTime)
 	}
-	h.d.execute(context.Background(), map[string]*gantry.Workload{"ns/w": c.wl}, dispatch.Result{}, nil)
+	h.d.execute(context.Background(), func(string) *gantry.Workload { return c.wl }, dispatch.Result{}, nil)
 	h.clock.Step(VerdictSteadyTime)
 	if got := h.d.holdWaiting("ns/w", &c); got != VerdictSteadyTime {
 		t.Errorf("after a pass without a verdict for it, held for %v, want %v anew", got, VerdictSteadyTime)

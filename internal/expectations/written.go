@@ -75,6 +75,17 @@ func (w *Written[K, V]) Keep(keep func(key K, staleVersion string) bool) {
 	}
 }
 
+// Keys lists the keys of what is remembered.
+func (w *Written[K, V]) Keys() []K {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	out := make([]K, 0, len(w.m))
+	for k := range w.m {
+		out = append(out, k)
+	}
+	return out
+}
+
 // Len is how many entries are remembered.
 func (w *Written[K, V]) Len() int {
 	w.mu.RLock()

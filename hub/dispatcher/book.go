@@ -1,0 +1,324 @@
+package dispatcher
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
+)
+
+// book is the dispatcher's standing view of the hub's unfinished Workloads. The Workload informer's
+// events tell it which ones changed; a pass then derives what the dispatcher knows of those alone, and
+// finds the rest as the last pass left them, already in queue order. So a pass costs the changes since
+// the last one plus one walk over the queue, whatever the depth of the queue or the number of Workloads
+// that finished.
+type book struct {
+	mu      sync.Mutex
+	changed map[string]*gantry.Workload // since the last pass, by key: nil when deleted or finished
+	follows func() bool                 // whether the informer has delivered what it listed; nil: not fed
+
+	// Used by passes only, one at a time.
+	entries map[string]*entry
+	order   []*entry // CompareInQueue's order over all entries
+	spare   []*entry // the order before the last merge, reused by the next
+	uids    map[types.UID]struct{}
+	shared  *shared
+}
+
+// entry is one Workload as the cache shows it (never modified) and what the dispatcher knows of it from
+// the object alone, laid out for a pass that reads it without going to the object. A pass sets the
+// rest of w (its queue, copies and lapsing rejections) in place.
+type entry struct {
+	wl    *gantry.Workload
+	w     dispatch.Workload
+	queue *queueRef // the Queue it names
+	// recordedQueue is the GlobalQueue its status records its nomination under.
+	recordedQueue string
+	deleting      bool
+	// timed: some of its rejections lapse with time, so a pass works them out again.
+	timed bool
+	// gone: it left the book, or a new entry took its place in another place of the order.
+	gone bool
+}
+
+func newBook() *book {
+	return &book{changed: map[string]*gantry.Workload{}, entries: map[string]*entry{}, uids: map[types.UID]struct{}{},
+		shared: &shared{shapes: shapes{}, words: words{}, queues: queueRefs{}}}
+}
+
+// note records the Workload as the cache shows it now; nil or finished: it is gone from the book.
+func (b *book) note(key string, wl *gantry.Workload) {
+	if wl != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+		wl = nil
+	}
+	b.mu.Lock()
+	b.changed[key] = wl
+	b.mu.Unlock()
+}
+
+// replace makes the book hold exactly the given Workloads, for a dispatcher whose cache sends no events.
+func (b *book) replace(workloads []*gantry.Workload) {
+	seen := make(map[string]bool, len(workloads))
+	for _, wl := range workloads {
+		key := keyOf(wl)
+		seen[key] = true
+		if e := b.entries[key]; e == nil || e.wl.UID != wl.UID || e.wl.ResourceVersion != wl.ResourceVersion {
+			b.note(key, wl)
+		}
+	}
+	for key := range b.entries {
+		if !seen[key] {
+			b.note(key, nil)
+		}
+	}
+}
+
+// sync takes in the changes noted since the last pass.
+func (b *book) sync() {
+	b.mu.Lock()
+	changed := b.changed
+	b.changed = make(map[string]*gantry.Workload, len(changed))
+	b.mu.Unlock()
+	var added []*entry
+	dropped := false
+	for key, wl := range changed {
+		old := b.entries[key]
+		if old != nil && wl != nil && old.wl.UID == wl.UID && old.wl.ResourceVersion == wl.ResourceVersion {
+			continue // a resync: nothing changed
+		}
+		if old != nil {
+			delete(b.entries, key)
+			delete(b.uids, old.wl.UID)
+			b.shared.queues.release(old.queue)
+			old.gone = true
+		}
+		if wl == nil {
+			dropped = dropped || old != nil
+			continue
+		}
+		e := newEntry(wl, b.shared)
+		if old != nil && dispatch.CompareInQueue(&old.w, &e.w) == 0 {
+			*old = *e // it keeps its place in the order
+			e = old
+		} else {
+			added = append(added, e)
+		}
+		b.entries[key] = e
+		b.uids[wl.UID] = struct{}{}
+	}
+	if len(added) > 0 || dropped {
+		b.merge(added)
+	}
+}
+
+// merge lays the added entries into the order, sorted among themselves first, and leaves out the
+// entries no longer in the book.
+func (b *book) merge(added []*entry) {
+	slices.SortFunc(added, func(x, y *entry) int { return dispatch.CompareInQueue(&x.w, &y.w) })
+	out := b.spare[:0]
+	for _, e := range b.order {
+		if e.gone {
+			continue
+		}
+		for len(added) > 0 && dispatch.CompareInQueue(&added[0].w, &e.w) < 0 {
+			out, added = append(out, added[0]), added[1:]
+		}
+		out = append(out, e)
+	}
+	out = append(out, added...)
+	clear(b.order) // so that the spare holds no entry gone
+	b.order, b.spare = out, b.order[:0]
+}
+
+// hasUID says whether a Workload of that UID is in the book.
+func (b *book) hasUID(uid types.UID) bool {
+	_, ok := b.uids[uid]
+	return ok
+}
+
+// newEntry derives what the dispatcher knows of a Workload apart from its queue and copies, sharing
+// with other entries what sh holds (nil: nothing).
+func newEntry(wl *gantry.Workload, sh *shared) *entry {
+	e := &entry{wl: wl, queue: sh.queueRefs().ref(wl.Namespace, wl.Spec.QueueName), recordedQueue: wl.Status.GlobalQueue,
+		deleting: wl.DeletionTimestamp != nil, timed: len(wl.Status.RejectedClusters) > 0}
+	e.w = dispatch.Workload{
+		Key:       keyOf(wl),
+		Priority:  wl.Spec.Priority,
+		Created:   wl.CreationTimestamp.Time,
+		Requests:  sh.requests(dispatch.RequestsOf(&wl.Spec)),
+		GPU:       dispatch.GPUDemandOf(&wl.Spec),
+		Epoch:     wl.Status.DispatchEpoch,
+		Nominated: wl.Status.NominatedClusters,
+		Winner:    wl.Status.ClusterName,
+		Rejected:  evictedTooOften(wl),
+		Kind:      string(wl.Spec.JobKind),
+	}
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil &&
+		c.Status == metav1.ConditionTrue && c.ObservedGeneration == wl.Generation {
+		e.w.PendingReason, e.w.PendingMessage = sh.word(c.Reason), sh.word(c.Message)
+	}
+	switch {
+	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
+		e.w.Phase = dispatch.Finished
+	case wl.Status.ClusterName != "":
+		e.w.Phase = dispatch.Admitted
+		if p := wl.Status.CurrentPreemption(); p != nil {
+			e.w.PreemptedFor = p.Preemptor
+		}
+	}
+	return e
+}
+
+func keyOf(wl *gantry.Workload) string { return wl.Namespace + "/" + wl.Name }
+
+// shared is what the book's entries share, held once for all of them: in a deep queue many Workloads
+// have the same requests, Pending words and Queue, and sharing them keeps the book small and a pass's
+// walk over it in few places of memory.
+type shared struct {
+	shapes shapes
+	words  words
+	queues queueRefs
+}
+
+func (sh *shared) requests(r dispatch.Resources) dispatch.Resources {
+	if sh == nil {
+		return r
+	}
+	return sh.shapes.intern(r)
+}
+
+func (sh *shared) word(s string) string {
+	if sh == nil {
+		return s
+	}
+	return sh.words.intern(s)
+}
+
+func (sh *shared) queueRefs() queueRefs {
+	if sh == nil {
+		return nil
+	}
+	return sh.queues
+}
+
+// maxShared bounds the strings and shapes of requests held for sharing: past it they start anew, so
+// that those of Workloads long gone are not held for ever (the entries keep their own).
+const maxShared = 10_000
+
+// words holds one copy of each string entries share.
+type words map[string]string
+
+func (w words) intern(s string) string {
+	if held, ok := w[s]; ok {
+		return held
+	}
+	if len(w) >= maxShared {
+		clear(w)
+	}
+	w[s] = s
+	return s
+}
+
+// shapes holds one map of each set of total requests the book's workloads have: a deep queue has few
+// shapes of job, and one map each keeps the book small. The maps are shared, so nothing may change them.
+type shapes map[string]dispatch.Resources
+
+// intern returns the held map equal to r, holding r if there is none.
+func (s shapes) intern(r dispatch.Resources) dispatch.Resources {
+	names := make([]string, 0, len(r))
+	for name := range r {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	var key strings.Builder
+	for _, name := range names {
+		key.WriteString(name)
+		key.WriteByte('=')
+		key.WriteString(strconv.FormatInt(r[corev1.ResourceName(name)], 10))
+		key.WriteByte(';')
+	}
+	if held, ok := s[key.String()]; ok {
+		return held
+	}
+	if len(s) >= maxShared {
+		clear(s)
+	}
+	s[key.String()] = r
+	return r
+}
+
+// queueRefs holds one queueRef per Queue the book's entries name, while some do.
+type queueRefs map[queueKey]*queueRef
+
+// ref is the Queue of that namespace and name, counted as named once more; a nil queueRefs holds none.
+func (qs queueRefs) ref(namespace, name string) *queueRef {
+	k := queueKey{namespace, name}
+	q := qs[k]
+	if q == nil {
+		q = &queueRef{queueKey: k}
+		if qs != nil {
+			qs[k] = q
+		}
+	}
+	q.users++
+	return q
+}
+
+// release counts the Queue as named once less, and forgets it when none names it.
+func (qs queueRefs) release(q *queueRef) {
+	if q.users--; q.users == 0 {
+		delete(qs, q.queueKey)
+	}
+}
+
+// Follow feeds the dispatcher's book from the events of the hub's Workload informer, and asks for a pass
+// on each. Passes wait until the informer has delivered what it listed.
+func (d *Dispatcher) Follow(inf cache.Informer) error {
+	d.init()
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { d.noteEvent(obj, false) },
+		UpdateFunc: func(_, obj any) { d.noteEvent(obj, false) },
+		DeleteFunc: func(obj any) { d.noteEvent(obj, true) },
+	})
+	if err != nil {
+		return fmt.Errorf("following Workloads: %w", err)
+	}
+	d.book.mu.Lock()
+	d.book.follows = reg.HasSynced
+	d.book.mu.Unlock()
+	return nil
+}
+
+// following is what says whether the informer the book follows has delivered what it listed; nil when
+// it follows none.
+func (d *Dispatcher) following() func() bool {
+	d.book.mu.Lock()
+	defer d.book.mu.Unlock()
+	return d.book.follows
+}
+
+// noteEvent notes the Workload of an informer event, and asks for a pass.
+func (d *Dispatcher) noteEvent(obj any, deleted bool) {
+	switch o := obj.(type) {
+	case *gantry.Workload:
+		key := keyOf(o)
+		if deleted {
+			o = nil
+		}
+		d.book.note(key, o)
+	case toolscache.DeletedFinalStateUnknown:
+		d.book.note(o.Key, nil)
+	}
+	d.Trigger()
+}

@@ -1,0 +1,155 @@
+package dispatcher
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+	"unsafe"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
+)
+
+// FuzzBookKeepsQueueOrder applies events (a Workload added, its priority or status changed, finished,
+// deleted, deleted with its last state unknown, replaced by another of the same name) in batches, as
+// passes take them in, and checks after each batch that the book holds exactly the unfinished
+// Workloads, each as last seen, in CompareInQueue's order, with its UID and Queue counted once.
+func FuzzBookKeepsQueueOrder(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19})
+	f.Add([]byte{0, 0, 0, 8, 8, 8, 16, 16, 1, 9, 17, 2, 10, 18, 3, 11, 19, 4, 12, 20, 5, 13, 21, 6, 14, 22, 7, 15, 23})
+	f.Add([]byte{7, 7, 7, 7, 255, 0, 128, 64, 32, 16, 8, 4, 2, 1, 3, 5, 9, 17, 33, 65, 129})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		d := &Dispatcher{}
+		d.init()
+		d.book.follows = func() bool { return true }
+		want := map[string]*gantry.Workload{} // what the cache shows, unfinished
+		version := 0
+		for i, op := range ops {
+			name := "w" + strconv.Itoa(int(op>>3)%12)
+			key := "ns/" + name
+			version++
+			cur := want[key]
+			switch op & 7 {
+			case 0, 1: // added, or replaced by a new one of the same name
+				wl := bookWorkload(name, types.UID(fmt.Sprintf("uid-%d", version)), version, int32(op%3), "q"+strconv.Itoa(int(op)%2))
+				d.noteEvent(wl, false)
+				want[key] = wl
+			case 2: // its priority changes
+				if cur != nil {
+					wl := cur.DeepCopy()
+					wl.Spec.Priority, wl.ResourceVersion = int32(op%5), strconv.Itoa(version)
+					d.noteEvent(wl, false)
+					want[key] = wl
+				}
+			case 3: // its status changes
+				if cur != nil {
+					wl := cur.DeepCopy()
+					wl.Status.DispatchEpoch++
+					wl.ResourceVersion = strconv.Itoa(version)
+					d.noteEvent(wl, false)
+					want[key] = wl
+				}
+			case 4: // it finishes
+				if cur != nil {
+					wl := cur.DeepCopy()
+					apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Done"})
+					wl.ResourceVersion = strconv.Itoa(version)
+					d.noteEvent(wl, false)
+					delete(want, key)
+				}
+			case 5: // deleted
+				if cur != nil {
+					d.noteEvent(cur, true)
+					delete(want, key)
+				}
+			case 6: // deleted while the watch was down
+				d.noteEvent(toolscache.DeletedFinalStateUnknown{Key: key, Obj: cur}, true)
+				delete(want, key)
+			case 7: // a resync: the same object again
+				if cur != nil {
+					d.noteEvent(cur, false)
+				}
+			}
+			if i%3 == 2 || i == len(ops)-1 {
+				d.book.sync()
+				checkBook(t, d.book, want)
+			}
+		}
+	})
+}
+
+func bookWorkload(name string, uid types.UID, version int, priority int32, queue string) *gantry.Workload {
+	wl := hubWorkload("ns", name, queue)
+	wl.UID, wl.ResourceVersion, wl.Spec.Priority = uid, strconv.Itoa(version), priority
+	wl.CreationTimestamp = metav1.NewTime(at.Add(time.Duration(version%7) * time.Second))
+	return wl
+}
+
+func checkBook(t *testing.T, b *book, want map[string]*gantry.Workload) {
+	t.Helper()
+	if len(b.entries) != len(want) || len(b.order) != len(want) || len(b.uids) != len(want) {
+		t.Fatalf("book holds %d entries, %d in order, %d UIDs; want %d", len(b.entries), len(b.order), len(b.uids), len(want))
+	}
+	for key, wl := range want {
+		e := b.entries[key]
+		if e == nil || e.wl != wl || !b.hasUID(wl.UID) {
+			t.Fatalf("book holds %s as %v, want the object last seen", key, e)
+		}
+		if e.w.Priority != wl.Spec.Priority || e.w.Epoch != wl.Status.DispatchEpoch {
+			t.Fatalf("%s: derived priority %d epoch %d, want %d %d", key, e.w.Priority, e.w.Epoch, wl.Spec.Priority, wl.Status.DispatchEpoch)
+		}
+	}
+	if !slices.IsSortedFunc(b.order, func(x, y *entry) int { return dispatch.CompareInQueue(&x.w, &y.w) }) {
+		t.Fatal("the book's order is not the queue order")
+	}
+	users := map[queueKey]int{}
+	for _, e := range b.order {
+		if b.entries[e.w.Key] != e {
+			t.Fatalf("%s is in the order but not the book", e.w.Key)
+		}
+		users[e.queue.queueKey]++
+		if b.shared.queues[e.queue.queueKey] != e.queue {
+			t.Fatalf("%s names a Queue the book does not hold", e.w.Key)
+		}
+	}
+	for k, q := range b.shared.queues {
+		if q.users != users[k] {
+			t.Fatalf("Queue %v counted as named %d times, want %d", k, q.users, users[k])
+		}
+	}
+}
+
+// TestBookSharesRequestsAndWords: Workloads of the same requests share one map of them, and the words of
+// their Pending conditions, so that a deep queue costs little memory and its pass reads little of it.
+func TestBookSharesRequestsAndWords(t *testing.T) {
+	b := newBook()
+	var wls []*gantry.Workload
+	for i := range 3 {
+		wl := hubWorkload("ns", fmt.Sprintf("w%d", i), "q")
+		wl.Status.Conditions = []metav1.Condition{{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
+			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue " + string([]byte("gq"))}}
+		wls = append(wls, wl)
+	}
+	b.replace(wls)
+	b.sync()
+	first := b.entries["ns/w0"].w
+	for _, key := range []string{"ns/w1", "ns/w2"} {
+		w := b.entries[key].w
+		if fmt.Sprintf("%p", w.Requests) != fmt.Sprintf("%p", first.Requests) {
+			t.Errorf("%s has a map of requests of its own", key)
+		}
+		if unsafe.StringData(w.PendingMessage) != unsafe.StringData(first.PendingMessage) {
+			t.Errorf("%s has a Pending message of its own", key)
+		}
+	}
+	if got := first.Requests[gantry.GPUResource]; got != 8000 {
+		t.Errorf("requests hold %d milli-GPUs, want 8000", got)
+	}
+}

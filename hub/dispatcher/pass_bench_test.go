@@ -1,0 +1,192 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// BenchmarkPass100kWaiting is the hub's whole pass over a deep queue at rest: 10 GlobalQueues on 100
+// connected clusters, each queue's quota filled by its 400 running workloads, and 100,000 pending
+// Workloads that already show the verdict the pass gives them. Nothing changes, so nothing is written.
+// Target: under 100 ms per pass.
+func BenchmarkPass100kWaiting(b *testing.B) {
+	benchPass(b, 0)
+}
+
+// BenchmarkPass100kWaitingCountingQueues is the same pass when the queues' statuses are due, as they
+// are at most once a second: it counts every workload into its queues' statuses too.
+func BenchmarkPass100kWaitingCountingQueues(b *testing.B) {
+	benchPass(b, queueStatusInterval)
+}
+
+// benchPass runs passes over the deep queue at rest, the clock moving by step before each.
+func benchPass(b *testing.B, step time.Duration) {
+	d, workloads := benchHub(b, 100, 10, 100_000)
+	clk := d.Clock.(*clocktesting.FakeClock)
+	for _, wl := range workloads {
+		d.book.note(keyOf(wl), wl)
+	}
+	ctx := context.Background()
+	if _, err := d.pass(ctx); err != nil { // the book takes in the Workloads, the queues their statuses
+		b.Fatal(err)
+	}
+	d.Client.(*benchClient).writes = 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		clk.Step(step)
+		if _, err := d.pass(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if n := len(d.writers); n != 0 {
+			b.Fatalf("a pass at rest started %d Workload writes", n)
+		}
+		if n := d.Client.(*benchClient).writes; n != 0 {
+			b.Fatalf("a pass at rest wrote %d queue statuses", n)
+		}
+	}
+}
+
+// benchHub is a Dispatcher over a hub of the given numbers of connected clusters, GlobalQueues (each
+// with one Queue in namespace ns, and quota of 16 GPUs on every cluster, filled by 4 running workloads
+// of 4 GPUs there) and pending Workloads, which show WaitingForQuota already. Its client holds all but
+// the Workloads, which come back apart for its book.
+func benchHub(b *testing.B, clusters, queues, pending int) (*Dispatcher, []*gantry.Workload) {
+	b.Helper()
+	copies := fakeCopies{connected: map[string]bool{}}
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}}
+	var quota []gantry.ClusterQuota
+	for c := range clusters {
+		name := fmt.Sprintf("cluster-%03d", c)
+		copies.connected[name] = true
+		quota = append(quota, gantry.ClusterQuota{Name: name, Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("16")}})
+		objs = append(objs, &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: gantry.WorkerClusterStatus{
+			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: at}}}})
+	}
+	for q := range queues {
+		name := fmt.Sprintf("queue-%02d", q)
+		objs = append(objs, &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gantry.GlobalQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{}, Clusters: quota}}, queue("ns", name, name))
+	}
+	var workloads []*gantry.Workload
+	for i := range queues * clusters * 4 {
+		q, c := fmt.Sprintf("queue-%02d", i/(clusters*4)), fmt.Sprintf("cluster-%03d", i/4%clusters)
+		wl := benchWorkload(fmt.Sprintf("running-%d", i), q, 4)
+		wl.Status = gantry.WorkloadStatus{GlobalQueue: q, DispatchEpoch: 1, NominatedClusters: []string{c}, ClusterName: c}
+		workloads = append(workloads, wl)
+	}
+	for i := range pending {
+		q := fmt.Sprintf("queue-%02d", i%queues)
+		wl := benchWorkload(fmt.Sprintf("pending-%d", i), q, int64(1+i%8))
+		wl.Spec.Priority = int32(i % 3)
+		wl.CreationTimestamp = metav1.NewTime(at.Add(time.Duration(i) * time.Millisecond))
+		wl.Status.Conditions = []metav1.Condition{{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
+			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue " + q, LastTransitionTime: at}}
+		workloads = append(workloads, wl)
+	}
+	c := &benchClient{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *gantry.GlobalQueue:
+			c.globals = append(c.globals, *o)
+		case *gantry.Queue:
+			c.queues = append(c.queues, *o)
+		case *gantry.WorkerCluster:
+			c.clusters = append(c.clusters, *o)
+		case *corev1.Namespace:
+			c.namespaces = append(c.namespaces, *o)
+		}
+	}
+	d := &Dispatcher{Client: c, Copies: copies, Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(at.Time)}
+	d.init()
+	d.book.follows = func() bool { return true } // fed below, as the informer would
+	return d, workloads
+}
+
+// benchWorkload is a Workload of one pod with gpus GPUs, 8 CPUs and 32 GiB in all.
+func benchWorkload(name, queue string, gpus int64) *gantry.Workload {
+	return &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "1", CreationTimestamp: at},
+		Spec: gantry.WorkloadSpec{QueueName: queue, PodSets: []gantry.PodSet{{Name: "main", Count: 1, Requests: corev1.ResourceList{
+			gantry.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("8"),
+			corev1.ResourceMemory: resource.MustParse("32Gi")}}}},
+	}
+}
+
+// benchClient hands out the hub's objects as the cache does, without copying them, and takes status
+// writes into them; it holds no Workloads, which a pass reads from its book.
+type benchClient struct {
+	client.Client // any other call fails
+	globals       []gantry.GlobalQueue
+	queues        []gantry.Queue
+	clusters      []gantry.WorkerCluster
+	namespaces    []corev1.Namespace
+	writes        int
+}
+
+func (c *benchClient) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	switch l := list.(type) {
+	case *gantry.GlobalQueueList:
+		l.Items = c.globals
+	case *gantry.QueueList:
+		l.Items = c.queues
+	case *gantry.WorkerClusterList:
+		l.Items = c.clusters
+	case *corev1.NamespaceList:
+		l.Items = c.namespaces
+	case *gantry.CohortList:
+	default:
+		return fmt.Errorf("a pass listed %T", list)
+	}
+	return nil
+}
+
+func (c *benchClient) Status() client.SubResourceWriter { return benchStatus{c} }
+
+type benchStatus struct{ c *benchClient }
+
+func (s benchStatus) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
+	s.c.writes++
+	switch o := obj.(type) {
+	case *gantry.GlobalQueue:
+		for i := range s.c.globals {
+			if s.c.globals[i].Name == o.Name {
+				s.c.globals[i].Status = o.Status
+			}
+		}
+	case *gantry.Queue:
+		for i := range s.c.queues {
+			if s.c.queues[i].Name == o.Name {
+				s.c.queues[i].Status = o.Status
+			}
+		}
+	default:
+		return fmt.Errorf("a pass wrote %T", obj)
+	}
+	return nil
+}
+
+func (benchStatus) Create(context.Context, client.Object, client.Object, ...client.SubResourceCreateOption) error {
+	return fmt.Errorf("a pass created a subresource")
+}
+
+func (benchStatus) Patch(context.Context, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+	return fmt.Errorf("a pass patched a status")
+}
+
+func (benchStatus) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+	return fmt.Errorf("a pass applied a status")
+}
