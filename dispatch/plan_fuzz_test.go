@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
@@ -388,6 +391,23 @@ func (m *model) usage(q, c string) (admitted, reserved int64) {
 	return admitted, reserved
 }
 
+// checkSameInAnyOrder checks that a pass decides the same over the snapshot's workloads handed over in
+// reverse and in queue order (the order the hub keeps, which a pass does not sort again).
+func checkSameInAnyOrder(t *testing.T, s *Snapshot, want Result) {
+	t.Helper()
+	for name, order := range map[string]func([]*Workload){
+		"reversed":       slices.Reverse[[]*Workload],
+		"in queue order": func(ws []*Workload) { slices.SortStableFunc(ws, CompareInQueue) },
+	} {
+		again := *s
+		again.Workloads = slices.Clone(s.Workloads)
+		order(again.Workloads)
+		if got := Plan(&again); !cmp.Equal(want, got, cmpopts.EquateEmpty()) {
+			t.Fatalf("a pass over the workloads %s decides otherwise (-first +again):\n%s", name, cmp.Diff(want, got, cmpopts.EquateEmpty()))
+		}
+	}
+}
+
 // FuzzPlanAtMostOneWinnerWithinQuota drives dispatch passes, agent admissions and rejections, lost and
 // regained clusters, finishing jobs, Queues pointed at the other GlobalQueue and lapsing rejections in
 // random order, and checks after every step that no workload ever gets a second winner and that quota
@@ -406,7 +426,10 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 			c := m.clusters[(arg/8)%len(m.clusters)]
 			switch op {
 			case 0, 5:
-				m.apply(t, Plan(m.snapshot(strict, maxCandidates)))
+				s := m.snapshot(strict, maxCandidates)
+				res := Plan(s)
+				checkSameInAnyOrder(t, s, res)
+				m.apply(t, res)
 			case 1:
 				if cp := m.copies[w.Key][c]; cp != nil && !cp.admitted && !cp.rejected {
 					m.clock++
