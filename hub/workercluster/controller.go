@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -36,6 +37,10 @@ const (
 	MaxBackoff = time.Minute
 	// HeartbeatTimeout is how old an agent's heartbeat may be before the agent counts as gone.
 	HeartbeatTimeout = 90 * time.Second
+	// ConcurrentClusters is how many clusters are connected or checked at once: a cluster that does not
+	// answer holds one of them until its attempt times out, not the rest of the fleet, and a starting
+	// hub connects a large fleet that many at a time.
+	ConcurrentClusters = 8
 )
 
 // Connections is what the controller needs of the remote manager.
@@ -75,6 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.failures = map[string]failures{}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("hub-workercluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: ConcurrentClusters}).
 		// Its own status writes are no reason to try again.
 		For(&gantry.WorkerCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, r.clustersNaming(func(wc *gantry.WorkerCluster) string {

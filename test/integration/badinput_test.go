@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -371,4 +373,92 @@ func TestInvalidCohortsAreRejected(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAClusterThatNeverAnswersHoldsUpNoOther: while the hub's attempt to connect a cluster whose
+// address accepts connections and never answers is still open, another WorkerCluster registered after
+// it is looked at and reported all the same.
+func TestAClusterThatNeverAnswersHoldsUpNoOther(t *testing.T) {
+	startHub(t)
+	ctx := context.Background()
+	silent, accepted := silentListener(t)
+	goodConfig, err := testcluster.Kubeconfig(workers["worker-1"].cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(name string, kubeconfig []byte) {
+		t.Helper()
+		if kubeconfig != nil {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNamespace},
+				Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}}
+			if err := hubEnv.client.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, s) })
+		}
+		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: name}}}
+		if err := hubEnv.client.Create(ctx, wc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, wc) })
+	}
+	register("silent", []byte(strings.Replace(string(goodConfig), workers["worker-1"].cfg.Host, "https://"+silent, 1)))
+	select {
+	case <-accepted:
+	case <-time.After(waitTimeout):
+		t.Fatal("the hub never tried to connect the silent cluster")
+	}
+	register("prompt-missing", nil)
+	connected := func(name string) *metav1.Condition {
+		var wc gantry.WorkerCluster
+		if err := hubEnv.client.Get(ctx, types.NamespacedName{Name: name}, &wc); err != nil {
+			t.Fatal(err)
+		}
+		return apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected)
+	}
+	eventually(t, "the cluster registered second reported", func() error {
+		if c := connected("prompt-missing"); c == nil || c.Reason != gantry.ReasonSecretNotFound {
+			return fmt.Errorf("connected condition %+v, want False/%s", c, gantry.ReasonSecretNotFound)
+		}
+		return nil
+	})
+	if c := connected("silent"); c != nil {
+		t.Errorf("the silent cluster's first attempt ended (%s: %s) before the other was reported: it was held up", c.Reason, c.Message)
+	}
+}
+
+// silentListener listens on a loopback port, accepts connections and never answers them; it says on
+// accepted when the first connection came.
+func silentListener(t *testing.T) (string, <-chan struct{}) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{})
+	var once sync.Once
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			once.Do(func() { close(accepted) })
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return l.Addr().String(), accepted
 }
