@@ -5,7 +5,9 @@
 // It first runs single Jobs one after another on the idle testbed (latency from the Job's creation on
 // the hub to its creation on the winning worker), then submits a burst of one-pod Jobs at once and
 // reports dispatch throughput, latency percentiles and the mutating API requests per job on each
-// cluster, read from the API servers' apiserver_request_total before and after.
+// cluster, read from the API servers' apiserver_request_total before and after, and the CPU the hub
+// and the agents spent on it. Last it posts the same burst straight to the workers, without Gantry,
+// and sets Gantry's time and writes against those.
 //
 // Every time comes from watches in this process: the hub Job's creation is when the hub's watch
 // delivered it, its creation on a worker when that worker's watch did.
@@ -96,13 +98,14 @@ func run(o options) error {
 	}
 	ctx := context.Background()
 	id := strconv.FormatInt(time.Now().Unix(), 36)
-	singleNS, burstNS := "bench-single-"+id, "bench-burst-"+id
+	singleNS, burstNS, directNS := "bench-single-"+id, "bench-burst-"+id, "bench-direct-"+id
 	for _, ns := range []string{singleNS, burstNS} {
 		if err := newNamespace(ctx, tb, ns); err != nil {
 			return err
 		}
 	}
 	defer cleanUp(tb, singleNS, burstNS)
+	defer cleanUpDirect(tb, directNS)
 
 	rec := newRecorder(singleNS, burstNS)
 	wctx, stopWatches := context.WithCancel(ctx)
@@ -115,111 +118,138 @@ func run(o options) error {
 			return err
 		}
 	}
-
-	// The first Job pays for connections and the namespace on the workers; it is not measured.
-	logf("warming up")
-	if _, err := runSingle(ctx, tb, rec, benchJob(singleNS, "warm-up", id, singleRuntime)); err != nil {
+	r := &report{jobs: o.jobs, podRuntime: o.podRuntime, clusters: clusterNames(tb)}
+	if err := runSingles(ctx, tb, rec, r, singleNS, id, o); err != nil {
 		return err
 	}
+	if r.idleRate, err = idleRates(ctx, tb, o.idle); err != nil {
+		return err
+	}
+	names := make([]string, o.jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("burst-%04d", i)
+	}
+	if err := runBurst(ctx, tb, rec, r, burstNS, id, names, o); err != nil {
+		return err
+	}
+	logf("posting the same burst straight to the workers")
+	if r.direct, err = runDirect(ctx, tb, rec, directNS, id, names, o); err != nil {
+		return err
+	}
+	r.print(os.Stdout)
+	return nil
+}
 
+// runSingles runs single Jobs one after another on the idle testbed, after one that warms it up.
+func runSingles(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report, ns, id string, o options) error {
+	// The first Job pays for connections and the namespace on the workers; it is not measured.
+	logf("warming up")
+	if _, err := runSingle(ctx, tb, rec, benchJob(ns, "warm-up", id, singleRuntime)); err != nil {
+		return err
+	}
 	logf("running %d single jobs one after another", o.singles)
-	var singles []time.Duration
-	var singleTimes []jobTimes
 	for i := range o.singles {
 		name := fmt.Sprintf("single-%d", i)
-		d, err := runSingle(ctx, tb, rec, benchJob(singleNS, name, id, singleRuntime))
+		d, err := runSingle(ctx, tb, rec, benchJob(ns, name, id, singleRuntime))
 		if err != nil {
 			return err
 		}
-		singles = append(singles, d)
-		singleTimes = append(singleTimes, rec.get(singleNS, name))
+		r.singles = append(r.singles, d)
+		r.singleTimes = append(r.singleTimes, rec.get(ns, name))
 	}
+	return nil
+}
 
-	logf("sampling the idle testbed's background writes for %s", o.idle)
-	idleBefore, err := scrapeAll(ctx, tb)
+// idleRates samples what the idle testbed writes per second.
+func idleRates(ctx context.Context, tb *testbed.Testbed, sample time.Duration) (map[string]requestCounts, error) {
+	logf("sampling the idle testbed's background writes for %s", sample)
+	before, err := scrapeAll(ctx, tb)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	idleStart := time.Now()
-	time.Sleep(o.idle)
-	idleAfter, err := scrapeAll(ctx, tb)
+	start := time.Now()
+	time.Sleep(sample)
+	after, err := scrapeAll(ctx, tb)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	idleWindow := time.Since(idleStart)
+	return ratesAll(diffAll(after, before), time.Since(start)), nil
+}
 
+// runBurst submits the burst to the hub, waits until every Job completed, deletes them and waits until
+// they are gone everywhere, recording the writes and Gantry's CPU of both phases.
+func runBurst(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report, ns, id string, names []string, o options) error {
 	logf("submitting a burst of %d jobs", o.jobs)
 	before, err := scrapeAll(ctx, tb)
 	if err != nil {
 		return err
 	}
-	runStart := time.Now()
-	names := make([]string, o.jobs)
-	for i := range names {
-		names[i] = fmt.Sprintf("burst-%04d", i)
-	}
-	submitStart := time.Now()
-	if err := submitAll(ctx, tb, burstNS, id, names, o.submitters, o.podRuntime); err != nil {
+	cpuBefore, err := gantryCPU(tb)
+	if err != nil {
 		return err
 	}
-	submitTime := time.Since(submitStart)
-	if err := rec.waitAll(burstNS, names, "created on a worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerCreated.IsZero() }); err != nil {
-		return dispatchStuck(ctx, tb, burstNS, err)
+	runStart := time.Now()
+	if err := submitAll(ctx, tb, ns, id, names, o.submitters, o.podRuntime); err != nil {
+		return err
+	}
+	r.submitTime = time.Since(runStart)
+	if err := rec.waitAll(ns, names, "created on a worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerCreated.IsZero() }); err != nil {
+		return dispatchStuck(ctx, tb, ns, err)
 	}
 	logf("all %d jobs created on workers; waiting for them to complete", o.jobs)
-	if err := rec.waitAll(burstNS, names, "complete on the hub", o.waitTimeout, func(t jobTimes) bool { return !t.hubComplete.IsZero() }); err != nil {
-		return dispatchStuck(ctx, tb, burstNS, err)
+	if err := rec.waitAll(ns, names, "complete on the hub", o.waitTimeout, func(t jobTimes) bool { return !t.hubComplete.IsZero() }); err != nil {
+		return dispatchStuck(ctx, tb, ns, err)
 	}
 	afterRun, err := scrapeAll(ctx, tb)
 	if err != nil {
 		return err
 	}
-	runWindow := time.Since(runStart)
-	runEvents, err := eventsAll(ctx, tb, burstNS)
-	if err != nil {
+	if r.run, err = measuredPhase(ctx, tb, ns, "submit -> all complete", runStart, before, afterRun, nil); err != nil {
 		return err
 	}
-
 	logf("deleting the burst's jobs on the hub")
 	cleanStart := time.Now()
-	if err := tb.Hub.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(burstNS),
+	if err := tb.Hub.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns),
 		client.MatchingLabels{runLabel: id}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return fmt.Errorf("deleting the burst's jobs: %w", err)
 	}
-	if err := rec.waitAll(burstNS, names, "deleted from their worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerGone.IsZero() }); err != nil {
+	if err := rec.waitAll(ns, names, "deleted from their worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerGone.IsZero() }); err != nil {
 		return err
 	}
-	if err := waitNoWorkloads(ctx, tb, burstNS, o.waitTimeout); err != nil {
+	if err := waitNoWorkloads(ctx, tb, ns, o.waitTimeout); err != nil {
 		return err
 	}
+	cpuAfter, err := gantryCPU(tb)
+	if err != nil {
+		return err
+	}
+	r.gantryCPU = cpuAfter - cpuBefore
 	afterClean, err := scrapeAll(ctx, tb)
 	if err != nil {
 		return err
 	}
-	cleanWindow := time.Since(cleanStart)
-	cleanEvents, err := eventsAll(ctx, tb, burstNS)
-	if err != nil {
+	if r.clean, err = measuredPhase(ctx, tb, ns, "delete -> all gone", cleanStart, afterRun, afterClean, r.run.events); err != nil {
 		return err
 	}
-
-	r := &report{
-		jobs: o.jobs, podRuntime: o.podRuntime, singles: singles, singleTimes: singleTimes, submitTime: submitTime,
-		clusters: clusterNames(tb),
-		run: phase{
-			name: "submit -> all complete", window: runWindow,
-			requests: diffAll(afterRun, before), events: runEvents,
-		},
-		clean: phase{
-			name: "delete -> all gone", window: cleanWindow,
-			requests: diffAll(afterClean, afterRun), events: subEvents(cleanEvents, runEvents),
-		},
-		idleRate: ratesAll(diffAll(idleAfter, idleBefore), idleWindow),
-	}
 	for _, n := range names {
-		r.burst = append(r.burst, rec.get(burstNS, n))
+		r.burst = append(r.burst, rec.get(ns, n))
 	}
-	r.print(os.Stdout)
 	return nil
+}
+
+// measuredPhase is a phase that started at start and ends now: what the clusters wrote from before to
+// after, and the Events in the namespace since those of earlier phases.
+func measuredPhase(ctx context.Context, tb *testbed.Testbed, ns, name string, start time.Time, before, after map[string]requestCounts,
+	earlier eventCounts) (phase, error) {
+	window := time.Since(start)
+	events, err := eventsAll(ctx, tb, ns)
+	if err != nil {
+		return phase{}, err
+	}
+	if earlier != nil {
+		events = subEvents(events, earlier)
+	}
+	return phase{name: name, window: window, requests: diffAll(after, before), events: events}, nil
 }
 
 // benchJob is a one-pod Job with a small CPU request, so that hundreds fit at once. Its pod is created

@@ -26,7 +26,9 @@ type jobTimes struct {
 	hubCreated    time.Time
 	hubComplete   time.Time
 	workerCreated time.Time
-	worker        string
+	// workerComplete is when its Job on a worker completed (read for the burst posted straight there).
+	workerComplete time.Time
+	worker         string
 	// creations counts Job creations seen on workers; Gantry creates exactly one.
 	creations  int
 	workerGone time.Time
@@ -175,8 +177,12 @@ func (r *recorder) observeJob(now time.Time, cluster string, hub bool, ev watch.
 	case !hub && ev.Type == watch.Deleted:
 		t.workerGone = now
 	}
-	if hub && t.hubComplete.IsZero() && ev.Type != watch.Deleted && complete(job) {
+	switch {
+	case ev.Type == watch.Deleted || !complete(job):
+	case hub && t.hubComplete.IsZero():
 		t.hubComplete = now
+	case !hub && t.workerComplete.IsZero():
+		t.workerComplete = now
 	}
 }
 

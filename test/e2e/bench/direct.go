@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/prometheus/procfs"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/test/e2e/testbed"
+)
+
+// gantryProcesses are the testbed's Gantry processes whose CPU a job costs: the hub and the agents.
+var gantryProcesses = []string{"gantry-hub", "gantry-agent-1", "gantry-agent-2"}
+
+// gantryCPU is the CPU time the testbed's Gantry processes have used so far.
+func gantryCPU(tb *testbed.Testbed) (time.Duration, error) {
+	var total time.Duration
+	for _, name := range gantryProcesses {
+		p, err := tb.Process(name)
+		if err != nil {
+			return 0, err
+		}
+		proc, err := procfs.NewProc(p.PID)
+		if err != nil {
+			return 0, err
+		}
+		stat, err := proc.Stat()
+		if err != nil {
+			return 0, fmt.Errorf("reading the CPU time of %s: %w", name, err)
+		}
+		total += time.Duration(stat.CPUTime() * float64(time.Second))
+	}
+	return total, nil
+}
+
+// directBurst is the same burst posted straight to the workers, half to each, without Gantry: what the
+// burst costs the clusters themselves.
+type directBurst struct {
+	run, clean phase
+}
+
+// runDirect submits the burst's Jobs straight to the workers, in turn, waits until all completed there,
+// deletes them and waits until they are gone, counting the writes of each phase.
+func runDirect(ctx context.Context, tb *testbed.Testbed, rec *recorder, ns, id string, names []string, o options) (directBurst, error) {
+	var d directBurst
+	for _, w := range tb.Workers {
+		if err := w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return d, fmt.Errorf("creating namespace %s on %s: %w", ns, w.Name, err)
+		}
+	}
+	before, err := scrapeAll(ctx, tb)
+	if err != nil {
+		return d, err
+	}
+	start := time.Now()
+	if err := submitDirect(ctx, tb, ns, id, names, o); err != nil {
+		return d, err
+	}
+	if err := rec.waitAll(ns, names, "complete on its worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerComplete.IsZero() }); err != nil {
+		return d, err
+	}
+	afterRun, err := scrapeAll(ctx, tb)
+	if err != nil {
+		return d, err
+	}
+	d.run = phase{name: "submit -> all complete", window: time.Since(start), requests: diffAll(afterRun, before)}
+	cleanStart := time.Now()
+	for _, w := range tb.Workers {
+		if err := w.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.MatchingLabels{runLabel: id},
+			client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			return d, fmt.Errorf("deleting the direct burst's jobs on %s: %w", w.Name, err)
+		}
+	}
+	if err := rec.waitAll(ns, names, "deleted from its worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerGone.IsZero() }); err != nil {
+		return d, err
+	}
+	afterClean, err := scrapeAll(ctx, tb)
+	if err != nil {
+		return d, err
+	}
+	d.clean = phase{name: "delete -> all gone", window: time.Since(cleanStart), requests: diffAll(afterClean, afterRun)}
+	return d, nil
+}
+
+// submitDirect creates the Jobs on the workers in turn, with the burst's number of concurrent clients.
+func submitDirect(ctx context.Context, tb *testbed.Testbed, ns, id string, names []string, o options) error {
+	next := make(chan int)
+	errs := make(chan error, len(names))
+	var wg sync.WaitGroup
+	for range o.submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				job := benchJob(ns, names[i], id, o.podRuntime)
+				delete(job.Labels, gantry.QueueLabel)
+				w := tb.Workers[i%len(tb.Workers)]
+				if err := w.Client.Create(ctx, job); err != nil {
+					errs <- fmt.Errorf("submitting %s to %s: %w", job.Name, w.Name, err)
+				}
+			}
+		}()
+	}
+	for i := range names {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	return <-errs // nil when none failed
+}
+
+// cleanUpDirect removes the direct burst's namespace from the workers.
+func cleanUpDirect(tb *testbed.Testbed, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, w := range tb.Workers {
+		_ = w.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground))
+		_ = client.IgnoreNotFound(w.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+}
