@@ -27,6 +27,7 @@ type queueLedger struct {
 	pending     int
 	lastPending *Workload
 	unsorted    bool
+	counting    []int64 // countUsage's buffer
 	clusters    []clusterLedger
 	byName      map[string]int
 	// cohort is the queue's cohort, nil without one; borrowed is, per resource, what the queue uses
@@ -305,16 +306,19 @@ func (l *ledger) countUsage(s *Snapshot) {
 	}
 }
 
-// countUsage adds what the workload uses, admitted, or reserves, nominated, in the queue.
+// countUsage adds what the workload uses, admitted, or reserves, nominated, in the queue. Its vector is
+// laid out in the queue's one buffer for counting: nothing is kept of it.
 func (ql *queueLedger) countUsage(w *Workload) {
 	switch w.Phase {
 	case Admitted:
 		if i, ok := ql.byName[w.Winner]; ok {
-			ql.clusters[i].add(true, ql.vector(w.Requests), 1)
+			ql.counting = ql.vectorInto(ql.counting, w.Requests)
+			ql.clusters[i].add(true, ql.counting, 1)
 		}
 	case Pending:
 		if w.Epoch > 0 && !w.nominationVoid() {
-			vec := ql.vector(w.Requests)
+			ql.counting = ql.vectorInto(ql.counting, w.Requests)
+			vec := ql.counting
 			for _, c := range w.Nominated {
 				if i, ok := ql.byName[c]; ok {
 					ql.clusters[i].add(false, vec, 1)
