@@ -473,6 +473,7 @@ func (d *decider) finalize() {
 	switch {
 	case w.Fenced || d.fenceDue(w):
 		d.plan.RemoveFinalizer = true // nothing of it runs there any more
+		d.endStandingHubJob(winner)
 	case !ok || !w.Connected:
 		d.reachable(w, ok)
 		d.setCondition(gantry.WorkloadDeleting, metav1.ConditionTrue, gantry.ReasonWaitingForWorker,
@@ -482,6 +483,17 @@ func (d *decider) finalize() {
 	default:
 		d.plan.ConfirmGone = winner
 		d.plan.RemoveFinalizer = true
+		d.endStandingHubJob(winner)
+	}
+}
+
+// endStandingHubJob marks the hub job Failed as RanBefore when its Workload, admitted on the winner,
+// goes while the job stands (the Workload was deleted by hand): the job's controller would make it a
+// new Workload and run it again. The mark is written before the Workload lets go, so it does not hang
+// on the job's mirrored status, which a worker cut off from the hub may never have sent.
+func (d *decider) endStandingHubJob(winner string) {
+	if j := d.v.HubJob; j != nil && j.GetDeletionTimestamp() == nil {
+		d.failHubJob(gantry.ReasonRanBefore, "its Workload was deleted after the job was admitted on "+winner+"; it is not run again")
 	}
 }
 

@@ -263,6 +263,34 @@ func TestDecide(t *testing.T) {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, up("w1")),
 			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
 		},
+		"deleting by hand while the hub job stands: the job is marked RanBefore as the Workload goes": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), hubJob(), up("w1")),
+			want: outcome{ConfirmGone: "w1", HubJob: "Failed/" + gantry.ReasonRanBefore, RemoveFinalizer: true},
+		},
+		"deleting by hand while the hub job stands, the winner fenced: the job is marked RanBefore": {
+			view: func() View {
+				c := down("w1")
+				c.Fenced = true
+				return view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), hubJob(), c)
+			}(),
+			want: outcome{HubJob: "Failed/" + gantry.ReasonRanBefore, RemoveFinalizer: true},
+		},
+		"deleting with its hub job, which is being deleted too: nothing to mark": {
+			view: func() View {
+				j := hubJob()
+				j.DeletionTimestamp, j.Finalizers = &metav1.Time{Time: now}, []string{"x"}
+				return view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), j, up("w1"))
+			}(),
+			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
+		},
+		"deleting by hand a Workload whose hub job completed: it keeps its status": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), completed(hubJob()), up("w1")),
+			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
+		},
+		"deleting by hand before any winner: the job may run, nothing to mark": {
+			view: view(workload().nominated(2, "w1").deleting().obj(), hubJob(), up("w1")),
+			want: outcome{RemoveFinalizer: true},
+		},
 		"deleting with the winner unreachable: held, with its quota": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, down("w1")),
 			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable", "Deleting=True/WaitingForWorker"},

@@ -305,33 +305,30 @@ func TestAFencedWorkersJobsRunElsewhere(t *testing.T) {
 // reached the hub), then someone deletes its hub Workload. The Job there is removed, and the hub Job is
 // marked Failed (RanBefore) instead of getting a new Workload that would run it again.
 func TestAWorkloadDeletedByHandAfterItsJobStartedIsNotRunAgain(t *testing.T) {
+	deleteWorkloadByHand(t, "byhand", true)
+}
+
+// TestAWorkloadDeletedByHandBeforeItsJobsStartReachedTheHubIsNotRunAgain: the same, when the hub Job
+// does not show yet that it started (as when its worker was cut off from the hub right after the Job
+// was created there): that the Workload was admitted there is enough.
+func TestAWorkloadDeletedByHandBeforeItsJobsStartReachedTheHubIsNotRunAgain(t *testing.T) {
+	deleteWorkloadByHand(t, "byhand-early", false)
+}
+
+// deleteWorkloadByHand runs a job, deletes its hub Workload by hand, and checks that the Job on its
+// worker is removed, the hub Job is marked Failed (RanBefore) and nothing runs it again; started says
+// whether its start reached the hub Job first.
+func deleteWorkloadByHand(t *testing.T, name string, started bool) {
 	startHub(t)
-	newGlobalQueue(t, "byhand", map[string]int64{"worker-1": 8})
-	ns := newNamespace(t, "byhand")
+	newGlobalQueue(t, name, map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, name)
 	dumpOnFailure(t, ns)
-	job := gpuJob(ns, "byhand", 1, 1)
+	job := gpuJob(ns, name, 1, 1)
 	submit(t, job)
 	winner := runsOn(t, job)
-	// Play the worker's Job controller: the Job started.
-	eventually(t, "the job started on "+winner, func() error {
-		var j batchv1.Job
-		if err := workers[winner].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
-			return err
-		}
-		start := metav1.Now()
-		j.Status.StartTime, j.Status.Active = &start, 1
-		return workers[winner].client.Status().Update(context.Background(), &j)
-	})
-	eventually(t, "the start mirrored to the hub Job", func() error {
-		var j batchv1.Job
-		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
-			return err
-		}
-		if j.Status.StartTime == nil {
-			return fmt.Errorf("status %+v", j.Status)
-		}
-		return nil
-	})
+	if started {
+		startAndMirror(t, winner, job)
+	}
 	wl := hubWorkload(t, job)
 	if err := hubEnv.client.Delete(context.Background(), wl); err != nil {
 		t.Fatal(err)
@@ -357,6 +354,31 @@ func TestAWorkloadDeletedByHandAfterItsJobStartedIsNotRunAgain(t *testing.T) {
 		}
 		if where, err := remoteJobs(job); err != nil || len(where) > 0 {
 			return fmt.Errorf("job on %v (%v)", where, err)
+		}
+		return nil
+	})
+}
+
+// startAndMirror plays the worker's Job controller, starting the job there, and waits until its start
+// is mirrored to the hub Job.
+func startAndMirror(t *testing.T, winner string, job *batchv1.Job) {
+	t.Helper()
+	eventually(t, "the job started on "+winner, func() error {
+		var j batchv1.Job
+		if err := workers[winner].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		start := metav1.Now()
+		j.Status.StartTime, j.Status.Active = &start, 1
+		return workers[winner].client.Status().Update(context.Background(), &j)
+	})
+	eventually(t, "the start mirrored to the hub Job", func() error {
+		var j batchv1.Job
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if j.Status.StartTime == nil {
+			return fmt.Errorf("status %+v", j.Status)
 		}
 		return nil
 	})
