@@ -60,10 +60,25 @@ type Result struct {
 // that confirmed usage can never exceed the quota. A nomination recorded under another GlobalQueue than
 // the workload's Queue names now is not usable: it is replaced under the current one.
 func Plan(s *Snapshot) Result {
+	res, _ := plan(s, false)
+	return res
+}
+
+// PlanWithUsage is Plan and UsageOf the same snapshot, read from the ledger Plan counts before it
+// decides: one count of the snapshot's workloads for both.
+func PlanWithUsage(s *Snapshot) (Result, Usage) {
+	return plan(s, true)
+}
+
+func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	res := Result{Rejections: map[string][]Rejection{}}
 	l := emptyLedger(s)
 	groups := l.countAndGroup(s)
 	l.noteLowestRunning(s)
+	var usage Usage
+	if withUsage {
+		usage = Usage{Queues: l.shares(), Cohorts: l.cohortUse()}
+	}
 	for _, g := range groups {
 		var need []nominee
 		for _, w := range g.workloads {
@@ -80,7 +95,7 @@ func Plan(s *Snapshot) Result {
 	}
 	l.nominate(&res)
 	l.preempt(s, &res)
-	return res
+	return res, usage
 }
 
 // settle decides what it can for one of the queue's pending workloads on its own: a winner among its

@@ -427,7 +427,10 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 			switch op {
 			case 0, 5:
 				s := m.snapshot(strict, maxCandidates)
-				res := Plan(s)
+				res, usage := PlanWithUsage(s)
+				if want := UsageOf(s); !cmp.Equal(want, usage, cmpopts.EquateEmpty()) {
+					t.Fatalf("PlanWithUsage's usage is not UsageOf's:\n%s", cmp.Diff(want, usage, cmpopts.EquateEmpty()))
+				}
 				checkSameInAnyOrder(t, s, res)
 				m.apply(t, res)
 			case 1:

@@ -177,10 +177,17 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	d.mu.Unlock()
-	res := dispatch.Plan(snap)
+	var res dispatch.Result
+	var usage *dispatch.Usage
+	if d.statusesDue() <= 0 { // the statuses take the usage from the pass's own count
+		r, u := dispatch.PlanWithUsage(snap)
+		res, usage = r, &u
+	} else {
+		res = dispatch.Plan(snap)
+	}
 	held := d.execute(ctx, st.writable, res, blockedList)
 	d.settleDue(ctx)
-	return soonest(held, d.writeStatuses(ctx, st, snap, localQueues)), nil
+	return soonest(held, d.writeStatuses(ctx, st, snap, localQueues, usage)), nil
 }
 
 // soonest is the shorter of two waits, where 0 is none.

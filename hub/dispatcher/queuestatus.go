@@ -20,16 +20,20 @@ import (
 // changes the counts, and the counts are for people, not for the dispatch path.
 const queueStatusInterval = time.Second
 
+// statusesDue says how long until queue and cohort statuses are due again; 0 or less: they are.
+func (d *Dispatcher) statusesDue() time.Duration {
+	return queueStatusInterval - d.Clock.Now().Sub(d.lastQueueStatus)
+}
+
 // writeStatuses publishes counts and usage on GlobalQueues and Queues, and each Cohort's place in the
-// tree. When the last write was too recent it writes nothing and returns how long to wait before the next
-// pass should write.
-func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, snap *dispatch.Snapshot, localQueues []*queueRef) time.Duration {
-	now := d.Clock.Now()
-	if wait := queueStatusInterval - now.Sub(d.lastQueueStatus); wait > 0 {
-		return wait
+// tree, from the snapshot's usage. Without a usage (the statuses were not due when the pass began) it
+// writes nothing and returns how long to wait before a pass should write them.
+func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, snap *dispatch.Snapshot, localQueues []*queueRef, usage *dispatch.Usage) time.Duration {
+	if usage == nil {
+		return max(d.statusesDue(), time.Millisecond)
 	}
+	now := d.Clock.Now()
 	d.lastQueueStatus = now
-	usage := dispatch.UsageOf(snap)
 	globals, locals := queueStatuses(snap, localQueues, usage.Queues)
 	// A write fails with a conflict when the cache has not seen this object's last write yet; it is
 	// retried after the interval rather than left stale until the next resync.
