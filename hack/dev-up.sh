@@ -30,6 +30,7 @@
 #   GANTRY_PPROF        set: the hub and agents serve /debug/pprof on GANTRY_DEV_PORT+6, +7, +8
 #   GANTRY_DEV_TIMEOUT  seconds to wait for each readiness step (default 120)
 #   GANTRY_AGENT_FLAGS  extra flags for both gantry-agents, e.g. "--placement-timeout=30s"
+#   GANTRY_HUB_FLAGS    extra flags for gantry-hub, e.g. "--leader-elect-lease-duration=8s"
 #   GANTRY_AUDIT        set: each API server writes an audit log of writes to Gantry's kinds
 #                       (hack/testbed/audit-policy.yaml) to kwok/clusters/NAME/logs/audit.log
 set -euo pipefail
@@ -643,10 +644,10 @@ fi
 pprof() { if [[ -n "${GANTRY_PPROF:-}" ]]; then echo --pprof-bind-address "127.0.0.1:$((PORT_BASE + 6 + $1))"; fi; }
 # The hub's endpoint (kubectl gantry logs) serves plain HTTP, which it allows on loopback only.
 ENDPOINT_ADDR="127.0.0.1:$((PORT_BASE + 9))"
-# shellcheck disable=SC2046 # pprof prints nothing or two words
+# shellcheck disable=SC2046,SC2086 # pprof and GANTRY_HUB_FLAGS split into words
 start_process gantry-hub "${PORT_BASE}" "$((PORT_BASE + 1))" \
   "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system \
-  --allow-loopback-workers --endpoint-bind-address "${ENDPOINT_ADDR}" --endpoint-page $(pprof 0)
+  --allow-loopback-workers --endpoint-bind-address "${ENDPOINT_ADDR}" --endpoint-page $(pprof 0) ${GANTRY_HUB_FLAGS:-}
 for n in "${WORKERS[@]}"; do
   # shellcheck disable=SC2046,SC2086 # pprof and GANTRY_AGENT_FLAGS split into words
   start_process "gantry-agent-${n}" "$((PORT_BASE + 2 * n))" "$((PORT_BASE + 2 * n + 1))" \

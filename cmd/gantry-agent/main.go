@@ -44,6 +44,7 @@ type options struct {
 	probeAddr    string
 	pprofAddr    string
 	leaderElect  bool
+	election     leadership.Timing
 	kubeAPIQPS   float64
 	kubeAPIBurst int
 	reservation  time.Duration
@@ -54,7 +55,7 @@ type options struct {
 }
 
 func parseFlags(args []string) (*options, error) {
-	o := &options{}
+	o := &options{election: leadership.DefaultTiming}
 	fs := flag.NewFlagSet("gantry-agent", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"Kubeconfig of the worker cluster the agent runs in. When absent, the in-cluster configuration is used.")
@@ -70,6 +71,7 @@ func parseFlags(args []string) (*options, error) {
 		"Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true,
 		"Elect a leader among the agent's replicas with a Lease in --namespace, so that only one admits at a time.")
+	o.election.BindFlags(fs)
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200,
 		"Queries per second to the cluster's API server. Admission writes must not wait on the client's rate limit.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400,
@@ -146,7 +148,7 @@ func run(o *options) error {
 	var election *leadership.Election
 	if o.leaderElect {
 		// A replica that lost the lease while paused admits nothing when it wakes.
-		if election, err = leadership.NewElection(cfg, o.namespace, leaderElectionID); err != nil {
+		if election, err = leadership.NewElection(cfg, o.namespace, leaderElectionID, o.election); err != nil {
 			return err
 		}
 		setupLog.Info("Leader election", "identity", election.Identity)

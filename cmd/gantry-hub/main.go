@@ -56,6 +56,7 @@ func main() {
 		showVersion    bool
 		providerFile   string
 		endpointOpts   endpoint.Options
+		election       = leadership.DefaultTiming
 	)
 	// An own flag set: controller-runtime registers --kubeconfig on the global one.
 	fs := flag.NewFlagSet("gantry-hub", flag.ExitOnError)
@@ -75,6 +76,7 @@ func main() {
 	fs.StringVar(&providerFile, "clusterprofile-provider-file", "", "JSON file of the access providers (name and credential plugin) through which the hub reaches "+
 		"WorkerClusters registered with a ClusterProfile; empty: such WorkerClusters are not connected.")
 	fs.BoolVar(&showVersion, "version", false, "Print the version and commit and exit.")
+	election.BindFlags(fs)
 	bindEndpointFlags(fs, &endpointOpts)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -98,7 +100,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr, leaderElect, qps, burst, endpointOpts,
+	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr, leaderElect, election, qps, burst, endpointOpts,
 		hub.Options{
 			Namespace:       namespace,
 			WorkloadWorkers: workloadWorker,
@@ -111,8 +113,8 @@ func main() {
 	}
 }
 
-func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leaderElect bool, qps float64, burst int,
-	endpointOpts endpoint.Options, opts hub.Options) error {
+func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leaderElect bool, timing leadership.Timing,
+	qps float64, burst int, endpointOpts endpoint.Options, opts hub.Options) error {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
@@ -131,7 +133,7 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	var election *leadership.Election
 	if leaderElect {
 		// A replica that lost the lease while paused writes nothing when it wakes, to the hub or a worker.
-		if election, err = leadership.NewElection(cfg, namespace, "gantry-hub"); err != nil {
+		if election, err = leadership.NewElection(cfg, namespace, "gantry-hub", timing); err != nil {
 			return err
 		}
 		ctrl.Log.WithName("setup").Info("Leader election", "identity", election.Identity)
