@@ -27,7 +27,7 @@ const hubIdentity = "gantry-hub-remote"
 // waitConnected waits until the WorkerCluster's Connected condition has that status and reason.
 func waitConnected(t *testing.T, name string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%s Connected=%s (%s)", name, status, reason), 2*time.Minute, time.Second, func() error {
+	eventually(t, fmt.Sprintf("%s Connected=%s (%s)", name, status, reason), 2*time.Minute, poll, func() error {
 		var wc gantry.WorkerCluster
 		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Name: name}, &wc); err != nil {
 			return err
@@ -58,7 +58,7 @@ func TestTheHubLosesItsRightsOrItsTokenOnAWorker(t *testing.T) {
 	ns := newNamespace(t, "e2e-auth")
 	dumpOnFailure(t, ns)
 	ctx := context.Background()
-	job := makeJob(ns, "held").gpus(4).runsFor("10m").obj()
+	job := makeJob(ns, "held").gpus(4).runsFor("10m").stopsWithin(2).obj()
 	submit(t, job)
 	at := runningOn(t, job)
 	w := tb.Worker(at)

@@ -60,7 +60,7 @@ func TestKubectlGantryExplainsWhyJobsWait(t *testing.T) {
 	waitForPending(t, ns, "quota", gantry.ReasonWaitingForQuota, gantry.WorkloadPending)
 	waitForPending(t, ns, "missing", gantry.ReasonQueueNotFound, gantry.WorkloadPending)
 	// explain and queues read the usage the hub publishes on the GlobalQueue, at most a second behind.
-	eventually(t, "GlobalQueue tight's published usage", 30*time.Second, 250*time.Millisecond, func() error {
+	eventually(t, "GlobalQueue tight's published usage", 30*time.Second, poll, func() error {
 		var gq gantry.GlobalQueue
 		if err := tb.Hub.Client.Get(context.Background(), client.ObjectKey{Name: "tight"}, &gq); err != nil {
 			return err
@@ -107,7 +107,7 @@ func TestKubectlGantryListsAndExplainsJobsOfEveryKind(t *testing.T) {
 	js := submitJobSet(t, ns, "train", "2s")
 	submit(t, makeJob(ns, "train").gpus(1).runsFor("10m").obj())
 	// Each kind's Workload: the Job's running, the JobSet's finished.
-	eventually(t, "the Job running and the JobSet finished", 3*time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the Job running and the JobSet finished", 3*time.Minute, poll, func() error {
 		for name, condition := range map[string]string{"job-train": gantry.WorkloadJobCreated, "jobset-train": gantry.WorkloadFinished} {
 			var wl gantry.Workload
 			if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wl); err != nil {
@@ -209,7 +209,7 @@ func createTightQueue(t *testing.T, ns string) {
 // waitForPending waits until the hub Workload of job has condition typ True, with reason when given.
 func waitForPending(t *testing.T, ns, job, reason, typ string) {
 	t.Helper()
-	eventually(t, job+" "+typ+" "+reason, 2*time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, job+" "+typ+" "+reason, 2*time.Minute, poll, func() error {
 		var wls gantry.WorkloadList
 		if err := tb.Hub.Client.List(context.Background(), &wls, client.InNamespace(ns), client.MatchingLabels{gantry.JobNameLabel: job}); err != nil {
 			return err

@@ -33,7 +33,7 @@ func TestAJobPastItsAdmissionDeadlineEndsAsInadmissible(t *testing.T) {
 
 	key := types.NamespacedName{Namespace: ns, Name: "job-too-big"}
 	var finished *metav1.Condition
-	eventually(t, "the Workload finished as Inadmissible", 2*time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the Workload finished as Inadmissible", 2*time.Minute, poll, func() error {
 		var wl gantry.Workload
 		if err := tb.Hub.Client.Get(ctx, key, &wl); err != nil {
 			return err
@@ -51,7 +51,7 @@ func TestAJobPastItsAdmissionDeadlineEndsAsInadmissible(t *testing.T) {
 	if elapsed := time.Since(submitted); elapsed < 14*time.Second {
 		t.Errorf("finished %s after the submission, before its deadline", elapsed)
 	}
-	eventually(t, "the hub Job Failed", time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the hub Job Failed", time.Minute, poll, func() error {
 		var hub batchv1.Job
 		if err := tb.Hub.Client.Get(ctx, client.ObjectKeyFromObject(job), &hub); err != nil {
 			return err
@@ -63,7 +63,7 @@ func TestAJobPastItsAdmissionDeadlineEndsAsInadmissible(t *testing.T) {
 		}
 		return fmt.Errorf("hub Job conditions %+v", hub.Status.Conditions)
 	})
-	eventually(t, "no copy left on a worker", time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "no copy left on a worker", time.Minute, poll, func() error {
 		for _, w := range tb.Workers {
 			if err := w.Client.Get(ctx, key, &gantry.Workload{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("a copy on %s: %v", w.Name, err)

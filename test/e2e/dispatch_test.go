@@ -89,7 +89,7 @@ func TestDeletingTheHubJobRemovesItFromTheWorker(t *testing.T) {
 	submit(t, job)
 
 	var winner string
-	eventually(t, "job doomed running on its winner", 2*time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "job doomed running on its winner", 2*time.Minute, poll, func() error {
 		var wl gantry.Workload
 		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &wl); err != nil {
 			return err
@@ -110,10 +110,10 @@ func TestDeletingTheHubJobRemovesItFromTheWorker(t *testing.T) {
 	if err := tb.Hub.Client.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "job doomed gone from "+winner, time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "job doomed gone from "+winner, time.Minute, poll, func() error {
 		return workerJobGone(tb.Worker(winner), job)
 	})
-	eventually(t, "hub workload and worker copies of doomed gone", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "hub workload and worker copies of doomed gone", time.Minute, poll, func() error {
 		key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
 		for _, c := range tb.All() {
 			var wl gantry.Workload

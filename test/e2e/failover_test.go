@@ -36,7 +36,7 @@ func setFailover(t *testing.T, policy gantry.FailoverPolicy, timeout time.Durati
 	t.Cleanup(func() { set(gantry.FailoverWait) })
 	// The hub fails a cluster over only once its agent read the policy in the hub's lease.
 	for _, w := range tb.Workers {
-		eventually(t, "the hub's lease on "+w.Name+" saying "+string(policy), 30*time.Second, 250*time.Millisecond, func() error {
+		eventually(t, "the hub's lease on "+w.Name+" saying "+string(policy), 30*time.Second, poll, func() error {
 			var l coordinationv1.Lease
 			key := types.NamespacedName{Namespace: gantry.GantryNamespace, Name: gantry.HubLeaseName}
 			if err := w.Client.Get(context.Background(), key, &l); err != nil {
@@ -119,14 +119,14 @@ func TestFenceMovesALostWorkersJobWithoutRunningItTwice(t *testing.T) {
 	submit(t, job)
 	first := runningOn(t, job)
 	restore := cutOff(t, first)
-	eventually(t, "the agent of "+first+" stopping the gang", timeout+time.Minute, time.Second, func() error {
+	eventually(t, "the agent of "+first+" stopping the gang", timeout+time.Minute, poll, func() error {
 		if n, err := podsOn(first, job); err != nil || n != 0 {
 			return fmt.Errorf("%d pods still on %s (%v)", n, first, err)
 		}
 		return nil
 	})
 	var second string
-	eventually(t, "the gang dispatched elsewhere as WorkerLost and running", 2*timeout+2*time.Minute, time.Second, func() error {
+	eventually(t, "the gang dispatched elsewhere as WorkerLost and running", 2*timeout+2*time.Minute, poll, func() error {
 		wl := hubWorkload(t, job)
 		if n := len(wl.Status.Evictions); n == 0 || wl.Status.Evictions[n-1].Reason != gantry.ReasonWorkerLost {
 			return fmt.Errorf("evictions %+v", wl.Status.Evictions)
@@ -140,14 +140,14 @@ func TestFenceMovesALostWorkersJobWithoutRunningItTwice(t *testing.T) {
 		return nil
 	})
 	restore()
-	eventually(t, "the old Job removed from "+first, 2*time.Minute, time.Second, func() error {
+	eventually(t, "the old Job removed from "+first, 2*time.Minute, poll, func() error {
 		return workerJobGone(tb.Worker(first), job)
 	})
 	checkOneRun(t, ns)
 	if err := tb.Hub.Client.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the gang gone from "+second, 2*time.Minute, time.Second, func() error {
+	eventually(t, "the gang gone from "+second, 2*time.Minute, poll, func() error {
 		return workerJobGone(tb.Worker(second), job)
 	})
 }

@@ -30,7 +30,7 @@ func TestTwoQueuesOfWeightsOneAndTwoShareTheirCohort(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "e2e-fair")
 	dumpOnFailure(t, ns)
-	const perWorker, runs = 6, 10 * time.Second
+	const perWorker, runs = 6, 5 * time.Second
 	cohort := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gantry.CohortSpec{Clusters: []gantry.CohortClusterQuota{
 		{Name: "worker-1", Quota: corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(perWorker, resource.DecimalSI)}},
 		{Name: "worker-2", Quota: corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(perWorker, resource.DecimalSI)}},
@@ -62,7 +62,7 @@ func TestTwoQueuesOfWeightsOneAndTwoShareTheirCohort(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, "80 workloads waiting for quota", time.Minute, time.Second, func() error {
+	eventually(t, "80 workloads waiting for quota", time.Minute, poll, func() error {
 		if n := pendingWorkloads(t, ns, "light") + pendingWorkloads(t, ns, "heavy"); n != 80 {
 			return fmt.Errorf("%d workloads waiting", n)
 		}
@@ -71,7 +71,7 @@ func TestTwoQueuesOfWeightsOneAndTwoShareTheirCohort(t *testing.T) {
 	create(t, cohort)
 	// The measure starts when the first jobs have run (shares converge from there) and ends when the
 	// last heavy job starts: until then both queues had jobs waiting.
-	eventually(t, "every heavy job admitted", 5*time.Minute, time.Second, func() error {
+	eventually(t, "every heavy job admitted", 5*time.Minute, poll, func() error {
 		for _, job := range heavy {
 			if _, err := winnerOf(job); err != nil {
 				return err
@@ -83,7 +83,7 @@ func TestTwoQueuesOfWeightsOneAndTwoShareTheirCohort(t *testing.T) {
 	if lightWaiting == 0 {
 		t.Fatal("no light job was still waiting when the last heavy one was admitted: the light queue was not saturated")
 	}
-	eventually(t, "the ledger sees the last heavy pod run", time.Minute, time.Second, func() error {
+	eventually(t, "the ledger sees the last heavy pod run", time.Minute, poll, func() error {
 		if err := audit.Sync(ctx); err != nil {
 			return err
 		}

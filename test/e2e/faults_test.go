@@ -35,7 +35,7 @@ func nothingLeftAfterDeletion(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	owned := client.HasLabels{gantry.WorkloadUIDLabel}
-	eventually(t, "nothing of Gantry's left in "+ns, 3*time.Minute, time.Second, func() error {
+	eventually(t, "nothing of Gantry's left in "+ns, 3*time.Minute, poll, func() error {
 		var left []string
 		var wls gantry.WorkloadList
 		if err := tb.Hub.Client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
@@ -104,7 +104,7 @@ func restart(t *testing.T, name string, c *testbed.Cluster, lease string) {
 	if _, err := tb.Start(name, p.Args); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new "+name+" leading", 2*time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "the new "+name+" leading", 2*time.Minute, poll, func() error {
 		if now, err := leaseHolder(c, lease); err != nil || now == before || now == "" {
 			return fmt.Errorf("lease held by %q (%v)", now, err)
 		}
@@ -175,7 +175,7 @@ func checkStayed(t *testing.T, job *batchv1.Job, at string) {
 func runningOn(t *testing.T, job *batchv1.Job) string {
 	t.Helper()
 	var at string
-	eventually(t, job.Name+" running on a worker", 2*time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, job.Name+" running on a worker", 2*time.Minute, poll, func() error {
 		var err error
 		if at, err = winnerOf(job); err != nil {
 			return err
@@ -194,11 +194,11 @@ func runningOn(t *testing.T, job *batchv1.Job) string {
 func TestAWorkerUnreachableUnderWaitKeepsItsJob(t *testing.T) {
 	ns := newNamespace(t, "e2e-wait")
 	dumpOnFailure(t, ns)
-	job := makeJob(ns, "stays").pods(2).gpus(4).runsFor("40s").obj()
+	job := makeJob(ns, "stays").pods(2).gpus(4).runsFor("20s").obj()
 	submit(t, job)
 	at := runningOn(t, job)
 	restore := cutOff(t, at)
-	eventually(t, "the Workload saying "+at+" is unreachable", 2*time.Minute, time.Second, func() error {
+	eventually(t, "the Workload saying "+at+" is unreachable", 2*time.Minute, poll, func() error {
 		wl := hubWorkload(t, job)
 		c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadClusterReachable)
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, at) {
@@ -206,11 +206,11 @@ func TestAWorkerUnreachableUnderWaitKeepsItsJob(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "a Warning Event on the hub Job", time.Minute, time.Second, func() error {
+	eventually(t, "a Warning Event on the hub Job", time.Minute, poll, func() error {
 		return warningEvent(ns, job.Name, workersync.EventUnreachable)
 	})
 	// The job finishes on the worker the hub does not reach.
-	eventually(t, "the job's pods finishing on "+at, 2*time.Minute, time.Second, func() error {
+	eventually(t, "the job's pods finishing on "+at, 2*time.Minute, poll, func() error {
 		if n, err := podsOn(at, job); err != nil || n != 0 {
 			return fmt.Errorf("%d pods still running on %s (%v)", n, at, err)
 		}
@@ -244,11 +244,11 @@ func TestFenceHealsBeforeTheHubMovesTheJob(t *testing.T) {
 	const timeout = 30 * time.Second
 	setFailover(t, gantry.FailoverFence, timeout)
 	// It runs longer than the timeout, so that it is still running when its agent suspends it.
-	job := makeJob(ns, "resumed").pods(2).gpus(8).runsFor("75s").obj()
+	job := makeJob(ns, "resumed").pods(2).gpus(8).runsFor("75s").stopsWithin(2).obj()
 	submit(t, job)
 	at := runningOn(t, job)
 	restore := cutOff(t, at)
-	eventually(t, "the agent of "+at+" suspending the gang", timeout+time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "the agent of "+at+" suspending the gang", timeout+time.Minute, poll, func() error {
 		var c gantry.Workload
 		if err := tb.Worker(at).Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &c); err != nil {
 			return err
@@ -262,7 +262,7 @@ func TestFenceHealsBeforeTheHubMovesTheJob(t *testing.T) {
 		return nil
 	})
 	restore()
-	eventually(t, "the gang running again on "+at, 2*time.Minute, time.Second, func() error {
+	eventually(t, "the gang running again on "+at, 2*time.Minute, poll, func() error {
 		if n, err := podsOn(at, job); err != nil || n != 2 {
 			return fmt.Errorf("%d pods running on %s (%v)", n, at, err)
 		}
@@ -279,7 +279,8 @@ func TestFenceHealsBeforeTheHubMovesTheJob(t *testing.T) {
 func TestAWorkersControlPlaneRestarted(t *testing.T) {
 	ns := newNamespace(t, "e2e-restart")
 	dumpOnFailure(t, ns)
-	job := makeJob(ns, "survives").gpus(4).runsFor("30s").obj()
+	// Its pod is still starting when the control plane stops: it runs across the outage.
+	job := makeJob(ns, "survives").gpus(4).runsFor("10s").obj()
 	submit(t, job)
 	at := runningOn(t, job)
 	agent, err := tb.Process("gantry-agent-" + strings.TrimPrefix(at, "worker-"))
@@ -296,7 +297,7 @@ func TestAWorkersControlPlaneRestarted(t *testing.T) {
 			_ = start()
 		}
 	})
-	eventually(t, "the Workload saying "+at+" is unreachable", 2*time.Minute, time.Second, func() error {
+	eventually(t, "the Workload saying "+at+" is unreachable", 2*time.Minute, poll, func() error {
 		wl := hubWorkload(t, job)
 		c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadClusterReachable)
 		if c == nil || c.Status != metav1.ConditionFalse {
@@ -318,7 +319,7 @@ func TestAWorkersControlPlaneRestarted(t *testing.T) {
 	}
 	allComplete(t, []*batchv1.Job{job}, 3*time.Minute)
 	checkStayed(t, job, at)
-	eventually(t, at+"'s agent reporting again", 2*time.Minute, time.Second, func() error {
+	eventually(t, at+"'s agent reporting again", 2*time.Minute, poll, func() error {
 		var wc gantry.WorkerCluster
 		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Name: at}, &wc); err != nil {
 			return err
@@ -350,7 +351,7 @@ func TestDeletionsWhileAWorkerIsUnreachable(t *testing.T) {
 			restores = append(restores, cutOff(t, w))
 		}
 	}
-	eventually(t, "the hub losing the workers", 2*time.Minute, time.Second, func() error {
+	eventually(t, "the hub losing the workers", 2*time.Minute, poll, func() error {
 		for _, j := range []*batchv1.Job{byJob, byWorkload} {
 			c := apimeta.FindStatusCondition(hubWorkload(t, j).Status.Conditions, gantry.WorkloadClusterReachable)
 			if c == nil || c.Status != metav1.ConditionFalse {
@@ -365,7 +366,7 @@ func TestDeletionsWhileAWorkerIsUnreachable(t *testing.T) {
 	if err := tb.Hub.Client.Delete(ctx, hubWorkload(t, byWorkload)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "both Workloads waiting for their workers", time.Minute, time.Second, func() error {
+	eventually(t, "both Workloads waiting for their workers", time.Minute, poll, func() error {
 		for _, j := range []*batchv1.Job{byJob, byWorkload} {
 			wl := hubWorkload(t, j)
 			if wl.DeletionTimestamp == nil || !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadDeleting) {
@@ -383,11 +384,11 @@ func TestDeletionsWhileAWorkerIsUnreachable(t *testing.T) {
 		restore()
 	}
 	for _, j := range []*batchv1.Job{byJob, byWorkload} {
-		eventually(t, "the Job "+j.Name+" removed from "+at[j.Name], 2*time.Minute, time.Second, func() error {
+		eventually(t, "the Job "+j.Name+" removed from "+at[j.Name], 2*time.Minute, poll, func() error {
 			return workerJobGone(tb.Worker(at[j.Name]), j)
 		})
 	}
-	eventually(t, "the hub Job whose Workload was deleted failing as RanBefore", time.Minute, time.Second, func() error {
+	eventually(t, "the hub Job whose Workload was deleted failing as RanBefore", time.Minute, poll, func() error {
 		var j batchv1.Job
 		if err := tb.Hub.Client.Get(ctx, client.ObjectKeyFromObject(byWorkload), &j); err != nil {
 			return err
@@ -477,19 +478,19 @@ func TestABurstOnLittleRoomWithItsQueueDeletedMidway(t *testing.T) {
 	}
 	var submitted []*batchv1.Job
 	for i := range 20 {
-		job := makeJob(ns, fmt.Sprintf("burst-%d", i)).gpus(4).runsFor("8s").obj()
+		job := makeJob(ns, fmt.Sprintf("burst-%d", i)).gpus(4).runsFor("3s").obj()
 		job.Labels[gantry.QueueLabel] = "burst"
 		submitted = append(submitted, job)
 		submit(t, job)
 	}
-	eventually(t, "the first jobs admitted", 2*time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "the first jobs admitted", 2*time.Minute, poll, func() error {
 		_, err := winnerOf(submitted[0])
 		return err
 	})
 	if err := tb.Hub.Client.Delete(ctx, queue()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "waiting jobs saying their Queue is missing", time.Minute, time.Second, func() error {
+	eventually(t, "waiting jobs saying their Queue is missing", time.Minute, poll, func() error {
 		var wls gantry.WorkloadList
 		if err := tb.Hub.Client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
 			return err

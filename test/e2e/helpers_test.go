@@ -30,6 +30,10 @@ import (
 // (hack/testbed/hub-objects.yaml), which spans both workers.
 const queueName = "default"
 
+// poll is how often a test looks again at what it waits for: often enough that a step seen done
+// costs the test little, on loopback API servers that answer in milliseconds.
+const poll = 250 * time.Millisecond
+
 // eventually polls cond every interval until it returns nil, and fails the test with the last error
 // once timeout has passed.
 func eventually(t *testing.T, what string, timeout, interval time.Duration, cond func() error) {
@@ -69,6 +73,18 @@ func newNamespace(t *testing.T, name string) string {
 // jobBuilder builds a GPU Job submitted to the test Queue, whose pods run on kwok for a fixed time.
 type jobBuilder struct{ job *batchv1.Job }
 
+// kwokStart has kwok's two stages before a pod runs (pod-create, pod-ready; hack/testbed/stages.yaml)
+// take 1-2 s each instead of kwok's 1-5 s: a pod still starts after a random delay, in 2-4 s, and a
+// test that runs jobs in waves waits less for each wave.
+func kwokStart() map[string]string {
+	a := map[string]string{}
+	for _, stage := range []string{"pod-create", "pod-ready"} {
+		a[stage+".stage.kwok.x-k8s.io/delay"] = "1s"
+		a[stage+".stage.kwok.x-k8s.io/jitter-delay"] = "2s"
+	}
+	return a
+}
+
 func makeJob(ns, name string) *jobBuilder {
 	return &jobBuilder{job: &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{gantry.QueueLabel: queueName}},
@@ -76,7 +92,7 @@ func makeJob(ns, name string) *jobBuilder {
 			Parallelism:  ptr.To[int32](1),
 			Completions:  ptr.To[int32](1),
 			BackoffLimit: ptr.To[int32](0),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: kwokStart()}, Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{
 					Name: "train", Image: "registry.example/gpu-job:1",
@@ -106,10 +122,16 @@ func (b *jobBuilder) gpus(n int64) *jobBuilder {
 
 // runsFor makes each pod succeed after d on its kwok node (kwok's pod-complete stage).
 func (b *jobBuilder) runsFor(d string) *jobBuilder {
-	b.job.Spec.Template.Annotations = map[string]string{
-		"pod-complete.stage.kwok.x-k8s.io/delay":        d,
-		"pod-complete.stage.kwok.x-k8s.io/jitter-delay": d,
-	}
+	b.job.Spec.Template.Annotations["pod-complete.stage.kwok.x-k8s.io/delay"] = d
+	b.job.Spec.Template.Annotations["pod-complete.stage.kwok.x-k8s.io/jitter-delay"] = d
+	return b
+}
+
+// stopsWithin gives the pods a termination grace period of that many seconds: kwok removes a deleted
+// pod at a random moment within its grace period (30 s by default), which a test that waits for the
+// pods of a deleted or suspended Job to go waits out.
+func (b *jobBuilder) stopsWithin(seconds int64) *jobBuilder {
+	b.job.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(seconds)
 	return b
 }
 
@@ -150,7 +172,7 @@ func jobCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
 func allComplete(t *testing.T, submitted []*batchv1.Job, timeout time.Duration) {
 	t.Helper()
 	ns := submitted[0].Namespace
-	eventually(t, fmt.Sprintf("%d hub jobs in %s complete", len(submitted), ns), timeout, time.Second, func() error {
+	eventually(t, fmt.Sprintf("%d hub jobs in %s complete", len(submitted), ns), timeout, poll, func() error {
 		var list batchv1.JobList
 		if err := tb.Hub.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return err

@@ -63,7 +63,7 @@ func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	t.Cleanup(func() { checkNothingRefused(t, since) })
 	runUnderChartIdentities(t)
 	for _, w := range testbed.WorkerNames {
-		eventually(t, w+" Connected under the chart's identity", 2*time.Minute, time.Second, func() error { return connected(w) })
+		eventually(t, w+" Connected under the chart's identity", 2*time.Minute, poll, func() error { return connected(w) })
 	}
 
 	long := makeJob(ns, "long").gpus(2).runsFor("40s").obj()
@@ -146,11 +146,16 @@ func installChart(t *testing.T, ch *helmchart.Chart) map[*testbed.Cluster]*helmc
 	return releases
 }
 
-// chartValues are the values each cluster is installed with, over extra.
+// chartValues are the values each cluster is installed with, over extra. The Deployments' pods start
+// on kwok as the jobs' pods do (kwokStart), so that an install or upgrade waits less for them.
 func chartValues(c *testbed.Cluster, extra map[string]any) map[string]any {
-	v := map[string]any{"role": "hub", "hub": map[string]any{"allowLoopbackWorkers": true}}
+	annotations := map[string]any{}
+	for k, v := range kwokStart() {
+		annotations[k] = v
+	}
+	v := map[string]any{"role": "hub", "hub": map[string]any{"allowLoopbackWorkers": true, "podAnnotations": annotations}}
 	if c != tb.Hub {
-		v = map[string]any{"role": "agent", "agent": map[string]any{"clusterName": c.Name}}
+		v = map[string]any{"role": "agent", "agent": map[string]any{"clusterName": c.Name, "podAnnotations": annotations}}
 	}
 	for k, e := range extra {
 		if m, ok := v[k].(map[string]any); ok {
@@ -186,7 +191,7 @@ func systemNode() *corev1.Node {
 // checkAvailable checks that the Deployment is Available with all its replicas (want of them, unless 0).
 func checkAvailable(t *testing.T, c *testbed.Cluster, name string, want int32) {
 	t.Helper()
-	eventually(t, name+" Available on "+c.Name, 2*time.Minute, time.Second, func() error {
+	eventually(t, name+" Available on "+c.Name, 2*time.Minute, poll, func() error {
 		var d appsv1.Deployment
 		if err := c.Client.Get(context.Background(), types.NamespacedName{Namespace: helmchart.Namespace, Name: name}, &d); err != nil {
 			return err
@@ -435,7 +440,7 @@ func restoreTestbed(t *testing.T, releases map[*testbed.Cluster]*helmchart.Relea
 	}
 	_ = tb.Hub.Client.Delete(context.Background(), node)
 	for _, w := range testbed.WorkerNames {
-		eventually(t, w+" Connected again", 2*time.Minute, time.Second, func() error { return connected(w) })
+		eventually(t, w+" Connected again", 2*time.Minute, poll, func() error { return connected(w) })
 	}
 	waitForJobPolicy(t)
 }
@@ -463,7 +468,7 @@ func applyFile(c *testbed.Cluster, path string) error {
 // Job created in a dry run comes back suspended and managed by Gantry.
 func waitForJobPolicy(t *testing.T) {
 	t.Helper()
-	eventually(t, "the job admission policy in force", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "the job admission policy in force", time.Minute, poll, func() error {
 		job := makeJob("default", "policy-probe").obj()
 		job.Spec.Suspend = nil
 		if err := tb.Hub.Client.Create(context.Background(), job, client.DryRunAll); err != nil {

@@ -63,7 +63,7 @@ func TestAJobSetRunsThroughTheHubToCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tb.Hub.Client.Delete(context.Background(), js) })
-	eventually(t, "the hub's JobSet Completed", 3*time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the hub's JobSet Completed", 3*time.Minute, poll, func() error {
 		var hub jobset.JobSet
 		if err := tb.Hub.Client.Get(ctx, client.ObjectKeyFromObject(js), &hub); err != nil {
 			return err
@@ -96,7 +96,7 @@ func TestAJobSetRunsThroughTheHubToCompletion(t *testing.T) {
 	if err := tb.Hub.Client.Delete(ctx, js); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the JobSet gone from "+wl.Status.ClusterName, time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the JobSet gone from "+wl.Status.ClusterName, time.Minute, poll, func() error {
 		err := tb.Worker(wl.Status.ClusterName).Client.Get(ctx, client.ObjectKeyFromObject(js), &jobset.JobSet{})
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -124,7 +124,7 @@ func TestLogsOfAJobSetStreamFromItsWorkerThroughTheHub(t *testing.T) {
 func runningPodsOf(t *testing.T, ns, job string, n int) map[string]string {
 	t.Helper()
 	pods := map[string]string{}
-	eventually(t, "the pods of "+job+" running on its worker", 2*time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "the pods of "+job+" running on its worker", 2*time.Minute, poll, func() error {
 		var wl gantry.WorkloadList
 		if err := tb.Hub.Client.List(context.Background(), &wl, client.InNamespace(ns), client.MatchingLabels{gantry.JobNameLabel: job}); err != nil {
 			return err
@@ -171,7 +171,7 @@ func standbyServesLogs(t *testing.T, token, job, ns string, pods []string) {
 		t.Fatalf("the second replica serves no endpoint: %v", standby.Args)
 	}
 	url := "http://" + standby.Args[i+1]
-	eventually(t, "the standby's endpoint serving the job's logs", time.Minute, time.Second, func() error {
+	eventually(t, "the standby's endpoint serving the job's logs", time.Minute, poll, func() error {
 		out, stderr, err := kubectlGantryAs(t, token, "logs", job, "-n", ns, "--hub-endpoint", url)
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, stderr)
@@ -319,7 +319,7 @@ func logsStatus(t *testing.T, ns, job, token string) int {
 func runningPods(t *testing.T, job, ns string) []string {
 	t.Helper()
 	var names []string
-	eventually(t, "the pods of "+job+" running on its worker", 2*time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "the pods of "+job+" running on its worker", 2*time.Minute, poll, func() error {
 		var wl gantry.WorkloadList
 		if err := tb.Hub.Client.List(context.Background(), &wl, client.InNamespace(ns), client.MatchingLabels{gantry.JobNameLabel: job}); err != nil {
 			return err

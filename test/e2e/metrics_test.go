@@ -92,7 +92,7 @@ func (s scrape) sum(name string, match ...string) float64 {
 // /metrics serve the fleet's state and the dispatch's events with plausible values.
 func checkFleetMetrics(t *testing.T, n int) {
 	t.Helper()
-	eventually(t, "the hub's and the agents' metrics", 30*time.Second, time.Second, func() error {
+	eventually(t, "the hub's and the agents' metrics", 30*time.Second, poll, func() error {
 		hub, err := scrapeProcess("gantry-hub")
 		if err != nil {
 			return err

@@ -110,7 +110,7 @@ func TestTheHubPageShowsAJobSetToAReaderOfJobSets(t *testing.T) {
 		t.Errorf("the overview shows a Job to a tenant who may not list Jobs:\n%s", overview)
 	}
 	// The JobSet's status comes back from its worker once its pods run.
-	eventually(t, "the JobSet's page telling it runs", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "the JobSet's page telling it runs", time.Minute, poll, func() error {
 		code, story := bodyOf(t, endpoint+"/jobs/"+ns+"/jobset/train", tenant)
 		for _, want := range []string{"JobSet " + ns + "/train (Workload jobset-train)", "State: Running on worker-", "  JobSet: running"} {
 			if code != http.StatusOK || !strings.Contains(story, want) {

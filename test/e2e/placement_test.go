@@ -108,7 +108,7 @@ func TestGPUProductPreference(t *testing.T) {
 	}
 
 	// The H100-only job waits, saying why, and has no Job anywhere.
-	eventually(t, "h100-only waiting for capacity", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "h100-only waiting for capacity", time.Minute, poll, func() error {
 		wl := hubWorkload(t, h100Only)
 		c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending)
 		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != gantry.ReasonWaitingForCapacity {
@@ -197,7 +197,7 @@ func release(t *testing.T, c *testbed.Cluster, pod *corev1.Pod) {
 // waitForReportedGPUs waits until the hub's WorkerCluster shows the product's capacity as check wants.
 func waitForReportedGPUs(t *testing.T, cluster, product string, check func(gantry.GPUProductCapacity) error) {
 	t.Helper()
-	eventually(t, cluster+"'s "+product+" capacity on the hub", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, cluster+"'s "+product+" capacity on the hub", time.Minute, poll, func() error {
 		var wc gantry.WorkerCluster
 		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Name: cluster}, &wc); err != nil {
 			return err
@@ -231,7 +231,7 @@ func shapePods(g gantry.GPUProductCapacity, gpus int64) int32 {
 func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 	ns := newNamespace(t, "e2e-evict")
 	dumpOnFailure(t, ns)
-	job := makeJob(ns, "spread").pods(5).runsFor("10m").obj()
+	job := makeJob(ns, "spread").pods(5).runsFor("10m").stopsWithin(2).obj()
 	sel := map[string]string{"app": "spread"}
 	job.Spec.Template.Labels = sel
 	job.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -243,7 +243,7 @@ func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 
 	wl := &gantry.Workload{}
 	key := types.NamespacedName{Namespace: ns, Name: "job-" + job.Name}
-	eventually(t, "an eviction recorded on the hub", testbed.PlacementTimeout+2*time.Minute, time.Second, func() error {
+	eventually(t, "an eviction recorded on the hub", testbed.PlacementTimeout+2*time.Minute, poll, func() error {
 		if err := tb.Hub.Client.Get(context.Background(), key, wl); err != nil {
 			return err
 		}
@@ -259,7 +259,7 @@ func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 	t.Logf("evicted from %s: %s", ev.Cluster, ev.Message)
 
 	// Dispatched again in a later epoch, and the Job exists there.
-	eventually(t, "the job dispatched again", 2*time.Minute, time.Second, func() error {
+	eventually(t, "the job dispatched again", 2*time.Minute, poll, func() error {
 		wl = hubWorkload(t, job)
 		if wl.Status.ClusterName == "" || wl.Status.DispatchEpoch <= ev.Epoch {
 			return fmt.Errorf("winner %q, epoch %d", wl.Status.ClusterName, wl.Status.DispatchEpoch)
@@ -290,7 +290,7 @@ func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 	if err := tb.Hub.Client.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "job spread gone from every worker", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "job spread gone from every worker", time.Minute, poll, func() error {
 		for _, w := range tb.Workers {
 			if err := workerJobGone(w, job); err != nil {
 				return err

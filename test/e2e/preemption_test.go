@@ -113,7 +113,7 @@ func checkVictimsGoneFirst(t *testing.T, ns, cluster string, jobs []*batchv1.Job
 // podsLive waits until every pod of each job is live on a worker, as the ledger sees it.
 func podsLive(t *testing.T, ns string, jobs []*batchv1.Job, timeout time.Duration) {
 	t.Helper()
-	eventually(t, "every pod running", timeout, time.Second, func() error {
+	eventually(t, "every pod running", timeout, poll, func() error {
 		if err := audit.Sync(context.Background()); err != nil {
 			return err
 		}

@@ -73,7 +73,7 @@ func TestRayJobRunsOnOneWorkerUnderKubeRay(t *testing.T) {
 	}
 	kubeRayObjectsGone(t, worker, rj, rayCluster)
 	t.Logf("the RayJob, its Ray cluster, submitter Job and pods gone from %s %s after the hub's RayJob was deleted", winner, since(deleted))
-	eventually(t, "the hub's RayJob and Workload gone", time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the hub's RayJob and Workload gone", time.Minute, poll, func() error {
 		key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.RayJob{}, rj.Name)}
 		if err := tb.Hub.Client.Get(ctx, key, &gantry.Workload{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the Workload is still there: %v", err)
@@ -100,7 +100,7 @@ var kwokStartStages = []string{"pod-create", "pod-init-container-running", "pod-
 // template, whose pod runs for submitterRunsFor. Each pod starts within about a second a stage: KubeRay
 // makes the submitter pod only once the Ray cluster is ready (KubeRay's worker pods have an init
 // container, four stages), and the agent gives up a gang whose pods are not all on nodes within the
-// suite's placement timeout (testbed.PlacementTimeout, 30 s), which kwok's default jitter could reach.
+// suite's placement timeout (testbed.PlacementTimeout, 15 s), which kwok's default jitter could reach.
 func makeRayJob(ns, name string) *ray.RayJob {
 	pod := func(container string, cpu string, gpus int64) corev1.PodTemplateSpec {
 		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("2Gi")}
@@ -191,7 +191,7 @@ func kubeRayRunsIt(t *testing.T, worker client.Client, rj *ray.RayJob) string {
 	t.Helper()
 	ctx := context.Background()
 	var got ray.RayJob
-	eventually(t, "KubeRay's RayJob Running", 2*time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "KubeRay's RayJob Running", 2*time.Minute, poll, func() error {
 		if err := worker.Get(ctx, client.ObjectKeyFromObject(rj), &got); err != nil {
 			return err
 		}
@@ -242,7 +242,7 @@ func readyRayPods(t *testing.T, worker client.Client, ns string, match client.Ma
 		kwok[n.Name] = true
 	}
 	var pods corev1.PodList
-	eventually(t, fmt.Sprintf("%d pods %v Ready", n, match), time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, fmt.Sprintf("%d pods %v Ready", n, match), time.Minute, poll, func() error {
 		if err := worker.List(ctx, &pods, client.InNamespace(ns), match); err != nil {
 			return err
 		}
@@ -277,7 +277,7 @@ func hubSeesRunning(t *testing.T, hub, worker client.Client, rj *ray.RayJob) {
 	if err := worker.Get(ctx, client.ObjectKeyFromObject(rj), &remote); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the hub's RayJob Running", time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the hub's RayJob Running", time.Minute, poll, func() error {
 		var got ray.RayJob
 		if err := hub.Get(ctx, client.ObjectKeyFromObject(rj), &got); err != nil {
 			return err
@@ -306,7 +306,7 @@ func kubeRayObjectsGone(t *testing.T, worker client.Client, rj *ray.RayJob, rayC
 		}
 		return fmt.Errorf("%T %s still there: %v", obj, key.Name, err)
 	}
-	eventually(t, "KubeRay's objects gone from the worker", 2*time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "KubeRay's objects gone from the worker", 2*time.Minute, poll, func() error {
 		key := client.ObjectKeyFromObject(rj)
 		if err := errors.Join(gone(&ray.RayJob{}, key), gone(&batchv1.Job{}, key),
 			gone(&ray.RayCluster{}, types.NamespacedName{Namespace: rj.Namespace, Name: rayCluster})); err != nil {

@@ -59,13 +59,13 @@ func TestRegisterClusterAddsAWorkerAndUnregisterRemovesIt(t *testing.T) {
 		t.Errorf("the hub's token expires %v (%v), want in an hour", exp, ok)
 	}
 	startAgent(t, w3, kubeconfig)
-	eventually(t, "worker-3's agent ready on the hub", time.Minute, 500*time.Millisecond, func() error { return agentReady("worker-3") })
+	eventually(t, "worker-3's agent ready on the hub", time.Minute, poll, func() error { return agentReady("worker-3") })
 
 	ns := registerNamespace(t)
 	dumpOnFailure(t, ns)
 	job := makeJob(ns, "l40s").gpus(4).gpuProducts(l40s).runsFor("15s").obj()
 	submit(t, job)
-	eventually(t, job.Name+" admitted", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, job.Name+" admitted", time.Minute, poll, func() error {
 		at, err := winnerOf(job)
 		if err == nil && at != "worker-3" {
 			t.Fatalf("%s won %s, which has no %s", job.Name, at, l40s)
@@ -118,7 +118,7 @@ func kwokWorker(t *testing.T, name, product string) (*testbed.Cluster, string) {
 	w := &testbed.Cluster{Name: name, Config: cfg, Client: c}
 	ctx := context.Background()
 	node := gpuNode(t, name+"-"+strings.ToLower(product)+"-0", product)
-	eventually(t, name+"'s API server taking a node", time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, name+"'s API server taking a node", time.Minute, poll, func() error {
 		return client.IgnoreAlreadyExists(c.Create(ctx, node))
 	})
 	crds, err := filepath.Glob(filepath.Join("..", "..", "deploy", "crd", "gantry.dev_*.yaml"))
@@ -130,7 +130,7 @@ func kwokWorker(t *testing.T, name, product string) (*testbed.Cluster, string) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "Gantry's CRDs Established on "+name, time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "Gantry's CRDs Established on "+name, time.Minute, poll, func() error {
 		return crdsEstablished(c, len(crds))
 	})
 	return w, kubeconfig
@@ -328,7 +328,7 @@ func checkUnregistered(t *testing.T, w *testbed.Cluster, job *batchv1.Job) {
 	if err := tb.Hub.Client.Delete(ctx, &hubJob, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the finished Workload gone with its Job", 30*time.Second, 250*time.Millisecond, func() error {
+	eventually(t, "the finished Workload gone with its Job", 30*time.Second, poll, func() error {
 		var wl gantry.Workload
 		err := tb.Hub.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, &wl)
 		if apierrors.IsNotFound(err) {

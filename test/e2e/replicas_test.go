@@ -37,7 +37,7 @@ func TestAPausedHubLeaderIsReplacedAndWritesNothingWhenItWakes(t *testing.T) {
 	for _, job := range submitted {
 		submit(t, job)
 	}
-	eventually(t, "some jobs dispatched", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "some jobs dispatched", time.Minute, poll, func() error {
 		_, err := winnerOf(submitted[0])
 		return err
 	})
@@ -51,7 +51,7 @@ func TestAPausedHubLeaderIsReplacedAndWritesNothingWhenItWakes(t *testing.T) {
 		submitted = append(submitted, job)
 		submit(t, job)
 	}
-	eventually(t, "the new leader dispatching the new jobs", 2*time.Minute, time.Second, func() error {
+	eventually(t, "the new leader dispatching the new jobs", 2*time.Minute, poll, func() error {
 		_, err := winnerOf(submitted[len(submitted)-1])
 		return err
 	})
@@ -59,7 +59,7 @@ func TestAPausedHubLeaderIsReplacedAndWritesNothingWhenItWakes(t *testing.T) {
 	if err := first.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the old leader exiting", time.Minute, 250*time.Millisecond, func() error {
+	eventually(t, "the old leader exiting", time.Minute, poll, func() error {
 		if first.Running() {
 			return fmt.Errorf("pid %d still running", first.PID)
 		}
@@ -104,7 +104,7 @@ func twoHubs(t *testing.T) (*testbed.Process, string) {
 // waitForAnotherLeader waits until a hub replica other than old holds the lease.
 func waitForAnotherLeader(t *testing.T, old string) {
 	t.Helper()
-	eventually(t, "another hub replica leading", 2*time.Minute, time.Second, func() error {
+	eventually(t, "another hub replica leading", 2*time.Minute, poll, func() error {
 		if now, err := hubLeader(); err != nil || now == old || now == "" {
 			return fmt.Errorf("leader %q (%v)", now, err)
 		}
@@ -186,7 +186,7 @@ func restoreOneHub(t *testing.T, first, second *testbed.Process) {
 		t.Errorf("stopping the second hub: %v", err)
 	}
 	_ = os.Remove(filepath.Join(tb.Dir, "pids", "gantry-hub-2.pid"))
-	eventually(t, "gantry-hub leading again", 2*time.Minute, time.Second, func() error {
+	eventually(t, "gantry-hub leading again", 2*time.Minute, poll, func() error {
 		leader, err := hubLeader()
 		if err != nil || leader == "" {
 			return fmt.Errorf("leader %q (%v)", leader, err)

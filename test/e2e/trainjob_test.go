@@ -68,7 +68,7 @@ func TestATrainJobRunsOnOneWorkerUnderTheTrainer(t *testing.T) {
 	}
 	trainerObjectsGone(t, worker, tj)
 	t.Logf("the TrainJob, its JobSet, Jobs and pods gone from %s %s after the hub's TrainJob was deleted", winner, since(deleted))
-	eventually(t, "the hub's TrainJob and Workload gone", time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the hub's TrainJob and Workload gone", time.Minute, poll, func() error {
 		if err := tb.Hub.Client.Get(ctx, client.ObjectKeyFromObject(wl), &gantry.Workload{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the Workload is still there: %v", err)
 		}
@@ -121,7 +121,7 @@ func trainerClient(t *testing.T, c *testbed.Cluster) client.Client {
 func trainJobFinishes(t *testing.T, hub client.Client, tj *trainer.TrainJob) *gantry.Workload {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, "the hub's TrainJob Complete", 3*time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the hub's TrainJob Complete", 3*time.Minute, poll, func() error {
 		var got trainer.TrainJob
 		if err := hub.Get(ctx, client.ObjectKeyFromObject(tj), &got); err != nil {
 			return err
@@ -136,7 +136,7 @@ func trainJobFinishes(t *testing.T, hub client.Client, tj *trainer.TrainJob) *ga
 	})
 	var wl gantry.Workload
 	key := types.NamespacedName{Namespace: tj.Namespace, Name: jobkind.WorkloadName(jobkind.TrainJob{}, tj.Name)}
-	eventually(t, "the TrainJob's Workload finished", time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the TrainJob's Workload finished", time.Minute, poll, func() error {
 		if err := tb.Hub.Client.Get(ctx, key, &wl); err != nil {
 			return err
 		}
@@ -187,7 +187,7 @@ func trainerObjectsGone(t *testing.T, worker client.Client, tj *trainer.TrainJob
 	t.Helper()
 	ctx := context.Background()
 	key := client.ObjectKeyFromObject(tj)
-	eventually(t, "the trainer's objects gone from the worker", 2*time.Minute, 500*time.Millisecond, func() error {
+	eventually(t, "the trainer's objects gone from the worker", 2*time.Minute, poll, func() error {
 		for _, obj := range []client.Object{&trainer.TrainJob{}, &jobset.JobSet{}} {
 			if err := worker.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("%T %s still there: %v", obj, key.Name, err)
@@ -252,7 +252,7 @@ func TestATrainJobWhoseRuntimeNoWorkerHasIsRefusedAndSaysWhy(t *testing.T) {
 
 	key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.TrainJob{}, tj.Name)}
 	var wl gantry.Workload
-	eventually(t, fmt.Sprintf("each worker to refuse it %d times", dispatcher.MaxEvictionsPerCluster), 4*time.Minute, time.Second, func() error {
+	eventually(t, fmt.Sprintf("each worker to refuse it %d times", dispatcher.MaxEvictionsPerCluster), 4*time.Minute, poll, func() error {
 		if err := tb.Hub.Client.Get(ctx, key, &wl); err != nil {
 			return err
 		}
@@ -270,7 +270,7 @@ func TestATrainJobWhoseRuntimeNoWorkerHasIsRefusedAndSaysWhy(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "the Workload waiting, saying why", time.Minute, time.Second, func() error {
+	eventually(t, "the Workload waiting, saying why", time.Minute, poll, func() error {
 		if err := tb.Hub.Client.Get(ctx, key, &wl); err != nil {
 			return err
 		}

@@ -81,13 +81,16 @@ func (p *Process) Running() bool {
 
 // Stop ends the process: TERM, then KILL after ten seconds. A stopped (SIGSTOP) process is continued
 // first, so that it can see the TERM.
-func (p *Process) Stop() error {
+func (p *Process) Stop() error { return p.stopWithin(10 * time.Second) }
+
+// stopWithin sends TERM, and KILL once grace has passed.
+func (p *Process) stopWithin(grace time.Duration) error {
 	if !p.Running() {
 		return nil
 	}
 	_ = p.Signal(syscall.SIGTERM)
 	_ = p.Signal(syscall.SIGCONT)
-	for range 50 {
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline); {
 		if !p.Running() {
 			return nil
 		}
@@ -133,9 +136,14 @@ func freePort() (int, error) {
 // for the kubelets, is not one of them.
 var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
+// controlPlaneGrace is how long a control plane component stopped by StopControlPlane may take to exit
+// before it is killed (the API server, draining its watches, would take 10 s, and etcd 7 s).
+const controlPlaneGrace = 2 * time.Second
+
 // StopControlPlane stops a cluster's etcd, API server, controller manager and scheduler, as an outage
-// of its control plane would; its nodes (kwok) go on. The returned function starts them again, from
-// the same command lines, and waits until the API server is ready.
+// of its control plane would; its nodes (kwok) go on. An outage leaves no time for a clean shutdown:
+// each gets controlPlaneGrace after its TERM before it is killed. The returned function starts them
+// again, from the same command lines, and waits until the API server is ready.
 func (tb *Testbed) StopControlPlane(cluster string) (start func() error, err error) {
 	dir := filepath.Join(tb.Dir, "kwok", "clusters", kwokName(cluster))
 	var stopped []*Process
@@ -148,7 +156,7 @@ func (tb *Testbed) StopControlPlane(cluster string) (start func() error, err err
 	}
 	// The API server first, so that nothing sees etcd gone while it still serves.
 	for i := len(stopped) - 1; i >= 0; i-- {
-		if err := stopped[i].Stop(); err != nil {
+		if err := stopped[i].stopWithin(controlPlaneGrace); err != nil {
 			return nil, err
 		}
 	}

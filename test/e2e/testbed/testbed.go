@@ -128,14 +128,21 @@ func Open(dir string, qps float32, burst int) (*Testbed, error) {
 }
 
 // PlacementTimeout is the agents' placement timeout on the e2e testbed: short enough for a test to
-// watch an eviction, long enough that pods of admitted jobs are always placed within it here.
-const PlacementTimeout = 30 * time.Second
+// watch an eviction, long enough that pods of admitted jobs are always placed within it here (the
+// scheduler binds them within a second or two of their Job's creation, even under the suite's load).
+const PlacementTimeout = 15 * time.Second
+
+// leaderElection is the leader election of the testbed's hub and agents: a leader that a test kills or
+// pauses is replaced once its lease of 8 s lapses (15 s by default), and a leader still has five tries
+// to renew before it gives up.
+const leaderElection = "--leader-elect-lease-duration=8s --leader-elect-renew-deadline=5s --leader-elect-retry-period=1s"
 
 // Up runs hack/dev-up.sh for a testbed in dir whose Gantry processes listen on loopback ports from
 // portBase (see FreePortBase), with audit logs of writes (Audit). The script's output goes to out.
 func Up(ctx context.Context, root, dir string, portBase int, out io.Writer) error {
 	return script(ctx, root, "dev-up.sh", dir, out, "GANTRY_DEV_PORT="+strconv.Itoa(portBase), "GANTRY_AUDIT=1",
-		"GANTRY_AGENT_FLAGS=--placement-timeout="+PlacementTimeout.String())
+		"GANTRY_HUB_FLAGS="+leaderElection,
+		"GANTRY_AGENT_FLAGS=--placement-timeout="+PlacementTimeout.String()+" "+leaderElection)
 }
 
 // Down runs hack/dev-down.sh for the testbed in dir. It does nothing when dir does not exist.
