@@ -26,8 +26,8 @@ const (
 	// to a worker: twice its candidates (a copy and its admission on each) and 5 more.
 	targetExtraWrites = 2*gantry.DefaultMaxCandidates + 5
 	kueueThroughput   = "1.2-1.3 jobs/s"
-	kueueSingle      = "~7 s"
-	kueueRequests    = "33-36"
+	kueueSingle       = "~7 s"
+	kueueRequests     = "33-36"
 )
 
 // phase is one measured stretch of the burst.
