@@ -92,9 +92,6 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	h.Connections.SetHandler(h)
 	recorder := mgr.GetEventRecorder("gantry-hub")
 
-	if err := dispatcher.IndexActive(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return nil, fmt.Errorf("indexing active workloads: %w", err)
-	}
 	if err := setupJobs(mgr, recorder, opts.JobWorkers); err != nil {
 		return nil, err
 	}

@@ -198,23 +198,6 @@ func soonest(a, b time.Duration) time.Duration {
 	return a
 }
 
-// ActiveIndex indexes the hub's Workloads that are not finished, the only ones a pass decides over or
-// counts: a pass reads them by this index, so finished Workloads, however many, cost it nothing.
-const ActiveIndex = "gantry.dev/active"
-
-// IndexActive registers ActiveIndex with the cache.
-func IndexActive(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &gantry.Workload{}, ActiveIndex, ActiveKey)
-}
-
-// ActiveKey is a Workload's value in ActiveIndex: "true" until it finished, none after.
-func ActiveKey(obj client.Object) []string {
-	if wl, ok := obj.(*gantry.Workload); ok && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
-		return []string{"true"}
-	}
-	return nil
-}
-
 func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	if err := d.readWorkloads(ctx); err != nil {
 		return nil, err
@@ -244,11 +227,11 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 }
 
 // readWorkloads brings the book up to date: from the informer's events when it follows them (Follow),
-// else from a list of the cache's unfinished Workloads.
+// else from a list of the cache's Workloads (the book leaves the finished ones out).
 func (d *Dispatcher) readWorkloads(ctx context.Context) error {
 	if d.following() == nil {
 		var wls gantry.WorkloadList
-		if err := d.Client.List(ctx, &wls, client.UnsafeDisableDeepCopy, client.MatchingFields{ActiveIndex: "true"}); err != nil {
+		if err := d.Client.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("listing workloads: %w", err)
 		}
 		items := make([]*gantry.Workload, len(wls.Items))

@@ -82,7 +82,7 @@ func newHarness(t *testing.T, now time.Time, objs ...client.Object) *harness {
 	server := fake.NewClientBuilder().WithScheme(s).WithObjects(copyAll()...).WithStatusSubresource(withStatus...).Build()
 	h.server = server
 	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(copyAll()...).WithStatusSubresource(withStatus...).
-		WithIndex(&gantry.Workload{}, ActiveIndex, ActiveKey).WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: h.update}).Build()
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: h.update}).Build()
 	reader := interceptor.NewClient(server, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*gantry.Workload); ok {
@@ -270,7 +270,7 @@ func TestPassKeepsQuotaOfJobsThatMayStillRun(t *testing.T) {
 }
 
 // TestPassLeavesFinishedWorkloadsOut: a finished Workload, though its status still names the cluster it
-// ran on, holds no quota, gets no write, and is not among what a pass reads or remembers (ActiveIndex).
+// ran on, holds no quota, gets no write, and is not among what the dispatcher's book remembers.
 func TestPassLeavesFinishedWorkloadsOut(t *testing.T) {
 	done := makeHubWorkload("done", "q").nominated("gq", 1, "w1").admittedOn("w1").finished().obj()
 	h := newHarness(t, at.Time, append(hubObjects(), done, makeHubWorkload("next", "q").obj())...)
@@ -283,12 +283,6 @@ func TestPassLeavesFinishedWorkloadsOut(t *testing.T) {
 	}
 	if _, held := h.d.book.entries[keyOf(done)]; held || h.d.book.hasUID(done.UID) {
 		t.Error("the dispatcher's book holds a finished Workload")
-	}
-	for wl, want := range map[*gantry.Workload][]string{done: nil, makeHubWorkload("p", "q").obj(): {"true"},
-		makeHubWorkload("a", "q").nominated("gq", 1, "w1").admittedOn("w1").obj(): {"true"}} {
-		if got := ActiveKey(wl); !slices.Equal(got, want) {
-			t.Errorf("ActiveKey(%s) = %v, want %v", wl.Name, got, want)
-		}
 	}
 }
 

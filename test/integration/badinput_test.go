@@ -108,19 +108,7 @@ func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
 		"bad-unreachable": {data: map[string][]byte{remote.KubeconfigKey: []byte(unreachable)}, reason: gantry.ReasonUnreachable},
 	}
 	for name, tc := range cases {
-		if tc.data != nil {
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNamespace}, Data: tc.data}
-			if err := hubEnv.client.Create(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, s) })
-		}
-		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: name}}}
-		if err := hubEnv.client.Create(ctx, wc); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, wc) })
+		registerWithSecret(t, name, tc.data)
 	}
 	for name, tc := range cases {
 		eventually(t, name+" reported", func() error {
@@ -386,30 +374,14 @@ func TestAClusterThatNeverAnswersHoldsUpNoOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	register := func(name string, kubeconfig []byte) {
-		t.Helper()
-		if kubeconfig != nil {
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNamespace},
-				Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}}
-			if err := hubEnv.client.Create(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, s) })
-		}
-		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: name}}}
-		if err := hubEnv.client.Create(ctx, wc); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, wc) })
-	}
-	register("silent", []byte(strings.Replace(string(goodConfig), workers["worker-1"].cfg.Host, "https://"+silent, 1)))
+	registerWithSecret(t, "silent", map[string][]byte{remote.KubeconfigKey: []byte(strings.Replace(string(goodConfig),
+		workers["worker-1"].cfg.Host, "https://"+silent, 1))})
 	select {
 	case <-accepted:
 	case <-time.After(waitTimeout):
 		t.Fatal("the hub never tried to connect the silent cluster")
 	}
-	register("prompt-missing", nil)
+	registerWithSecret(t, "prompt-missing", nil)
 	connected := func(name string) *metav1.Condition {
 		var wc gantry.WorkerCluster
 		if err := hubEnv.client.Get(ctx, types.NamespacedName{Name: name}, &wc); err != nil {
@@ -426,6 +398,26 @@ func TestAClusterThatNeverAnswersHoldsUpNoOther(t *testing.T) {
 	if c := connected("silent"); c != nil {
 		t.Errorf("the silent cluster's first attempt ended (%s: %s) before the other was reported: it was held up", c.Reason, c.Message)
 	}
+}
+
+// registerWithSecret registers a WorkerCluster of that name through a kubeconfig Secret of the same name
+// holding data; nil data: no Secret at all. Both go when the test ends.
+func registerWithSecret(t *testing.T, name string, data map[string][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	if data != nil {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNamespace}, Data: data}
+		if err := hubEnv.client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, s) })
+	}
+	wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: name}}}
+	if err := hubEnv.client.Create(ctx, wc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, wc) })
 }
 
 // silentListener listens on a loopback port, accepts connections and never answers them; it says on
