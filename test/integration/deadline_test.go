@@ -51,16 +51,23 @@ func TestAJobPastItsAdmissionDeadlineEndsAsInadmissible(t *testing.T) {
 		t.Errorf("finished: %q; want the deadline and what blocked it", finished.Message)
 	}
 	t.Logf("%s", finished.Message)
-	var hub batchv1.Job
-	if err := hubEnv.client.Get(ctx, client.ObjectKeyFromObject(huge), &hub); err != nil {
-		t.Fatal(err)
-	}
-	if c := jobCondition(&hub, batchv1.JobFailed); c == nil || c.Reason != gantry.ReasonInadmissible {
-		t.Errorf("the hub Job's Failed condition %+v, want reason %s", c, gantry.ReasonInadmissible)
-	}
-	if ev := hubEvents(t, ns, huge.Name); !strings.Contains(ev, "Warning Finished: no cluster admitted it within its admission deadline") {
-		t.Errorf("events on the hub Job:\n%s", ev)
-	}
+	// The hub Job follows its Workload in a write of its own.
+	eventually(t, "the hub Job shows Failed "+gantry.ReasonInadmissible, func() error {
+		var hub batchv1.Job
+		if err := hubEnv.client.Get(ctx, client.ObjectKeyFromObject(huge), &hub); err != nil {
+			return err
+		}
+		if c := jobCondition(&hub, batchv1.JobFailed); c == nil || c.Reason != gantry.ReasonInadmissible {
+			return fmt.Errorf("the hub Job's Failed condition %+v", c)
+		}
+		return nil
+	})
+	eventually(t, "a Warning Event on the hub Job", func() error {
+		if ev := hubEvents(t, ns, huge.Name); !strings.Contains(ev, "Warning Finished: no cluster admitted it within its admission deadline") {
+			return fmt.Errorf("events on the hub Job:\n%s", ev)
+		}
+		return nil
+	})
 
 	consistently(t, "the others go on", 2*time.Second, func() error {
 		if c := apimeta.FindStatusCondition(hubWorkload(t, patient).Status.Conditions, gantry.WorkloadFinished); c != nil && c.Status == metav1.ConditionTrue {
