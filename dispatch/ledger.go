@@ -299,6 +299,7 @@ func comparePoolKeys(a, b poolKey) int {
 
 // countUsage adds what admitted workloads use and nominated ones reserve.
 func (l *ledger) countUsage(s *Snapshot) {
+	l.countTallies(s)
 	for _, w := range s.Workloads {
 		if ql := l.queues[w.GlobalQueue]; ql != nil {
 			ql.countUsage(w)
@@ -324,6 +325,23 @@ func (ql *queueLedger) countUsage(w *Workload) {
 					ql.clusters[i].add(false, vec, 1)
 				}
 			}
+		}
+	}
+}
+
+// countTallies adds what the snapshot's tallies of admitted workloads use: each tally once, its
+// workloads counted on the cluster as many as they are.
+func (l *ledger) countTallies(s *Snapshot) {
+	for i := range s.Tallies {
+		t := &s.Tallies[i]
+		ql := l.queues[t.GlobalQueue]
+		if ql == nil || t.Workloads == 0 {
+			continue
+		}
+		if c, ok := ql.byName[t.Cluster]; ok {
+			ql.counting = ql.vectorInto(ql.counting, t.Requests)
+			ql.clusters[c].add(true, ql.counting, 1)
+			ql.clusters[c].workloads += t.Workloads - 1
 		}
 	}
 }

@@ -214,6 +214,7 @@ type queuePending struct {
 // it fills. A queue whose workloads come in its order, as the hub hands them over, is not sorted again:
 // the count that sizes its part notices.
 func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
+	l.countTallies(s)
 	queueOf := make([]*queueLedger, len(s.Workloads))
 	for i, w := range s.Workloads {
 		ql := l.queues[w.GlobalQueue]

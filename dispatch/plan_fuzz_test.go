@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -408,6 +409,54 @@ func checkSameInAnyOrder(t *testing.T, s *Snapshot, want Result) {
 	}
 }
 
+// checkSameTallied checks that a pass decides and counts the same when the snapshot counts its admitted
+// workloads in tallies rather than listing them: all of them, and every other one.
+func checkSameTallied(t *testing.T, s *Snapshot, want Result, wantUsage Usage) {
+	t.Helper()
+	for name, tally := range map[string]func(i int) bool{
+		"all":         func(int) bool { return true },
+		"every other": func(i int) bool { return i%2 == 0 },
+	} {
+		again := talliedSnapshot(s, tally)
+		got, usage := PlanWithUsage(again)
+		if !cmp.Equal(want, got, cmpopts.EquateEmpty()) {
+			t.Fatalf("a pass over %s admitted workloads tallied decides otherwise (-listed +tallied):\n%s", name, cmp.Diff(want, got, cmpopts.EquateEmpty()))
+		}
+		if !cmp.Equal(wantUsage, usage, cmpopts.EquateEmpty()) || !cmp.Equal(wantUsage, UsageOf(again), cmpopts.EquateEmpty()) {
+			t.Fatalf("a pass over %s admitted workloads tallied counts otherwise (-listed +tallied):\n%s", name, cmp.Diff(wantUsage, usage, cmpopts.EquateEmpty()))
+		}
+	}
+}
+
+// talliedSnapshot is the snapshot with the talliable workloads that tally picks (by their index among
+// the talliable) counted in tallies instead of listed.
+func talliedSnapshot(s *Snapshot, tally func(i int) bool) *Snapshot {
+	again := *s
+	again.Workloads, again.Tallies, again.Tallied = nil, nil, nil
+	index := map[[3]string]int{}
+	n := 0
+	for _, w := range s.Workloads {
+		if !w.Talliable() {
+			again.Workloads = append(again.Workloads, w)
+			continue
+		}
+		if n++; !tally(n - 1) {
+			again.Workloads = append(again.Workloads, w)
+			continue
+		}
+		k := [3]string{w.GlobalQueue, w.Winner, strconv.Itoa(int(w.Priority))}
+		i, ok := index[k]
+		if !ok {
+			i = len(again.Tallies)
+			index[k] = i
+			again.Tallies = append(again.Tallies, Tally{GlobalQueue: w.GlobalQueue, Cluster: w.Winner, Priority: w.Priority})
+		}
+		again.Tallies[i].Add(w, 1)
+		again.Tallied = append(again.Tallied, w)
+	}
+	return &again
+}
+
 // FuzzPlanAtMostOneWinnerWithinQuota drives dispatch passes, agent admissions and rejections, lost and
 // regained clusters, finishing jobs, Queues pointed at the other GlobalQueue and lapsing rejections in
 // random order, and checks after every step that no workload ever gets a second winner and that quota
@@ -432,6 +481,7 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 					t.Fatalf("PlanWithUsage's usage is not UsageOf's:\n%s", cmp.Diff(want, usage, cmpopts.EquateEmpty()))
 				}
 				checkSameInAnyOrder(t, s, res)
+				checkSameTallied(t, s, res, usage)
 				m.apply(t, res)
 			case 1:
 				if cp := m.copies[w.Key][c]; cp != nil && !cp.admitted && !cp.rejected {

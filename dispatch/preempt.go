@@ -108,6 +108,9 @@ func (l *ledger) preempt(s *Snapshot, res *Result) {
 			p.running[w.Winner] = append(p.running[w.Winner], w)
 		}
 	}
+	for _, w := range s.Tallied {
+		p.running[w.Winner] = append(p.running[w.Winner], w)
+	}
 	tries := MaxPreemptorsTriedPerPass
 	for _, b := range all {
 		if leaving := p.inFlight[b.w.Key]; len(leaving) > 0 {
@@ -472,12 +475,19 @@ func (l *ledger) noteLowestRunning(s *Snapshot) {
 		return // a pass over every workload that no queue would use
 	}
 	lowest := map[string]int32{}
-	for _, w := range s.Workloads {
-		if w.Phase != Admitted || w.PreemptedFor != "" {
-			continue
+	note := func(cluster string, priority int32) {
+		if p, ok := lowest[cluster]; !ok || priority < p {
+			lowest[cluster] = priority
 		}
-		if p, ok := lowest[w.Winner]; !ok || w.Priority < p {
-			lowest[w.Winner] = w.Priority
+	}
+	for _, w := range s.Workloads {
+		if w.Phase == Admitted && w.PreemptedFor == "" {
+			note(w.Winner, w.Priority)
+		}
+	}
+	for _, t := range s.Tallies {
+		if t.Workloads > 0 {
+			note(t.Cluster, t.Priority)
 		}
 	}
 	if len(lowest) == 0 {

@@ -255,4 +255,40 @@ type Snapshot struct {
 	// no quota of its own.
 	Cohorts   map[string]*Cohort
 	Workloads []*Workload
+	// Tallies count admitted workloads that Workloads leaves out, summed by GlobalQueue, cluster and
+	// priority, so that a pass over a fleet of running jobs costs what changed, not what runs; Tallied
+	// are those same workloads, for the preemptions that look for victims among them one by one. Each
+	// is admitted, uses the quota of its GlobalQueue and is not being preempted.
+	Tallies []Tally
+	Tallied []*Workload
+}
+
+// Tally is what admitted workloads of one GlobalQueue and one priority use on one cluster, together.
+type Tally struct {
+	GlobalQueue string
+	Cluster     string
+	Priority    int32
+	// Requests are their requests summed; Workloads how many they are.
+	Requests  Resources
+	Workloads int
+}
+
+// Add counts the admitted workload in the tally (sign 1) or takes it out of it (sign -1). The tally's
+// Requests are its own: a tally made from a copy must be given a map of its own first.
+func (t *Tally) Add(w *Workload, sign int64) {
+	if t.Requests == nil {
+		t.Requests = Resources{}
+	}
+	for r, v := range w.Requests {
+		t.Requests[r] += sign * v
+		if t.Requests[r] == 0 {
+			delete(t.Requests, r)
+		}
+	}
+	t.Workloads += int(sign)
+}
+
+// Talliable says whether a snapshot may count the workload in a Tally rather than list it.
+func (w *Workload) Talliable() bool {
+	return w.Phase == Admitted && w.PreemptedFor == "" && w.GlobalQueue != "" && w.Winner != ""
 }

@@ -20,9 +20,9 @@ import (
 
 // book is the dispatcher's standing view of the hub's unfinished Workloads. The Workload informer's
 // events tell it which ones changed; a pass then derives what the dispatcher knows of those alone, and
-// finds the rest as the last pass left them, already in queue order. So a pass costs the changes since
-// the last one plus one walk over the queue, whatever the depth of the queue or the number of Workloads
-// that finished.
+// finds the rest as the last pass left them: the waiting ones already in queue order, the admitted ones
+// summed up in tallies. So a pass costs the changes since the last one plus one walk over the queue,
+// whatever the depth of the queue or the number of Workloads that run or finished.
 type book struct {
 	mu      sync.Mutex
 	changed map[string]*gantry.Workload // since the last pass, by key: nil when deleted or finished
@@ -30,8 +30,9 @@ type book struct {
 
 	// Used by passes only, one at a time.
 	entries map[string]*entry
-	order   []*entry // CompareInQueue's order over all entries
+	order   []*entry // CompareInQueue's order over the entries not tallied
 	spare   []*entry // the order before the last merge, reused by the next
+	tallies *tallies
 	uids    map[types.UID]struct{}
 	shared  *shared
 }
@@ -50,11 +51,14 @@ type entry struct {
 	timed bool
 	// gone: it left the book, or a new entry took its place in another place of the order.
 	gone bool
+	// tallied: it is counted in the book's tallies, at talliedAt in their list, and not in the order.
+	tallied   bool
+	talliedAt int
 }
 
 func newBook() *book {
 	return &book{changed: map[string]*gantry.Workload{}, entries: map[string]*entry{}, uids: map[types.UID]struct{}{},
-		shared: &shared{shapes: shapes{}, words: words{}, queues: queueRefs{}}}
+		tallies: newTallies(), shared: &shared{shapes: shapes{}, words: words{}, queues: queueRefs{}}}
 }
 
 // note records the Workload as the cache shows it now; nil or finished: it is gone from the book.
@@ -97,28 +101,44 @@ func (b *book) sync() {
 		if old != nil && wl != nil && old.wl.UID == wl.UID && old.wl.ResourceVersion == wl.ResourceVersion {
 			continue // a resync: nothing changed
 		}
+		var e *entry
+		if wl != nil {
+			e = newEntry(wl, b.shared)
+		}
+		ordered := old != nil && !old.tallied
 		if old != nil {
-			delete(b.entries, key)
-			delete(b.uids, old.wl.UID)
-			b.shared.queues.release(old.queue)
-			old.gone = true
+			b.forget(old)
 		}
-		if wl == nil {
-			dropped = dropped || old != nil
-			continue
-		}
-		e := newEntry(wl, b.shared)
-		if old != nil && dispatch.CompareInQueue(&old.w, &e.w) == 0 {
+		switch {
+		case e == nil:
+		case e.w.Talliable():
+			b.tallies.add(e)
+		case ordered && dispatch.CompareInQueue(&old.w, &e.w) == 0:
 			*old = *e // it keeps its place in the order
 			e = old
-		} else {
+		default:
 			added = append(added, e)
 		}
-		b.entries[key] = e
-		b.uids[wl.UID] = struct{}{}
+		if ordered && e != old {
+			old.gone, dropped = true, true
+		}
+		if e != nil {
+			b.entries[key] = e
+			b.uids[wl.UID] = struct{}{}
+		}
 	}
 	if len(added) > 0 || dropped {
 		b.merge(added)
+	}
+}
+
+// forget takes the entry out of the book, but for its place in the order, which the caller settles.
+func (b *book) forget(e *entry) {
+	delete(b.entries, e.w.Key)
+	delete(b.uids, e.wl.UID)
+	b.shared.queues.release(e.queue)
+	if e.tallied {
+		b.tallies.remove(e)
 	}
 }
 
@@ -173,6 +193,8 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 		e.w.Phase = dispatch.Finished
 	case wl.Status.ClusterName != "":
 		e.w.Phase = dispatch.Admitted
+		// It uses the quota it was admitted under until it finishes, whatever its Queue names now.
+		e.w.GlobalQueue = e.recordedQueue
 		if p := wl.Status.CurrentPreemption(); p != nil {
 			e.w.PreemptedFor = p.Preemptor
 		}

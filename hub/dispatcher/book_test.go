@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"testing"
@@ -48,10 +49,18 @@ func FuzzBookKeepsQueueOrder(f *testing.F) {
 					d.noteEvent(wl, false)
 					want[key] = wl
 				}
-			case 3: // its status changes
+			case 3: // its status changes: it is nominated anew, admitted on a cluster, or taken back
 				if cur != nil {
 					wl := cur.DeepCopy()
 					wl.Status.DispatchEpoch++
+					switch (op >> 3) % 3 {
+					case 0:
+						wl.Status.ClusterName, wl.Status.GlobalQueue = "", ""
+					case 1:
+						wl.Status.ClusterName, wl.Status.GlobalQueue = "c"+strconv.Itoa(int(op)%2), "gq"
+					case 2:
+						wl.Status.ClusterName, wl.Status.GlobalQueue = "c1", "" // admitted before statuses named their GlobalQueue
+					}
 					wl.ResourceVersion = strconv.Itoa(version)
 					d.noteEvent(wl, false)
 					want[key] = wl
@@ -94,9 +103,10 @@ func bookWorkload(name string, uid types.UID, version int, priority int32, queue
 
 func checkBook(t *testing.T, b *book, want map[string]*gantry.Workload) {
 	t.Helper()
-	if len(b.entries) != len(want) || len(b.order) != len(want) || len(b.uids) != len(want) {
-		t.Fatalf("book holds %d entries, %d in order, %d UIDs; want %d", len(b.entries), len(b.order), len(b.uids), len(want))
+	if len(b.entries) != len(want) || len(b.order)+len(b.tallies.entries) != len(want) || len(b.uids) != len(want) {
+		t.Fatalf("book holds %d entries, %d in order, %d tallied, %d UIDs; want %d", len(b.entries), len(b.order), len(b.tallies.entries), len(b.uids), len(want))
 	}
+	checkTallies(t, b)
 	for key, wl := range want {
 		e := b.entries[key]
 		if e == nil || e.wl != wl || !b.hasUID(wl.UID) {
@@ -110,6 +120,9 @@ func checkBook(t *testing.T, b *book, want map[string]*gantry.Workload) {
 		t.Fatal("the book's order is not the queue order")
 	}
 	users := map[queueKey]int{}
+	for _, e := range b.tallies.entries {
+		users[e.queue.queueKey]++
+	}
 	for _, e := range b.order {
 		if b.entries[e.w.Key] != e {
 			t.Fatalf("%s is in the order but not the book", e.w.Key)
@@ -122,6 +135,37 @@ func checkBook(t *testing.T, b *book, want map[string]*gantry.Workload) {
 	for k, q := range b.shared.queues {
 		if q.users != users[k] {
 			t.Fatalf("Queue %v counted as named %d times, want %d", k, q.users, users[k])
+		}
+	}
+}
+
+// checkTallies checks that the book tallies exactly its talliable entries, and that each tally adds up
+// to them.
+func checkTallies(t *testing.T, b *book) {
+	t.Helper()
+	sums := map[tallyKey]dispatch.Tally{}
+	for key, e := range b.entries {
+		if e.tallied != e.w.Talliable() {
+			t.Fatalf("%s: tallied %v, talliable %v", key, e.tallied, e.w.Talliable())
+		}
+		if !e.tallied {
+			continue
+		}
+		if b.tallies.entries[e.talliedAt] != e || b.tallies.workloads[e.talliedAt] != &e.w {
+			t.Fatalf("%s is not in the tallies' list where it says", key)
+		}
+		sum := sums[e.tallyKey()]
+		sum.Add(&e.w, 1)
+		sums[e.tallyKey()] = sum
+	}
+	if len(sums) != len(b.tallies.byKey) {
+		t.Fatalf("%d tallies, want %d", len(b.tallies.byKey), len(sums))
+	}
+	for k, sum := range sums {
+		got := b.tallies.byKey[k]
+		if got == nil || got.Workloads != sum.Workloads || !maps.Equal(got.Requests, sum.Requests) || got.queue != k.queue ||
+			got.GlobalQueue != k.globalQueue || got.Cluster != k.cluster || got.Priority != k.priority {
+			t.Fatalf("tally %+v is %+v, want %d workloads of %v", k, got, sum.Workloads, sum.Requests)
 		}
 	}
 }

@@ -168,7 +168,8 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	snap, localQueues, blockedList := buildSnapshot(st, d.Copies, d.Clock.Now(), d.RejectionTTL)
+	in := buildSnapshot(st, d.Copies, d.Clock.Now(), d.RejectionTTL)
+	snap := in.snap
 	d.Timeline.KeepOnly(d.book.hasUID)
 	d.mu.Lock()
 	for key := range d.agentNews {
@@ -185,9 +186,9 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	} else {
 		res = dispatch.Plan(snap)
 	}
-	held := d.execute(ctx, st.writable, res, blockedList)
+	held := d.execute(ctx, st.writable, res, in.blocked)
 	d.settleDue(ctx)
-	return soonest(held, d.writeStatuses(ctx, st, snap, localQueues, usage)), nil
+	return soonest(held, d.writeStatuses(ctx, st, in, usage)), nil
 }
 
 // soonest is the shorter of two waits, where 0 is none.
@@ -213,7 +214,7 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	st := &hubState{workloads: d.book.order, entries: d.book.entries, globals: gqs.Items, queues: qs.Items,
+	st := &hubState{workloads: d.book.order, tallies: d.book.tallies, entries: d.book.entries, globals: gqs.Items, queues: qs.Items,
 		clusters: wcs.Items, cohorts: cohorts.Items, namespaces: map[string]labels.Set{}}
 	for _, ns := range nss.Items {
 		st.namespaces[ns.Name] = ns.Labels

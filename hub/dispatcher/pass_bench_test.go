@@ -35,11 +35,24 @@ func BenchmarkPass100kWaitingCountingQueues(b *testing.B) {
 }
 
 // BenchmarkPass100kRunning is a pass over a hub at rest whose workloads mostly run: 10 GlobalQueues on
-// 100 clusters, 100,000 running workloads that fill every queue's quota, and 1,000 waiting ones. The
-// pass still walks the running ones (to count their usage): what it costs shows how the pass grows with
-// them.
+// 100 clusters, 100,000 running workloads that fill every queue's quota, and 1,000 waiting ones. Set
+// against BenchmarkPass2kRunning, it shows what the running workloads add to a pass: their tallies,
+// not they, are counted.
 func BenchmarkPass100kRunning(b *testing.B) {
 	d, workloads := benchHub(b, 100, 10, 100, 1_000)
+	benchPass(b, d, workloads, 0)
+}
+
+// BenchmarkPass100kRunningCountingQueues is the same pass when the queues' statuses are due.
+func BenchmarkPass100kRunningCountingQueues(b *testing.B) {
+	d, workloads := benchHub(b, 100, 10, 100, 1_000)
+	benchPass(b, d, workloads, queueStatusInterval)
+}
+
+// BenchmarkPass2kRunning is BenchmarkPass100kRunning with 2,000 running workloads (two per queue and
+// cluster, the fewest whose quota holds the largest waiting one) instead of 100,000.
+func BenchmarkPass2kRunning(b *testing.B) {
+	d, workloads := benchHub(b, 100, 10, 2, 1_000)
 	benchPass(b, d, workloads, 0)
 }
 

@@ -28,13 +28,14 @@ func (d *Dispatcher) statusesDue() time.Duration {
 // writeStatuses publishes counts and usage on GlobalQueues and Queues, and each Cohort's place in the
 // tree, from the snapshot's usage. Without a usage (the statuses were not due when the pass began) it
 // writes nothing and returns how long to wait before a pass should write them.
-func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, snap *dispatch.Snapshot, localQueues []*queueRef, usage *dispatch.Usage) time.Duration {
+func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, in *built, usage *dispatch.Usage) time.Duration {
 	if usage == nil {
 		return max(d.statusesDue(), time.Millisecond)
 	}
 	now := d.Clock.Now()
 	d.lastQueueStatus = now
-	globals, locals := queueStatuses(snap, localQueues, usage.Queues)
+	snap := in.snap
+	globals, locals := queueStatuses(in, usage.Queues)
 	// A write fails with a conflict when the cache has not seen this object's last write yet; it is
 	// retried after the interval rather than left stale until the next resync.
 	failed := d.writeGlobalQueueStatuses(ctx, st.globals, globals, snap)
@@ -179,22 +180,13 @@ func activeCondition(gq *gantry.GlobalQueue, snap *dispatch.Snapshot) metav1.Con
 	return metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "all clusters exist"}
 }
 
-// queueStatuses counts pending and admitted workloads and sums usage per cluster; localQueues are the
-// Queues the snapshot's workloads name, in the same order.
-func queueStatuses(snap *dispatch.Snapshot, localQueues []*queueRef, shares map[string]map[string]dispatch.Share) (map[string]gantry.GlobalQueueStatus, map[string]gantry.QueueStatus) {
-	tallies := map[string]*queueTally{}
-	localTallies := map[*queueRef]*gantry.QueueStatus{}
+// queueStatuses counts pending and admitted workloads and sums usage per cluster, those of the
+// snapshot's workloads and of its tallies.
+func queueStatuses(in *built, shares map[string]map[string]dispatch.Share) (map[string]gantry.GlobalQueueStatus, map[string]gantry.QueueStatus) {
+	snap := in.snap
+	qc := queueCounts{globals: map[string]*queueTally{}, locals: map[queueKey]*gantry.QueueStatus{}}
 	for i, w := range snap.Workloads {
-		g := tallies[w.GlobalQueue]
-		if g == nil {
-			g = &queueTally{clusters: map[string]*clusterUse{}}
-			tallies[w.GlobalQueue] = g
-		}
-		l := localTallies[localQueues[i]]
-		if l == nil {
-			l = &gantry.QueueStatus{}
-			localTallies[localQueues[i]] = l
-		}
+		g, l := qc.of(w.GlobalQueue, in.locals[i].queueKey)
 		switch w.Phase {
 		case dispatch.Pending:
 			g.status.PendingWorkloads++
@@ -208,15 +200,22 @@ func queueStatuses(snap *dispatch.Snapshot, localQueues []*queueRef, shares map[
 			g.on(w.Winner).admitted.Add(w.Requests)
 		}
 	}
-	globals := make(map[string]gantry.GlobalQueueStatus, len(tallies))
-	for qName, g := range tallies {
+	for i := range snap.Tallies {
+		t := &snap.Tallies[i]
+		g, l := qc.of(t.GlobalQueue, in.tallyQueues[i])
+		g.status.AdmittedWorkloads += int32(t.Workloads)
+		l.AdmittedWorkloads += int32(t.Workloads)
+		g.on(t.Cluster).admitted.Add(t.Requests)
+	}
+	globals := make(map[string]gantry.GlobalQueueStatus, len(qc.globals))
+	for qName, g := range qc.globals {
 		globals[qName] = g.status
 	}
 	for qName, q := range snap.Queues {
 		g := globals[qName]
 		for _, c := range q.Clusters {
 			cu := gantry.ClusterUsage{Name: c}
-			if t := tallies[qName]; t != nil && t.clusters[c] != nil {
+			if t := qc.globals[qName]; t != nil && t.clusters[c] != nil {
 				cu.Admitted = nonZero(t.clusters[c].admitted).ToResourceList()
 				cu.Reserved = nonZero(t.clusters[c].reserved).ToResourceList()
 			}
@@ -227,15 +226,31 @@ func queueStatuses(snap *dispatch.Snapshot, localQueues []*queueRef, shares map[
 		}
 		globals[qName] = g
 	}
-	locals := make(map[string]gantry.QueueStatus, len(localTallies))
-	for q, l := range localTallies { // a Workload the dispatcher just wrote may hold a Queue of its own
-		key := q.namespace + "/" + q.name
-		sum := locals[key]
-		sum.PendingWorkloads += l.PendingWorkloads
-		sum.AdmittedWorkloads += l.AdmittedWorkloads
-		locals[key] = sum
+	locals := make(map[string]gantry.QueueStatus, len(qc.locals))
+	for q, l := range qc.locals {
+		locals[q.namespace+"/"+q.name] = *l
 	}
 	return globals, locals
+}
+
+// queueCounts are what the workloads of each GlobalQueue and of each Queue add up to.
+type queueCounts struct {
+	globals map[string]*queueTally
+	locals  map[queueKey]*gantry.QueueStatus
+}
+
+func (qc *queueCounts) of(globalQueue string, queue queueKey) (*queueTally, *gantry.QueueStatus) {
+	g := qc.globals[globalQueue]
+	if g == nil {
+		g = &queueTally{clusters: map[string]*clusterUse{}}
+		qc.globals[globalQueue] = g
+	}
+	l := qc.locals[queue]
+	if l == nil {
+		l = &gantry.QueueStatus{}
+		qc.locals[queue] = l
+	}
+	return g, l
 }
 
 // queueTally is what a GlobalQueue's workloads add up to.

@@ -46,11 +46,11 @@ func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"w1"}}},
 		Clusters: map[string]dispatch.Cluster{"w1": {Name: "w1"}}}
 
-	if wait := d.writeStatuses(context.Background(), st, snap, nil, usageOf(snap)); wait != queueStatusInterval {
+	if wait := d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap)); wait != queueStatusInterval {
 		t.Fatalf("after a failed write: wait %v, want a retry in %v", wait, queueStatusInterval)
 	}
 	clock.Step(queueStatusInterval)
-	if wait := d.writeStatuses(context.Background(), st, snap, nil, usageOf(snap)); wait != 0 {
+	if wait := d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap)); wait != 0 {
 		t.Fatalf("after a good write: wait %v, want none", wait)
 	}
 	var got gantry.GlobalQueue
@@ -137,7 +137,7 @@ func TestCohortStatusIsWrittenWhenItChanges(t *testing.T) {
 		}
 		st := &hubState{cohorts: list.Items}
 		snap := &dispatch.Snapshot{Cohorts: cohortsOf(list.Items)}
-		wait := d.writeStatuses(ctx, st, snap, nil, usageOf(snap))
+		wait := d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap))
 		clock.Step(queueStatusInterval)
 		return wait
 	}
@@ -181,7 +181,7 @@ func TestAQueueConditionThatAloneChangesIsWritten(t *testing.T) {
 	d := &Dispatcher{Client: c, Clock: clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))}
 	st := &hubState{globals: []gantry.GlobalQueue{*gq}, queues: []gantry.Queue{*q}}
 	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"gone"}}}}
-	if wait := d.writeStatuses(ctx, st, snap, nil, usageOf(snap)); wait != 0 {
+	if wait := d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap)); wait != 0 {
 		t.Fatalf("wait %v, want none", wait)
 	}
 	var gotGQ gantry.GlobalQueue

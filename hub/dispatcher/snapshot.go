@@ -33,9 +33,11 @@ type CopyReader interface {
 
 // hubState is what one pass reads from the hub's cache and the dispatcher's book.
 type hubState struct {
-	// workloads are the book's entries in queue order; over holds, by key, those the dispatcher's own
-	// writes stand in for (see overlay), and entries all of the book's by key.
+	// workloads are the book's entries in queue order, but for those its tallies count; over holds, by
+	// key, those the dispatcher's own writes stand in for (see overlay), and entries all of the book's by
+	// key.
 	workloads  []*entry
+	tallies    *tallies
 	over       map[string]*entry
 	entries    map[string]*entry
 	globals    []gantry.GlobalQueue
@@ -72,56 +74,86 @@ type blocked struct {
 	message string
 }
 
-// buildSnapshot turns hub state into the dispatcher's snapshot, with the Queue each of its workloads
-// names. Workloads whose queue cannot be resolved come back as blocked, with a reason a person can
-// act on. Rejections recorded rejectionTTL or longer before now have lapsed. The snapshot's workloads
-// are the entries' own, set for this pass: they hold until the next one.
-func buildSnapshot(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration) (*dispatch.Snapshot, []*queueRef, []blocked) {
+// built is a pass's snapshot, and what the hub reads of it besides.
+type built struct {
+	snap *dispatch.Snapshot
+	// locals are the Queues the snapshot's workloads name, in the same order; tallyQueues those of its
+	// tallies.
+	locals      []*queueRef
+	tallyQueues []queueKey
+	// blocked are the workloads left out because their queue cannot be resolved.
+	blocked []blocked
+}
+
+// buildSnapshot turns hub state into the dispatcher's snapshot. Workloads whose queue cannot be
+// resolved come back as blocked, with a reason a person can act on. Rejections recorded rejectionTTL or
+// longer before now have lapsed. The snapshot's workloads are the entries' own, set for this pass:
+// they hold until the next one.
+func buildSnapshot(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration) *built {
 	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{},
 		Cohorts: cohortsOf(st.cohorts), Workloads: make([]*dispatch.Workload, 0, len(st.workloads))}
-	r := newResolver(st, s.Queues)
-	locals := make([]*queueRef, 0, len(st.workloads))
-	var blockedList []blocked
+	b := &snapshotBuilder{out: &built{snap: s, locals: make([]*queueRef, 0, len(st.workloads))}, r: newResolver(st, s.Queues),
+		copies: copies, now: now, rejectionTTL: rejectionTTL}
 	for _, e := range st.workloads {
 		if o := st.over[e.w.Key]; o != nil {
 			e = o
 		}
-		w := &e.w
-		gqName, why := r.resolve(e.queue)
-		if e.timed {
-			w.Rejected = rejectedClusters(e.wl, now, rejectionTTL)
-		}
-		queue, nominatedQueue, observed := "", "", []dispatch.Copy(nil)
-		switch {
-		case w.Phase == dispatch.Admitted:
-			// Its Job may run until the workload is finished, or, when it is being deleted, until the
-			// finalizer has seen the Job gone: it uses the quota it was admitted under all that time,
-			// whatever its Queue names now. A GlobalQueue deleted meanwhile has no ledger to count it in.
-			queue = cmp.Or(e.recordedQueue, gqName)
-		case e.deleting:
-			continue // nothing runs, and nothing more is decided for it
-		case why != "":
-			if w.Phase == dispatch.Pending {
-				blockedList = append(blockedList, blocked{wl: e.wl, reason: why, message: r.explain(e.queue, why, gqName)})
-			}
-			continue
-		default:
-			queue, nominatedQueue = gqName, e.recordedQueue
-			if w.Phase == dispatch.Pending && w.Epoch > 0 {
-				observed = observeCopies(e.wl, copies)
-			}
-		}
-		// Set only when they change, so that a walk over a queue at rest leaves its memory as it was.
-		if w.GlobalQueue != queue || w.NominatedQueue != nominatedQueue {
-			w.GlobalQueue, w.NominatedQueue = queue, nominatedQueue
-		}
-		if w.Copies != nil || observed != nil {
-			w.Copies = observed
-		}
-		s.Workloads = append(s.Workloads, w)
-		locals = append(locals, e.queue)
+		b.include(e)
 	}
-	return s, locals, blockedList
+	if st.tallies != nil {
+		pt := st.tallies.forPass(st.over, st.entries)
+		for _, e := range pt.standIns {
+			b.include(e)
+		}
+		s.Tallies, s.Tallied, b.out.tallyQueues = pt.tallies, pt.tallied, pt.queues
+	}
+	return b.out
+}
+
+type snapshotBuilder struct {
+	out          *built
+	r            *resolver
+	copies       CopyReader
+	now          time.Time
+	rejectionTTL time.Duration
+}
+
+// include adds the entry's workload to the snapshot, as this pass sees it, or to the blocked.
+func (b *snapshotBuilder) include(e *entry) {
+	w := &e.w
+	gqName, why := b.r.resolve(e.queue)
+	if e.timed {
+		w.Rejected = rejectedClusters(e.wl, b.now, b.rejectionTTL)
+	}
+	queue, nominatedQueue, observed := "", "", []dispatch.Copy(nil)
+	switch {
+	case w.Phase == dispatch.Admitted:
+		// Its Job may run until the workload is finished, or, when it is being deleted, until the
+		// finalizer has seen the Job gone: it uses the quota it was admitted under all that time,
+		// whatever its Queue names now. A GlobalQueue deleted meanwhile has no ledger to count it in.
+		queue = cmp.Or(e.recordedQueue, gqName)
+	case e.deleting:
+		return // nothing runs, and nothing more is decided for it
+	case why != "":
+		if w.Phase == dispatch.Pending {
+			b.out.blocked = append(b.out.blocked, blocked{wl: e.wl, reason: why, message: b.r.explain(e.queue, why, gqName)})
+		}
+		return
+	default:
+		queue, nominatedQueue = gqName, e.recordedQueue
+		if w.Phase == dispatch.Pending && w.Epoch > 0 {
+			observed = observeCopies(e.wl, b.copies)
+		}
+	}
+	// Set only when they change, so that a walk over a queue at rest leaves its memory as it was.
+	if w.GlobalQueue != queue || w.NominatedQueue != nominatedQueue {
+		w.GlobalQueue, w.NominatedQueue = queue, nominatedQueue
+	}
+	if w.Copies != nil || observed != nil {
+		w.Copies = observed
+	}
+	b.out.snap.Workloads = append(b.out.snap.Workloads, w)
+	b.out.locals = append(b.out.locals, e.queue)
 }
 
 func snapshotClusters(clusters []gantry.WorkerCluster, copies CopyReader) map[string]dispatch.Cluster {

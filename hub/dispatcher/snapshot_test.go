@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func (st *hubState) hold(wls ...*gantry.Workload) {
 	b := newBook()
 	b.replace(wls)
 	b.sync()
-	st.workloads, st.entries = b.order, b.entries
+	st.workloads, st.tallies, st.entries = b.order, b.tallies, b.entries
 }
 
 var at = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -94,7 +95,8 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	}
 	st.hold(hubWorkload("team-a", "ok", "q"), hubWorkload("team-a", "no-queue", "missing"),
 		hubWorkload("team-a", "no-global", "dangling"), hubWorkload("team-b", "not-selected", "q"))
-	snap, _, blockedList := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, at.Time, DefaultRejectionTTL)
+	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, at.Time, DefaultRejectionTTL)
+	snap, blockedList := in.snap, in.blocked
 
 	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true}}}, snap.Clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
@@ -165,7 +167,7 @@ func TestBuildSnapshotGivesUpOnAClusterAfterRepeatedEvictions(t *testing.T) {
 	}
 	wl.Status.Evictions = wl.Status.Evictions[:len(wl.Status.Evictions)-1] // w2 one short
 	st.hold(wl)
-	snap, _, _ := buildSnapshot(st, fakeCopies{}, at.Time, DefaultRejectionTTL)
+	snap := buildSnapshot(st, fakeCopies{}, at.Time, DefaultRejectionTTL).snap
 	if len(snap.Workloads) != 1 {
 		t.Fatalf("workloads %+v", snap.Workloads)
 	}
@@ -242,9 +244,10 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 				st.globals = append(st.globals, gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
 					Spec: gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, Clusters: []gantry.ClusterQuota{{Name: "w1"}}}})
 			}
-			snap, _, blockedList := buildSnapshot(st, fakeCopies{}, at.Time, DefaultRejectionTTL)
+			in := buildSnapshot(st, fakeCopies{}, at.Time, DefaultRejectionTTL)
+			snap, blockedList := in.snap, in.blocked
 			got := map[string]entry{}
-			for _, w := range snap.Workloads {
+			for _, w := range slices.Concat(snap.Workloads, snap.Tallied) {
 				got[w.Key] = entry{GlobalQueue: w.GlobalQueue, NominatedQueue: w.NominatedQueue, Phase: w.Phase}
 			}
 			if key := keyOf(tc.wl); st.writable(key) != nil {
@@ -393,7 +396,7 @@ func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			snap, _, _ := buildSnapshot(&hubState{cohorts: tc.cohorts}, fakeCopies{}, at.Time, DefaultRejectionTTL)
+			snap := buildSnapshot(&hubState{cohorts: tc.cohorts}, fakeCopies{}, at.Time, DefaultRejectionTTL).snap
 			if diff := cmp.Diff(tc.want, snap.Cohorts); diff != "" {
 				t.Errorf("cohorts (-want +got):\n%s", diff)
 			}
