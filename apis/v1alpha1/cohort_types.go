@@ -20,7 +20,7 @@ type CohortSpec struct {
 	// Clusters holds, per worker cluster, quota of the cohort's own, which only its queues and
 	// sub-cohorts borrow, and what it lends its parent.
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Clusters []CohortClusterQuota `json:"clusters,omitempty"`
 

@@ -29,7 +29,7 @@ type GlobalQueueSpec struct {
 	// Clusters the queue dispatches to, each with its own quota.
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=256
 	Clusters []ClusterQuota `json:"clusters"`
 
 	// QueueingStrategy: StrictFIFO or BestEffortFIFO (default).
@@ -179,7 +179,7 @@ type DispatchPolicy struct {
 	// PreferredClusters ranks clusters for the Preference score, most preferred first; clusters not
 	// listed come after all listed ones.
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=253
 	// +optional
 	PreferredClusters []string `json:"preferredClusters,omitempty"`

@@ -156,6 +156,10 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 		"no clusters": {
 			want: "spec.clusters",
 		},
+		"more clusters than a queue may list": {
+			clusters: manyClusters(257, gpus("1")),
+			want:     "must have at most 256 items",
+		},
 		"an admission deadline of no time": {
 			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, deadline: &metav1.Duration{},
 			want: "admissionDeadline must be positive",
@@ -227,6 +231,36 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A GlobalQueue and a Cohort may list as many clusters as their schemas allow: the API server accepts
+// them with every CEL rule evaluated over the whole list (each rule's cost grows with it).
+func TestQueuesListUpToTheirLimitOfClusters(t *testing.T) {
+	ctx := context.Background()
+	clusters := manyClusters(256, corev1.ResourceList{gantry.GPUResource: resource.MustParse("1")})
+	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{GenerateName: "wide-"},
+		Spec: gantry.GlobalQueueSpec{Clusters: clusters, Cohort: "wide"}}
+	if err := hubEnv.client.Create(ctx, gq); err != nil {
+		t.Fatalf("a GlobalQueue of 256 clusters: %v", err)
+	}
+	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, gq) })
+	cohort := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{GenerateName: "wide-"}}
+	for _, c := range clusters {
+		cohort.Spec.Clusters = append(cohort.Spec.Clusters, gantry.CohortClusterQuota{Name: c.Name, Quota: c.Quota})
+	}
+	if err := hubEnv.client.Create(ctx, cohort); err != nil {
+		t.Fatalf("a Cohort of 256 clusters: %v", err)
+	}
+	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, cohort) })
+}
+
+// manyClusters lists n clusters, each with the quota.
+func manyClusters(n int, quota corev1.ResourceList) []gantry.ClusterQuota {
+	out := make([]gantry.ClusterQuota, n)
+	for i := range out {
+		out[i] = gantry.ClusterQuota{Name: fmt.Sprintf("worker-%03d", i), Quota: quota}
+	}
+	return out
 }
 
 // A WorkerCluster names exactly one way to reach its cluster.
