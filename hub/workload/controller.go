@@ -290,17 +290,44 @@ func (r *Reconciler) registrations(ctx context.Context) (map[string]*gantry.Work
 // execute applies a plan and says whether it created something on a worker, after which the caller
 // decides again.
 func (r *Reconciler) execute(ctx context.Context, wl *gantry.Workload, hubJob client.Object, plan workersync.Plan) (bool, error) {
-	var errs []error
-	created := false
-	for _, a := range plan.Worker {
-		ok, err := r.applyWorker(ctx, wl, a)
-		created = created || ok
-		errs = append(errs, err)
+	created, err := r.applyWorkers(ctx, wl, plan.Worker)
+	if hubErr := r.applyHub(ctx, wl, hubJob, plan); hubErr != nil {
+		err = errors.Join(err, hubErr)
 	}
-	if err := r.applyHub(ctx, wl, hubJob, plan); err != nil {
-		errs = append(errs, err)
+	return created, err
+}
+
+// applyWorkers carries out the worker writes, each cluster's in the plan's order and the clusters at
+// the same time: no write to one cluster waits on another's (the copies of a new epoch go out together,
+// and the winner's Job does not wait for the losers' withdrawals). It says whether one created an object.
+func (r *Reconciler) applyWorkers(ctx context.Context, wl *gantry.Workload, actions []workersync.WorkerAction) (bool, error) {
+	var byCluster [][]workersync.WorkerAction
+	for _, a := range actions {
+		i := slices.IndexFunc(byCluster, func(g []workersync.WorkerAction) bool { return g[0].Cluster == a.Cluster })
+		if i < 0 {
+			byCluster = append(byCluster, nil)
+			i = len(byCluster) - 1
+		}
+		byCluster[i] = append(byCluster[i], a)
 	}
-	return created, errors.Join(errs...)
+	created := make([]bool, len(byCluster))
+	errs := make([]error, len(byCluster))
+	apply := func(i int) {
+		for _, a := range byCluster[i] {
+			ok, err := r.applyWorker(ctx, wl, a)
+			created[i] = created[i] || ok
+			errs[i] = errors.Join(errs[i], err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < len(byCluster); i++ {
+		wg.Go(func() { apply(i) })
+	}
+	if len(byCluster) > 0 {
+		apply(0)
+	}
+	wg.Wait()
+	return slices.Contains(created, true), errors.Join(errs...)
 }
 
 // applyWorker carries out one write to a worker and says whether it created the object.

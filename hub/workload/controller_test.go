@@ -114,6 +114,40 @@ func TestAFailingWithdrawalDoesNotHoldBackTheWinner(t *testing.T) {
 	}
 }
 
+// Writes to different clusters do not wait on one another: the winner's Job is created while the
+// withdrawal of the loser's copy is still in flight.
+func TestTheWinnersJobDoesNotWaitForTheLosersWithdrawal(t *testing.T) {
+	wl, job := hubObjects("w1")
+	jobCreated := make(chan struct{})
+	waitForJob := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		select {
+		case <-jobCreated:
+			return c.Delete(ctx, obj, opts...)
+		case <-time.After(10 * time.Second):
+			return errors.New("the winner's Job was not created while the withdrawal waited")
+		}
+	}}
+	noteJob := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		err := c.Create(ctx, obj, opts...)
+		if _, isJob := obj.(*batchv1.Job); isJob && err == nil {
+			close(jobCreated)
+		}
+		return err
+	}}
+	w1 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithInterceptorFuncs(noteJob).Build()}
+	w2 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithObjects(workersync.NewCopy(wl)).
+		WithInterceptorFuncs(waitForJob).Build()}
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1, "w2": w2}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	if err := reconcile(t, r); err != nil {
+		t.Fatal(err)
+	}
+	var left gantry.Workload
+	if err := w2.Store.Get(context.Background(), client.ObjectKeyFromObject(wl), &left); err == nil {
+		t.Errorf("the loser's copy is still there")
+	}
+}
+
 // A Job of that name that Gantry did not create is never adopted: the Workload ends as RemoteJobConflict
 // and the hub Job says Failed.
 func TestAForeignJobIsNeverRunOver(t *testing.T) {
