@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -213,6 +214,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	switch err := w.Cached().Get(ctx, client.ObjectKeyFromObject(wl), &cp); {
 	case err == nil:
 		c.Copy = &cp
+		r.showDeletion(&cp)
 		if cp.Labels[gantry.WorkloadUIDLabel] == string(wl.UID) && cp.Labels[gantry.DispatchEpochLabel] == fmt.Sprint(wl.Status.DispatchEpoch) {
 			r.expected.Observe(copyKey(name, wl))
 		}
@@ -228,6 +230,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	switch err := w.Cached().Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, job); {
 	case err == nil:
 		c.Job = job
+		r.showDeletion(job)
 		if job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID) {
 			r.expected.Observe(remoteJobKey(name, wl))
 			r.foreign.Delete(name + "/" + wl.Namespace + "/" + jobName) // the foreign one went, ours came
@@ -349,6 +352,9 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 		return false, resume(ctx, w, a.Cluster, a.Object)
 	default:
 		deleted, err := deleteExact(ctx, w, a.Cluster, a.Object, a.Op == workersync.DeleteForeground)
+		if deleted {
+			r.expected.Expect(deletedKey(a.Object))
+		}
 		if cp, isCopy := a.Object.(*gantry.Workload); isCopy && deleted {
 			metrics.Withdrawn(a.Cluster, withdrawalReason(wl, a.Cluster, cp))
 		}
@@ -513,6 +519,24 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, wl *gantry.Workload, h
 	}
 	r.expected.Expect(finalizedKey(wl))
 	return nil
+}
+
+// showDeletion marks a cached object that this controller deleted, and whose deletion the cache does not
+// show yet, as being deleted, as the API server has it: deciding on the stale object would only send the
+// same deletion again (a Job waiting for its pods to go sees many status events meanwhile).
+func (r *Reconciler) showDeletion(obj client.Object) {
+	key := deletedKey(obj)
+	switch {
+	case obj.GetDeletionTimestamp() != nil:
+		r.expected.Observe(key)
+	case r.expected.IsPending(key):
+		obj.SetDeletionTimestamp(ptr.To(metav1.NewTime(r.Clock.Now())))
+	}
+}
+
+// deletedKey names this controller's deletion of one object on a worker.
+func deletedKey(obj client.Object) string {
+	return "deleted/" + string(obj.GetUID())
 }
 
 // copyKey names the creation of the Workload's copy of the current epoch on a cluster.

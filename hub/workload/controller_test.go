@@ -23,6 +23,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
+	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/hub/remote/remotetest"
 )
 
@@ -146,6 +147,54 @@ func TestTheWinnersJobDoesNotWaitForTheLosersWithdrawal(t *testing.T) {
 	if err := w2.Store.Get(context.Background(), client.ObjectKeyFromObject(wl), &left); err == nil {
 		t.Errorf("the loser's copy is still there")
 	}
+}
+
+// staleWorker's cache keeps showing what it held at first, as a cache whose watch trails the writes.
+type staleWorker struct {
+	*remotetest.Worker
+	cache client.Reader
+}
+
+func (w staleWorker) Cached() client.Reader { return w.cache }
+
+// A deletion the worker's cache does not show yet is not sent again by the reconciles in between.
+func TestADeletionIsNotRepeatedWhileTheCacheTrailsIt(t *testing.T) {
+	wl, job := hubObjects("w1")
+	loserCopy := workersync.NewCopy(wl)
+	loserCopy.UID = "copy-uid"
+	deletes := 0
+	count := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		deletes++
+		return c.Delete(ctx, obj, opts...)
+	}}
+	w2 := staleWorker{
+		Worker: &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithObjects(loserCopy.DeepCopy()).WithInterceptorFuncs(count).Build()},
+		cache:  fake.NewClientBuilder().WithScheme(testScheme).WithObjects(loserCopy.DeepCopy()).Build(),
+	}
+	ws := &staleWorkers{Workers: remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": worker(), "w2": w2.Worker}}, stale: map[string]remote.Worker{"w2": w2}}
+	r := newReconciler(t, []client.Object{wl, job}, nil)
+	r.Workers = ws
+	for range 3 {
+		if err := reconcile(t, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("the loser's copy was deleted %d times, want once", deletes)
+	}
+}
+
+// staleWorkers serves some workers through stale caches.
+type staleWorkers struct {
+	remotetest.Workers
+	stale map[string]remote.Worker
+}
+
+func (ws *staleWorkers) Worker(name string) (remote.Worker, bool) {
+	if w, ok := ws.stale[name]; ok {
+		return w, true
+	}
+	return ws.Workers.Worker(name)
 }
 
 // A Job of that name that Gantry did not create is never adopted: the Workload ends as RemoteJobConflict
