@@ -69,6 +69,9 @@ type Reconciler struct {
 
 	// mirrored is the last status mirror to each hub Job, by UID: when, and the version it replaced.
 	mirrored *expectations.Written[types.UID, time.Time]
+	// statuses is each Workload as this controller's last status write left it, until the cache shows
+	// the write: a reconcile in between would decide again on the version it replaced and be refused.
+	statuses *expectations.Written[types.NamespacedName, *gantry.Workload]
 	foreign  sync.Map // "cluster/namespace/name" -> true: a live read found a Job Gantry did not create
 	refusals sync.Map // "workload UID/cluster" -> refusal: the cluster refused the job of an epoch
 	expected *expectations.Created
@@ -122,6 +125,7 @@ func (r *Reconciler) init() {
 	if r.expected == nil {
 		r.expected = expectations.NewCreated(r.Clock)
 		r.mirrored = expectations.NewWritten[types.UID, time.Time]()
+		r.statuses = expectations.NewWritten[types.NamespacedName, *gantry.Workload]()
 	}
 }
 
@@ -135,9 +139,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var wl gantry.Workload
 	if err := r.Client.Get(ctx, req.NamespacedName, &wl); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.statuses.Forget(req.NamespacedName)
 			return ctrl.Result{}, r.collectOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
+	}
+	if written, behind := r.statuses.Behind(req.NamespacedName, wl.ResourceVersion); behind {
+		wl = *written.DeepCopy()
+	} else {
+		r.statuses.Forget(req.NamespacedName)
 	}
 	for range rounds {
 		v, err := r.view(ctx, &wl)
@@ -451,11 +461,12 @@ func (r *Reconciler) applyHub(ctx context.Context, wl *gantry.Workload, hubJob c
 		r.mirrored.Record(hubJob.GetUID(), replaced, r.Clock.Now())
 	}
 	if plan.Status != nil {
-		before := wl.Status
+		before, replaced := wl.Status, wl.ResourceVersion
 		wl.Status = *plan.Status
 		if err := r.Client.Status().Update(ctx, wl); err != nil {
 			return fmt.Errorf("writing the status of workload %s: %w", client.ObjectKeyFromObject(wl), err)
 		}
+		r.statuses.Record(client.ObjectKeyFromObject(wl), replaced, wl.DeepCopy())
 		r.recordStatus(wl, &before)
 	}
 	if plan.RemoveFinalizer {
@@ -517,6 +528,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, wl *gantry.Workload, h
 	if err := r.Client.Patch(ctx, wl, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	r.statuses.Forget(client.ObjectKeyFromObject(wl)) // the patch moved it past that write; finalizedKey covers the gap
 	r.expected.Expect(finalizedKey(wl))
 	return nil
 }

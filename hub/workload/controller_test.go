@@ -115,6 +115,50 @@ func TestAFailingWithdrawalDoesNotHoldBackTheWinner(t *testing.T) {
 	}
 }
 
+// A reconcile while the hub's cache still shows the Workload as it was before this controller's last
+// status write decides on what was written: it neither writes the same again nor is refused for it.
+func TestAStatusWriteTheCacheTrailsIsNotRepeated(t *testing.T) {
+	wl, job := hubObjects("w1")
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": worker()}}
+	var stale *gantry.Workload
+	writes := 0
+	hub := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(wl, job).
+		WithStatusSubresource(&gantry.Workload{}, &batchv1.Job{}).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if cached, ok := obj.(*gantry.Workload); ok && stale != nil {
+				stale.DeepCopyInto(cached)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*gantry.Workload); ok {
+				writes++
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}).Build()
+	r := newReconciler(t, nil, ws)
+	r.Client, r.APIReader = hub, hub
+	var before gantry.Workload
+	if err := hub.Get(context.Background(), client.ObjectKeyFromObject(wl), &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := reconcile(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if writes != 1 {
+		t.Fatalf("%d status writes, want 1 (JobCreated)", writes)
+	}
+	stale = &before // the cache has not seen that write yet
+	if err := reconcile(t, r); err != nil {
+		t.Fatalf("a reconcile on the stale cache: %v", err)
+	}
+	if writes != 1 {
+		t.Errorf("%d status writes, want the one JobCreated only", writes)
+	}
+}
+
 // Writes to different clusters do not wait on one another: the winner's Job is created while the
 // withdrawal of the loser's copy is still in flight.
 func TestTheWinnersJobDoesNotWaitForTheLosersWithdrawal(t *testing.T) {
