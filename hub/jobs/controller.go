@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,18 +35,7 @@ type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	Kind     jobkind.Kind
-	// Clock times how long a Workload has outlived its job; nil is the real clock.
-	Clock clock.PassiveClock
-
-	// orphaned is when each Workload was first seen without its job, by Workload key.
-	orphaned sync.Map
 }
-
-// CollectorGrace is how long a Workload may outlive its job before the controller deletes it itself:
-// the garbage collector deletes it through its owner reference, and deleting it too would cost each job
-// a second request, refused. Where no garbage collector runs, or the job went with orphan propagation,
-// the controller's deletion still comes.
-const CollectorGrace = 5 * time.Second
 
 // SetupWithManager registers the controller for jobs of the kind that carry the queue label.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
@@ -76,12 +63,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	job := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r.deleteWorkload(ctx, wlKey)
+			return ctrl.Result{}, r.deleteWorkload(ctx, wlKey)
 		}
 		return ctrl.Result{}, err
 	}
 	if job.GetDeletionTimestamp() != nil {
-		return r.deleteWorkload(ctx, wlKey)
+		return ctrl.Result{}, r.deleteWorkload(ctx, wlKey)
 	}
 	if held, why := r.Kind.Held(job); !held {
 		// What holds it is set at creation only: a job created without it belongs to the hub's own controller.
@@ -191,31 +178,15 @@ func (r *Reconciler) priority(ctx context.Context, kind jobkind.Kind, job client
 	return pc.Value, nil
 }
 
-// deleteWorkload starts the deletion of the Workload of a job that is gone or going, once the garbage
-// collector has had CollectorGrace to delete it through its owner reference.
-func (r *Reconciler) deleteWorkload(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
+// deleteWorkload starts the deletion of the Job's Workload without waiting for the garbage collector,
+// which would delete it through its owner reference, only later.
+func (r *Reconciler) deleteWorkload(ctx context.Context, key types.NamespacedName) error {
 	wl := &gantry.Workload{}
 	if err := r.Client.Get(ctx, key, wl); err != nil || wl.DeletionTimestamp != nil {
 		// Gone or going: asking again would only cost a request. A Workload too new for the cache
 		// still goes with its Job, through the owner reference.
-		r.orphaned.Delete(key)
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
-	if metav1.GetControllerOf(wl) != nil {
-		now := r.now()
-		first, _ := r.orphaned.LoadOrStore(key, now)
-		if wait := CollectorGrace - now.Sub(first.(time.Time)); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-	}
-	r.orphaned.Delete(key)
 	uid := wl.UID
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, wl, client.Preconditions{UID: &uid}))
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
-	}
-	return r.Clock.Now()
+	return client.IgnoreNotFound(r.Client.Delete(ctx, wl, client.Preconditions{UID: &uid}))
 }

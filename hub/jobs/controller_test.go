@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,49 +125,5 @@ func TestATrainJobWaitsForItsRuntime(t *testing.T) {
 	key := types.NamespacedName{Namespace: "team-a", Name: jobkind.WorkloadName(jobkind.TrainJob{}, "tune")}
 	if err := c.Get(context.Background(), key, &wl); err != nil || len(wl.Spec.PodSets) != 1 || wl.Spec.PodSets[0].Count != 3 {
 		t.Fatalf("the Workload once the runtime exists: %+v, %v", wl.Spec.PodSets, err)
-	}
-}
-
-// A Workload whose job is gone is left to the garbage collector, which deletes it through its owner
-// reference, for CollectorGrace; then the controller deletes it itself. One without an owner reference
-// (its job went with orphan propagation) is deleted at once.
-func TestAWorkloadWithoutItsJobIsLeftToTheCollectorFirst(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := gantry.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	owned := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-owned", Namespace: "team-a", UID: "w1",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "owned", UID: "j1", Controller: ptr.To(true)}}}}
-	orphan := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-orphan", Namespace: "team-a", UID: "w2"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(owned, orphan).Build()
-	clk := clocktesting.NewFakeClock(time.Now())
-	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Kind: jobkind.Job{}, Clock: clk}
-	reconcileJob := func(name string) ctrl.Result {
-		t.Helper()
-		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: name}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	exists := func(wl *gantry.Workload) bool {
-		return c.Get(context.Background(), client.ObjectKeyFromObject(wl), &gantry.Workload{}) == nil
-	}
-	if res := reconcileJob("orphan"); res.RequeueAfter != 0 || exists(orphan) {
-		t.Errorf("the orphan Workload is still there (requeue %s)", res.RequeueAfter)
-	}
-	if res := reconcileJob("owned"); res.RequeueAfter != CollectorGrace || !exists(owned) {
-		t.Fatalf("requeue after %s, Workload there %v; want it left for %s", res.RequeueAfter, exists(owned), CollectorGrace)
-	}
-	clk.Step(CollectorGrace / 2)
-	if res := reconcileJob("owned"); res.RequeueAfter != CollectorGrace/2 || !exists(owned) {
-		t.Fatalf("half way: requeue after %s, Workload there %v", res.RequeueAfter, exists(owned))
-	}
-	clk.Step(CollectorGrace / 2)
-	if res := reconcileJob("owned"); res.RequeueAfter != 0 || exists(owned) {
-		t.Errorf("after the grace: requeue after %s, Workload there %v; want it deleted", res.RequeueAfter, exists(owned))
 	}
 }
