@@ -74,8 +74,9 @@ bench-dispatch:
 bench: build
 	hack/bench.sh
 
-# bench-scale measures one hub over a deep queue and many real worker API servers (test/scale); flags
-# through SCALE_FLAGS, e.g. SCALE_FLAGS="-workers 4 -depths 1000,10000".
+# bench-scale measures one hub over a deep queue and many worker clusters, real API servers and
+# in-memory ones (test/scale); flags through SCALE_FLAGS, e.g.
+# SCALE_FLAGS="-workers 4 -memory-workers 96 -depths 1000,10000".
 bench-scale: build
 	KUBEBUILDER_ASSETS=$$(hack/install-tools.sh --envtest | tail -n 1) go run ./test/scale $(SCALE_FLAGS)
 

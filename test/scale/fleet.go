@@ -20,17 +20,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/gantry-dev/gantry/agent/controller"
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/test/scale/memworker"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
 const systemNamespace = "gantry-system"
 
-// apiServer is one etcd and kube-apiserver started by envtest: the hub's or a worker's.
+// apiServer is one API server of a run: the hub's or a real worker's (an etcd and a kube-apiserver
+// started by envtest), or an in-memory worker's (memworker, in this process).
 type apiServer struct {
 	name   string
-	env    *envtest.Environment
+	env    *envtest.Environment // nil for an in-memory worker
+	mem    *memworker.Server    // nil for a real API server
 	cfg    *rest.Config
 	client client.Client
 }
@@ -51,6 +55,48 @@ func startAPIServer(root, name string) (*apiServer, error) {
 	return &apiServer{name: name, env: env, cfg: cfg, client: c}, nil
 }
 
+// startMemoryWorker starts an in-memory worker, without its agent.
+func startMemoryWorker(name string) (*apiServer, error) {
+	mem, err := memworker.Start(memworker.Options{Name: name})
+	if err != nil {
+		return nil, fmt.Errorf("starting the in-memory worker %s: %w", name, err)
+	}
+	cfg := mem.Config()
+	cfg.QPS, cfg.Burst = 2000, 4000
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		mem.Stop()
+		return nil, err
+	}
+	return &apiServer{name: name, mem: mem, cfg: cfg, client: c}, nil
+}
+
+// startMemoryAgent starts the agent of an in-memory worker with gantry-agent's default flags.
+func startMemoryAgent(w *apiServer) error {
+	return w.mem.StartAgent(controller.Options{ReservationTTL: controller.DefaultReservationTTL,
+		StarvationTimeout: controller.DefaultStarvationTimeout, PlacementTimeout: controller.DefaultPlacementTimeout})
+}
+
+func (s *apiServer) inMemory() bool { return s.mem != nil }
+
+// kind says which kind of worker s is, for the report.
+func (s *apiServer) kind() string {
+	if s.inMemory() {
+		return "in-memory"
+	}
+	return "real"
+}
+
+func (s *apiServer) stop() {
+	switch {
+	case s == nil:
+	case s.mem != nil:
+		s.mem.Stop()
+	case s.env != nil:
+		_ = s.env.Stop()
+	}
+}
+
 func restClient(s *apiServer) (rest.Interface, error) {
 	cs, err := kubernetes.NewForConfig(s.cfg)
 	if err != nil {
@@ -59,7 +105,14 @@ func restClient(s *apiServer) (rest.Interface, error) {
 	return cs.CoreV1().RESTClient(), nil
 }
 
-func (s *apiServer) kubeconfig() ([]byte, error) { return testcluster.Kubeconfig(s.cfg) }
+// kubeconfig reaches the server with embedded credentials: envtest's administrator's for a real one;
+// for an in-memory worker, a token of the hub's identity of deploy/worker/hub-access.yaml.
+func (s *apiServer) kubeconfig() ([]byte, error) {
+	if s.mem != nil {
+		return s.mem.Kubeconfig()
+	}
+	return testcluster.Kubeconfig(s.cfg)
+}
 
 func (s *apiServer) writeKubeconfig(dir string) (string, error) {
 	kc, err := s.kubeconfig()

@@ -1,8 +1,11 @@
 // Command scale measures one gantry-hub at scale: a real hub API server holding a deep queue of Jobs,
 // real worker API servers (etcd and kube-apiserver, no nodes behind their Node objects) each with the
-// real gantry-agent, and the real gantry-hub. The harness plays the workers' Job controller. It prints
-// the hub's memory, start-up, dispatch latency against queue depth, pass times, the cost of a worker
-// connection, and API writes and CPU per dispatched job (docs/performance.md).
+// real gantry-agent, and the real gantry-hub. Workers beyond those the machine holds may be in memory
+// (-memory-workers; test/scale/memworker: the API the hub uses on a worker, served in this process,
+// with the agent's passes in process), which the hub connects to as to any worker. The harness plays
+// the workers' Job controller. It prints the hub's memory, start-up, dispatch latency against queue
+// depth, pass times, the cost of a worker connection, and API writes and CPU per dispatched job
+// (docs/performance.md), saying which figures come from real workers and which from in-memory ones.
 //
 // Usage: go run ./test/scale [flags]   (make bench-scale; needs make build and the envtest binaries in
 // KUBEBUILDER_ASSETS, as hack/install-tools.sh --envtest prints)
@@ -42,9 +45,10 @@ func init() {
 
 // options of one run.
 type options struct {
-	// workers is the number of real worker API servers, each with nodes GPU nodes of gpus GPUs.
-	workers, nodes int
-	gpus           int64
+	// workers is the number of real worker API servers, memoryWorkers that of in-memory ones
+	// (memworker) registered after them; each has nodes GPU nodes of gpus GPUs.
+	workers, memoryWorkers, nodes int
+	gpus                          int64
 	// depths are the queue depths at which latency is probed, in increasing order; the last is the
 	// queue that is drained at the end.
 	depths []int
@@ -73,6 +77,7 @@ func main() {
 	o := defaults()
 	fs := flag.NewFlagSet("scale", flag.ExitOnError)
 	fs.IntVar(&o.workers, "workers", o.workers, "Real worker API servers, each with its own agent.")
+	fs.IntVar(&o.memoryWorkers, "memory-workers", o.memoryWorkers, "In-memory workers added after the real ones: the hub's requests answered in this process, Gantry's agent passes in process.")
 	fs.IntVar(&o.nodes, "nodes", o.nodes, "GPU nodes per worker (Node objects only).")
 	fs.Int64Var(&o.gpus, "gpus", o.gpus, "GPUs per node.")
 	depths := fs.String("depths", "1000,10000,100000", "Queue depths at which dispatch latency is probed, increasing; the last is drained at the end.")

@@ -15,11 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/test/scale/memworker"
 )
 
-// connect starts the hub with no worker registered, then registers every worker: what the hub holds
-// once they are connected, less what it held before, is the cost of the connections. On the first
-// worker, the watches open before and after the hub connected tell the hub's.
+// connect starts the hub with no worker registered, then registers the real workers, then the
+// in-memory ones: what the hub holds once a kind is connected, less what it held before, is the cost of
+// those connections. On the first real worker (the first in-memory one when there is none), the
+// watches open before and after the hub connected tell the hub's.
 func (f *fleet) connect(ctx context.Context, r *report) error {
 	start := time.Now()
 	var err error
@@ -35,34 +37,70 @@ func (f *fleet) connect(ctx context.Context, r *report) error {
 		return err
 	}
 	r.emptyHub = before
-	watchesBefore, err := scrapeAPIServer(ctx, f.workers[0])
+	probe := append(f.real(), f.inMemory()...)[0]
+	watchesBefore, err := watchesOn(ctx, probe)
 	if err != nil {
 		return err
 	}
-	for _, w := range f.workers {
-		if err := register(ctx, f.hubAPI, w); err != nil {
+	for _, group := range [][]*apiServer{f.real(), f.inMemory()} {
+		if len(group) == 0 {
+			continue
+		}
+		after, err := f.connectAll(ctx, group)
+		if err != nil {
 			return err
 		}
+		per := after.minus(before).per(len(group))
+		if group[0].inMemory() {
+			r.perMemoryConnection = per
+		} else {
+			r.perConnection = per
+		}
+		before = after
 	}
-	if err := waitConnected(ctx, f.hubAPI, f.workerNames(), 5*time.Minute); err != nil {
-		return err
-	}
-	after, err := f.hubMemory(ctx)
+	watchesAfter, err := watchesOn(ctx, probe)
 	if err != nil {
 		return err
 	}
-	r.perConnection = after.minus(before).per(len(f.workers))
-	watchesAfter, err := scrapeAPIServer(ctx, f.workers[0])
-	if err != nil {
-		return err
-	}
+	r.watchesOn = probe.name + ", " + probe.kind()
 	r.watches = map[string]float64{}
-	for resource, n := range watchesAfter.by("apiserver_longrunning_requests", "resource", "verb", "WATCH") {
-		if d := n - watchesBefore.by("apiserver_longrunning_requests", "resource", "verb", "WATCH")[resource]; d != 0 {
+	for resource, n := range watchesAfter {
+		if d := n - watchesBefore[resource]; d != 0 {
 			r.watches[resource] = d
 		}
 	}
 	return nil
+}
+
+// connectAll registers the workers, waits until the hub has connected them all and returns the hub's
+// memory then.
+func (f *fleet) connectAll(ctx context.Context, ws []*apiServer) (memory, error) {
+	for _, w := range ws {
+		if err := register(ctx, f.hubAPI, w); err != nil {
+			return memory{}, err
+		}
+	}
+	if err := waitConnected(ctx, f.hubAPI, names(ws), 5*time.Minute); err != nil {
+		return memory{}, err
+	}
+	return f.hubMemory(ctx)
+}
+
+// watchesOn counts the watches open on a worker by resource: a real API server's long-running WATCH
+// requests, an in-memory worker's open watches.
+func watchesOn(ctx context.Context, w *apiServer) (map[string]float64, error) {
+	if w.inMemory() {
+		out := map[string]float64{}
+		for resource, n := range w.mem.Watches() {
+			out[resource] = float64(n)
+		}
+		return out, nil
+	}
+	m, err := scrapeAPIServer(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	return m.by("apiserver_longrunning_requests", "resource", "verb", "WATCH"), nil
 }
 
 // memory is the hub's resident set and Go heap after a collection.
@@ -218,10 +256,15 @@ func (f *fleet) restart(ctx context.Context, r *report) error {
 
 // costs are the counters a drain is measured by.
 type costs struct {
-	hub, agents  usage
-	hubMetrics   families
-	workerWrites float64
-	playerWrites int
+	hub, agents usage // agents: the real workers' gantry-agent processes
+	// harness is this process: the in-memory workers with their agents, and the player.
+	harness    usage
+	hubMetrics families
+	// realWrites are the mutating requests the real workers' API servers answered; memoryAgentWrites
+	// the writes of the in-memory workers' agents.
+	realWrites, memoryAgentWrites float64
+	// arrived and playerWrites count, by worker, the Jobs that reached it and the player's writes there.
+	arrived, playerWrites map[string]int
 }
 
 func (f *fleet) costs(ctx context.Context) (costs, error) {
@@ -233,17 +276,23 @@ func (f *fleet) costs(ctx context.Context) (costs, error) {
 	if c.agents, err = usageOfAll(f.agents); err != nil {
 		return c, err
 	}
+	if c.harness, err = usageOf(os.Getpid()); err != nil {
+		return c, err
+	}
 	if c.hubMetrics, err = scrapeHTTP(ctx, f.hub.metrics); err != nil {
 		return c, err
 	}
-	for _, w := range f.workers {
+	for _, w := range f.real() {
 		m, err := scrapeAPIServer(ctx, w)
 		if err != nil {
 			return c, err
 		}
-		c.workerWrites += writes(m)
+		c.realWrites += writes(m)
 	}
-	_, c.playerWrites = f.player.count()
+	for _, w := range f.inMemory() {
+		c.memoryAgentWrites += float64(w.mem.Writes().Of(memworker.ClientAgent))
+	}
+	c.arrived, c.playerWrites = f.player.byWorker()
 	return c, nil
 }
 
@@ -296,7 +345,7 @@ func (f *fleet) drain(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
-	r.drain.measure(before, after, r.drain.jobs)
+	r.drain.measure(before, after, r.drain.jobs, names(f.real()), names(f.inMemory()))
 	return nil
 }
 

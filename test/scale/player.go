@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ type player struct {
 	arrived map[string]arrival // by namespace/name
 	twice   []string           // jobs seen on a second worker
 	errs    []error
-	writes  int // status writes the player sent
+	writes  map[string]int // status writes the player sent, by worker
 }
 
 // arrival is a Job's first sight on a worker.
@@ -45,7 +46,7 @@ type arrival struct {
 }
 
 func newPlayer(runtime time.Duration) *player {
-	return &player{runtime: runtime, arrived: map[string]arrival{}, released: make(chan struct{})}
+	return &player{runtime: runtime, arrived: map[string]arrival{}, writes: map[string]int{}, released: make(chan struct{})}
 }
 
 // play watches the worker's Gantry Jobs until ctx ends.
@@ -123,7 +124,7 @@ func (p *player) patchStatus(ctx context.Context, w *apiServer, job *batchv1.Job
 	err := p.patch(ctx, w, job)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.writes++
+	p.writes[w.name]++
 	if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
 		p.errs = append(p.errs, fmt.Errorf("status of Job %s/%s on %s: %w", job.Namespace, job.Name, w.name, err))
 	}
@@ -170,11 +171,15 @@ func (p *player) arrivedIn(ns string) int {
 	return n
 }
 
-// count returns how many Jobs reached a worker, and the player's status writes so far.
-func (p *player) count() (arrived, writes int) {
+// byWorker counts, by worker, the Jobs that reached it and the player's status writes there so far.
+func (p *player) byWorker() (arrived, writes map[string]int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.arrived), p.writes
+	arrived = map[string]int{}
+	for _, a := range p.arrived {
+		arrived[a.cluster]++
+	}
+	return arrived, maps.Clone(p.writes)
 }
 
 // check returns what went wrong: a job on two workers, a status write that failed.

@@ -19,11 +19,13 @@ type report struct {
 	// emptyHub its memory then.
 	emptyStart time.Duration
 	emptyHub   memory
-	// perConnection is what one worker connection adds to the hub; watches the watches the hub opens
-	// on a worker, by resource.
-	perConnection memory
-	watches       map[string]float64
-	depths        []depthRow
+	// perConnection is what one real worker's connection adds to the hub, perMemoryConnection one
+	// in-memory worker's; watches the watches the hub opens on a worker, by resource, counted on the
+	// worker watchesOn names (a real one when there is one).
+	perConnection, perMemoryConnection memory
+	watches                            map[string]float64
+	watchesOn                          string
+	depths                             []depthRow
 	// fullStart is the time from starting the hub over the whole queue to its caches synced,
 	// fullFirstPass to its first dispatch pass; fullHub its memory once it stopped writing.
 	fullStart, fullFirstPass time.Duration
@@ -51,38 +53,72 @@ type drainRow struct {
 	whole  bool
 	took   time.Duration
 	passes histogram
-	// per job: CPU of the hub and of all agents; writes the hub sent to the hub and to workers, the
-	// agents' writes (the workers' API servers' count less the hub's and the player's).
+	// realJobs and memoryJobs are the drained jobs that ran on real and on in-memory workers.
+	realJobs, memoryJobs int
+	// per job: CPU of the hub, and of the real workers' agents per job that ran there; writes the hub
+	// sent to the hub and to workers; the real workers' agents' writes per job that ran there (their API
+	// servers' count less the hub's and the player's), the in-memory workers' agents' likewise.
 	hubCPU, agentCPU                   time.Duration
 	hubToHub, hubToWorkers, agentWrite float64
+	memoryAgentWrite                   float64
+	// harnessCPU is this process's CPU per job: what the in-memory workers take of the machine.
+	harnessCPU time.Duration
 }
 
-func (d *drainRow) measure(before, after costs, total int) {
+func (d *drainRow) measure(before, after costs, total int, realWorkers, memoryWorkers []string) {
 	n := float64(total)
 	d.passes = after.hubMetrics.histogram(passMetric).since(before.hubMetrics.histogram(passMetric))
 	d.hubCPU = time.Duration(float64(after.hub.cpu-before.hub.cpu) / n)
-	d.agentCPU = time.Duration(float64(after.agents.cpu-before.agents.cpu) / n)
+	d.harnessCPU = time.Duration(float64(after.harness.cpu-before.harness.cpu) / n)
 	hubWrites := func(m families, target string) float64 { return m.sum("gantry_hub_api_writes_total", "target", target) }
 	d.hubToHub = (hubWrites(after.hubMetrics, "hub") - hubWrites(before.hubMetrics, "hub")) / n
 	d.hubToWorkers = (hubWrites(after.hubMetrics, "worker") - hubWrites(before.hubMetrics, "worker")) / n
-	workers := after.workerWrites - before.workerWrites
-	d.agentWrite = (workers - d.hubToWorkers*n - float64(after.playerWrites-before.playerWrites)) / n
+	d.realJobs = sumOver(after.arrived, realWorkers) - sumOver(before.arrived, realWorkers)
+	d.memoryJobs = sumOver(after.arrived, memoryWorkers) - sumOver(before.arrived, memoryWorkers)
+	players := sumOver(after.playerWrites, realWorkers) - sumOver(before.playerWrites, realWorkers)
+	hubToReal := 0.0
+	for _, w := range realWorkers {
+		hubToReal += after.hubMetrics.sum("gantry_hub_api_writes_total", "target", "worker", "cluster", w) -
+			before.hubMetrics.sum("gantry_hub_api_writes_total", "target", "worker", "cluster", w)
+	}
+	if d.realJobs > 0 {
+		jobs := float64(d.realJobs)
+		d.agentCPU = time.Duration(float64(after.agents.cpu-before.agents.cpu) / jobs)
+		d.agentWrite = (after.realWrites - before.realWrites - hubToReal - float64(players)) / jobs
+	}
+	if d.memoryJobs > 0 {
+		d.memoryAgentWrite = (after.memoryAgentWrites - before.memoryAgentWrites) / float64(d.memoryJobs)
+	}
+}
+
+// sumOver adds the counts of the workers.
+func sumOver(counts map[string]int, workers []string) int {
+	sum := 0
+	for _, w := range workers {
+		sum += counts[w]
+	}
+	return sum
 }
 
 const mib = 1 << 20
 
 func (r *report) print(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("Gantry at scale: %d real worker API servers (etcd and kube-apiserver, %d nodes of %d GPUs each, objects only) with "+
-		"the real gantry-agent; the real gantry-hub; one-GPU Jobs running %s each on a worker.", r.o.workers, r.o.nodes, r.o.gpus, r.o.runtime)
+	p("Gantry at scale: %s; the real gantry-hub; one-GPU Jobs running %s each on a worker.", r.fleet(), r.o.runtime)
 	p("Machine: %s.", machine())
 	p("")
 	p("| measure | value | target |")
 	p("| --- | --- | --- |")
 	p("| hub start to caches synced, empty | %s | |", r.emptyStart.Round(time.Millisecond))
 	p("| hub memory, empty: RSS / Go heap | %.0f / %.0f MiB | |", r.emptyHub.rss/mib, r.emptyHub.heap/mib)
-	p("| one worker connection: hub RSS / Go heap | %.1f / %.1f MiB | < 20 MiB |", r.perConnection.rss/mib, r.perConnection.heap/mib)
-	p("| watches the hub opens on a worker | %s | only Gantry's objects |", watchList(r.watches))
+	if r.o.workers > 0 {
+		p("| one worker connection, real (mean of %d): hub RSS / Go heap | %.1f / %.1f MiB | < 20 MiB |", r.o.workers, r.perConnection.rss/mib, r.perConnection.heap/mib)
+	}
+	if r.o.memoryWorkers > 0 {
+		p("| one worker connection, in-memory (mean of %d): hub RSS / Go heap | %.1f / %.1f MiB | < 20 MiB |", r.o.memoryWorkers,
+			r.perMemoryConnection.rss/mib, r.perMemoryConnection.heap/mib)
+	}
+	p("| watches the hub opens on a worker (%s) | %s | only Gantry's objects |", r.watchesOn, watchList(r.watches))
 	for _, d := range r.depths {
 		p("| %d queued: submitted / hub settled | %s / %s | |", d.depth, d.submitted.Round(time.Second), d.settled.Round(time.Second))
 		p("| %d queued: dispatch latency p50 / p99 (%d jobs) | %s / %s | |", d.depth, len(d.latencies),
@@ -103,12 +139,42 @@ func (r *report) print(w io.Writer) {
 		}
 		p("| drain, %s: %d jobs dispatched in | %s (%.1f jobs/s) | |", what, d.jobs, d.took.Round(time.Second), float64(d.jobs)/d.took.Seconds())
 		p("| drain: dispatch pass mean / p99 (%d passes) | %s / %s | < 100 ms |", d.passes.count, ms(d.passes.mean()), d.passes.quantile(0.99))
-		p("| drain: CPU per job, hub + agents | %s + %s = %s | < 5 ms |", ms(d.hubCPU), ms(d.agentCPU), ms(d.hubCPU+d.agentCPU))
-		p("| drain: API writes per job, hub to hub / hub to workers / agents | %.1f / %.1f / %.1f | |", d.hubToHub, d.hubToWorkers, d.agentWrite)
+		p("| drain: jobs run on real / in-memory workers | %d / %d | |", d.realJobs, d.memoryJobs)
+		p("| drain: CPU per job, hub + agents (real workers' gantry-agent, per job run there) | %s + %s = %s | < 5 ms |",
+			ms(d.hubCPU), ms(d.agentCPU), ms(d.hubCPU+d.agentCPU))
+		p("| drain: API writes per job, hub to hub / hub to workers / agents (real workers, per job run there) | %.1f / %.1f / %.1f | |",
+			d.hubToHub, d.hubToWorkers, d.agentWrite)
+		if r.o.memoryWorkers > 0 {
+			p("| drain: API writes per job of the in-memory workers' agents (per job run there) | %.1f | |", d.memoryAgentWrite)
+			p("| drain: CPU per job of the harness's process (the in-memory workers and their agents, the player of every worker) | %s | |", ms(d.harnessCPU))
+		}
 	}
 	if r.peakRSS > 0 {
 		p("| hub peak RSS | %.0f MiB | < 2 GiB |", float64(r.peakRSS)/mib)
 	}
+}
+
+// fleet says what the workers of the run were.
+func (r *report) fleet() string {
+	if r.o.memoryWorkers == 0 {
+		return fmt.Sprintf("%d real worker API servers (etcd and kube-apiserver, %d nodes of %d GPUs each, objects only) with the real gantry-agent",
+			r.o.workers, r.o.nodes, r.o.gpus)
+	}
+	return fmt.Sprintf("%d real worker API servers, %s (etcd and kube-apiserver, %d nodes of %d GPUs each, objects only) with the real "+
+		"gantry-agent, and %d in-memory workers, %s (test/scale/memworker: the API the hub uses on a worker, served in the harness's "+
+		"process, the same nodes, Gantry's agent passes in process)",
+		r.o.workers, workerSpan(1, r.o.workers), r.o.nodes, r.o.gpus, r.o.memoryWorkers, workerSpan(r.o.workers+1, r.o.memoryWorkers))
+}
+
+// workerSpan names n workers numbered from first.
+func workerSpan(first, n int) string {
+	switch n {
+	case 0:
+		return "none"
+	case 1:
+		return fmt.Sprintf("worker-%d", first)
+	}
+	return fmt.Sprintf("worker-%d to worker-%d", first, first+n-1)
 }
 
 func watchList(watches map[string]float64) string {

@@ -39,6 +39,9 @@ type fleet struct {
 }
 
 func run(ctx context.Context, o options) (*report, error) {
+	if o.workers+o.memoryWorkers == 0 {
+		return nil, fmt.Errorf("a run needs workers: -workers, -memory-workers or both")
+	}
 	if o.root == "" {
 		o.root = repoRoot()
 	}
@@ -84,14 +87,12 @@ func (f *fleet) stop() {
 		a.stop()
 	}
 	for _, s := range append([]*apiServer{f.hubAPI}, f.workers...) {
-		if s != nil {
-			_ = s.env.Stop()
-		}
+		s.stop()
 	}
 }
 
-// startAPIServers starts the hub's API server and the workers', each worker with its nodes and agent,
-// and the player on every worker.
+// startAPIServers starts the hub's API server and the workers', real ones then in-memory ones, each
+// worker with its nodes and agent, and the player on every worker.
 func (f *fleet) startAPIServers(ctx context.Context, r *report) error {
 	var err error
 	if f.hubAPI, err = startAPIServer(f.o.root, "hub"); err != nil {
@@ -107,25 +108,59 @@ func (f *fleet) startAPIServers(ctx context.Context, r *report) error {
 		if err != nil {
 			return err
 		}
-		f.workers = append(f.workers, w)
-		if err := prepareWorker(ctx, w, f.o.nodes, f.o.gpus); err != nil {
+		if err := f.addWorker(ctx, playCtx, w, func() error {
+			a, err := startAgent(f.o.bin, f.o.logDir, w)
+			if err == nil {
+				f.agents = append(f.agents, a)
+			}
+			return err
+		}); err != nil {
 			return err
 		}
-		a, err := startAgent(f.o.bin, f.o.logDir, w)
+	}
+	// Numbered on from the real ones: the dispatcher breaks ties between copies admitted in the same
+	// second by cluster name, so a name of its own would win or lose them for the kind.
+	for i := range f.o.memoryWorkers {
+		w, err := startMemoryWorker(fmt.Sprintf("worker-%d", f.o.workers+i+1))
 		if err != nil {
 			return err
 		}
-		f.agents = append(f.agents, a)
-		if err := f.player.play(playCtx, w); err != nil {
+		if err := f.addWorker(ctx, playCtx, w, func() error { return startMemoryAgent(w) }); err != nil {
 			return err
 		}
 	}
 	return f.createQueues(ctx)
 }
 
-func (f *fleet) workerNames() []string {
-	var out []string
+// addWorker gives a worker that started its nodes, its agent and the player.
+func (f *fleet) addWorker(ctx, playCtx context.Context, w *apiServer, startAgent func() error) error {
+	f.workers = append(f.workers, w)
+	if err := prepareWorker(ctx, w, f.o.nodes, f.o.gpus); err != nil {
+		return err
+	}
+	if err := startAgent(); err != nil {
+		return err
+	}
+	return f.player.play(playCtx, w)
+}
+
+// real and inMemory are the workers of each kind.
+func (f *fleet) real() []*apiServer     { return f.ofKind(false) }
+func (f *fleet) inMemory() []*apiServer { return f.ofKind(true) }
+
+func (f *fleet) ofKind(inMemory bool) []*apiServer {
+	var out []*apiServer
 	for _, w := range f.workers {
+		if w.inMemory() == inMemory {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func names(ws []*apiServer) []string {
+	var out []string
+	for _, w := range ws {
 		out = append(out, w.name)
 	}
 	return out

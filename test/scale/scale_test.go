@@ -14,16 +14,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
-// A small run of the whole harness: two workers, queues of 50 and 200 jobs. It checks that the harness
-// measures what it says (every figure of the report present and plausible) and that the hub under it
-// kept its promise: every job reached exactly one worker, and the probes were dispatched while the held
-// queue waited for quota.
+// A small run of the whole harness: two real workers and one in memory, queues of 50 and 200 jobs. It
+// checks that the harness measures what it says (every figure of the report present and plausible, the
+// in-memory worker's apart) and that the hub under it kept its promise: every job reached exactly one
+// worker, the in-memory one among them, and the probes were dispatched while the held queue waited for
+// quota.
 func TestASmallRunMeasuresEverything(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("the scale harness needs KUBEBUILDER_ASSETS (run it with make test or make bench-scale)")
 	}
 	o := defaults()
-	o.workers, o.nodes, o.depths, o.probes, o.runtime, o.clients = 2, 2, []int{50, 200}, 5, 200*time.Millisecond, 4
+	o.workers, o.memoryWorkers, o.nodes, o.depths, o.probes, o.runtime, o.clients = 2, 1, 2, []int{50, 200}, 5, 200*time.Millisecond, 4
 	logDir, err := os.MkdirTemp("", "gantry-scale-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -62,12 +63,17 @@ func TestASmallRunMeasuresEverything(t *testing.T) {
 			t.Errorf("the hub watches %s on a worker", resource)
 		}
 	}
-	if len(r.watches) == 0 {
-		t.Error("no watch of the hub seen on the worker")
+	if len(r.watches) == 0 || !strings.HasSuffix(r.watchesOn, "real") {
+		t.Errorf("watches of the hub %v counted on %q, want some on a real worker", r.watches, r.watchesOn)
 	}
-	d := r.drain
-	if d.jobs != 200-o.workers || d.hubCPU <= 0 || d.agentCPU <= 0 || d.hubToHub <= 0 || d.hubToWorkers <= 0 || d.agentWrite <= 0 {
+	// Before the drain, the held queue's quota lets one job run on each worker.
+	d, drained := r.drain, 200-o.workers-o.memoryWorkers
+	if d.jobs != drained || d.hubCPU <= 0 || d.agentCPU <= 0 || d.hubToHub <= 0 || d.hubToWorkers <= 0 || d.agentWrite <= 0 {
 		t.Errorf("drain: %d jobs (want %d), CPU per job %s + %s, writes per job %.1f / %.1f / %.1f",
-			d.jobs, 200-o.workers, d.hubCPU, d.agentCPU, d.hubToHub, d.hubToWorkers, d.agentWrite)
+			d.jobs, drained, d.hubCPU, d.agentCPU, d.hubToHub, d.hubToWorkers, d.agentWrite)
+	}
+	if d.realJobs <= 0 || d.memoryJobs <= 0 || d.realJobs+d.memoryJobs != d.jobs || d.memoryAgentWrite <= 0 || d.harnessCPU <= 0 {
+		t.Errorf("drain: %d jobs on real workers and %d in memory (want both, %d in all), the in-memory agent's writes per job %.1f, the harness's CPU per job %s",
+			d.realJobs, d.memoryJobs, d.jobs, d.memoryAgentWrite, d.harnessCPU)
 	}
 }
