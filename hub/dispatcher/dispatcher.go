@@ -61,6 +61,8 @@ type Dispatcher struct {
 	once    sync.Once
 
 	writers chan struct{} // one token per write in flight
+	slotMu  sync.Mutex
+	queued  [urgencies][]func() // writes and reads waiting for a slot, by urgency (startInSlot)
 	book    *book
 
 	mu       sync.Mutex
@@ -352,6 +354,7 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 		}
 	}
 	var held time.Duration
+	var writes []slotTask
 	for key, c := range changes {
 		if c.wl == nil {
 			continue
@@ -381,26 +384,13 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 		if busy {
 			continue // its write's return, or the read that settles it, asks for another pass
 		}
-		if !d.inWriterSlot(ctx, func() { d.write(ctx, key, wl, c, event) }) {
-			return held
-		}
+		writes = append(writes, slotTask{urgencyOf(c), func() { d.write(ctx, key, wl, c, event) }})
+	}
+	slices.SortStableFunc(writes, func(a, b slotTask) int { return int(a.urgency) - int(b.urgency) })
+	for _, w := range writes {
+		d.startInSlot(ctx, w.urgency, w.run)
 	}
 	return held
-}
-
-// inWriterSlot runs f in a goroutine once one of the Writers slots is free, so a pass never waits on
-// the API server for more than a free slot. It says false when ctx ended first.
-func (d *Dispatcher) inWriterSlot(ctx context.Context, f func()) bool {
-	select {
-	case d.writers <- struct{}{}:
-	case <-ctx.Done():
-		return false
-	}
-	go func() {
-		defer func() { <-d.writers }()
-		f()
-	}()
-	return true
 }
 
 // decide applies one workload's decisions to a copy of it and says which Event records them.

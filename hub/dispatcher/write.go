@@ -123,9 +123,7 @@ func (d *Dispatcher) settleDue(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	for _, u := range due {
-		if !d.inWriterSlot(ctx, func() { d.settle(ctx, u) }) {
-			return
-		}
+		d.startInSlot(ctx, prompt, func() { d.settle(ctx, u) })
 	}
 }
 

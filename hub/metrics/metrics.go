@@ -74,6 +74,7 @@ func Bounded(known []string, v string) string {
 // and labels can build a fresh set with the same definitions.
 type events struct {
 	passDuration       prometheus.Histogram
+	writesQueued       prometheus.Gauge
 	nominations        prometheus.Counter
 	winners            prometheus.Counter
 	admissionLatency   prometheus.Histogram
@@ -91,8 +92,12 @@ func newEvents() *events {
 	return &events{
 		passDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gantry_hub_dispatch_pass_duration_seconds",
-			Help:    "Time of one dispatch pass: snapshot, plan and status writes.",
+			Help:    "Time of one dispatch pass: snapshot, plan and handing its writes to the writers (a pass does not wait for them).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		writesQueued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gantry_hub_dispatch_writes_queued",
+			Help: "Workload status writes and reads the dispatcher decided on that wait for a free writer.",
 		}),
 		nominations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gantry_hub_nominations_total",
@@ -146,7 +151,7 @@ func newEvents() *events {
 }
 
 func (e *events) collectors() []prometheus.Collector {
-	return []prometheus.Collector{e.passDuration, e.nominations, e.winners, e.admissionLatency, e.dispatchLatency,
+	return []prometheus.Collector{e.passDuration, e.writesQueued, e.nominations, e.winners, e.admissionLatency, e.dispatchLatency,
 		e.clusterNominations, e.clusterWinners, e.rejections, e.withdrawals, e.evictions, e.finished, e.apiWrites}
 }
 
@@ -160,6 +165,9 @@ func init() {
 
 // DispatchPass records the duration of one dispatch pass.
 func DispatchPass(d time.Duration) { ev.passDuration.Observe(d.Seconds()) }
+
+// WritesQueued records how many of the dispatcher's writes and reads wait for a free writer.
+func WritesQueued(n int) { ev.writesQueued.Set(float64(n)) }
 
 // Nominated records a nomination persisted, with the clusters it asks.
 func Nominated(clusters []string) {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,6 +275,10 @@ func startAgent(w *cluster) error {
 }
 
 // runningHub is a hub started by a test.
+// runningHubs counts the hubs started and not yet stopped, so that a test's cleanup knows whether one
+// is there to finish what it deleted.
+var runningHubs atomic.Int32
+
 type runningHub struct {
 	hub    *hub.Hub
 	cancel context.CancelFunc
@@ -306,8 +311,10 @@ func startHubWith(t *testing.T, opts hub.Options, connected ...string) *runningH
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rh := &runningHub{hub: h, cancel: cancel, done: make(chan struct{})}
+	runningHubs.Add(1)
 	go func() {
 		defer close(rh.done)
+		defer runningHubs.Add(-1)
 		if err := mgr.Start(ctx); err != nil {
 			t.Errorf("hub stopped: %v", err)
 		}

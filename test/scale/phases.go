@@ -152,6 +152,9 @@ func (f *fleet) fill(ctx context.Context, r *report) error {
 		if row.memory, err = f.hubMemory(ctx); err != nil {
 			return err
 		}
+		if depth == f.o.depths[len(f.o.depths)-1] && f.o.profiles != "" {
+			f.writeProfile(ctx, "/debug/pprof/heap", filepath.Join(f.o.profiles, "heap.pprof"))
+		}
 		r.depths = append(r.depths, row)
 		logf("depth %d: probe p50 %s, pass mean %s", depth, percentile(row.latencies, 50), row.passes.mean())
 	}
@@ -353,12 +356,13 @@ func (f *fleet) drain(ctx context.Context, r *report) error {
 // directory, when there is one.
 func (f *fleet) profile(ctx context.Context, file string) {
 	if f.o.profiles != "" {
-		go f.writeProfile(ctx, filepath.Join(f.o.profiles, file))
+		go f.writeProfile(ctx, "/debug/pprof/profile?seconds=30", filepath.Join(f.o.profiles, file))
 	}
 }
 
-func (f *fleet) writeProfile(ctx context.Context, path string) {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=30", f.hub.pprof)
+// writeProfile writes what the hub's profiling endpoint answers at that path to a file.
+func (f *fleet) writeProfile(ctx context.Context, endpoint, path string) {
+	url := fmt.Sprintf("http://%s%s", f.hub.pprof, endpoint)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		logf("profile: %v", err)
