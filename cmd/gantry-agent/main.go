@@ -30,6 +30,7 @@ import (
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/leadership"
+	"github.com/gantry-dev/gantry/internal/memlimit"
 	"github.com/gantry-dev/gantry/internal/version"
 )
 
@@ -129,6 +130,7 @@ func run(o *options) error {
 	ctrllog.SetLogger(logger)
 	klog.SetLogger(logger)
 	setupLog := logger.WithName("setup")
+	memlimit.Setup(setupLog)
 
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {

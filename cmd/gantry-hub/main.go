@@ -35,6 +35,7 @@ import (
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/leadership"
+	"github.com/gantry-dev/gantry/internal/memlimit"
 	"github.com/gantry-dev/gantry/internal/version"
 )
 
@@ -99,6 +100,7 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	memlimit.Setup(log)
 
 	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr, leaderElect, election, qps, burst, endpointOpts,
 		hub.Options{
