@@ -51,6 +51,8 @@ func run(ctx context.Context, o options) (*report, error) {
 			return nil, err
 		}
 		o.logDir = dir
+	} else if err := os.MkdirAll(o.logDir, 0o755); err != nil {
+		return nil, err
 	}
 	logf("logs in %s", o.logDir)
 	r := newReport(o)
