@@ -54,6 +54,11 @@ func run(ctx context.Context, o options) (*report, error) {
 	} else if err := os.MkdirAll(o.logDir, 0o755); err != nil {
 		return nil, err
 	}
+	if o.profiles != "" {
+		if err := os.MkdirAll(o.profiles, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	logf("logs in %s", o.logDir)
 	r := newReport(o)
 	f := &fleet{o: o, player: newPlayer(o.runtime)}
