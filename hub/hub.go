@@ -305,7 +305,7 @@ func setupJobs(mgr ctrl.Manager, recorder events.EventRecorder, workers int) err
 		return err
 	}
 	for _, k := range kinds {
-		if err := (&jobs.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Kind: k}).SetupWithManager(mgr, workers); err != nil {
+		if err := (&jobs.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Kind: k}).SetupWithManager(mgr, workers); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name(), err)
 		}
 	}

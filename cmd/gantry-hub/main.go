@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,7 @@ import (
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/endpoint"
+	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/leadership"
@@ -205,7 +207,8 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // up for a kind the API server does not serve, and the hub runs without them).
 func namespacedKinds(cfg *rest.Config, scheme *runtime.Scheme, namespace string) (map[client.Object]cache.ByObject, error) {
 	own := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
-	out := map[client.Object]cache.ByObject{&corev1.Secret{}: own}
+	// Queued Jobs are most of what the hub holds: the cache keeps them without their pod templates.
+	out := map[client.Object]cache.ByObject{&corev1.Secret{}: own, &batchv1.Job{}: {Transform: jobs.TrimJob}}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err

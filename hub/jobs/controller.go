@@ -32,9 +32,11 @@ const (
 
 // Reconciler keeps one Workload per queued job of its kind and deletes it with the job.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
-	Kind     jobkind.Kind
+	Client client.Client
+	// APIReader reads a Job whole when the cache trimmed it (TrimJob); nil uses Client.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Kind      jobkind.Kind
 }
 
 // SetupWithManager registers the controller for jobs of the kind that carry the queue label.
@@ -87,6 +89,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// would run it again.
 		return ctrl.Result{}, r.failRanBefore(ctx, job)
 	}
+	if job, err = r.wholeJob(ctx, job); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: its deletion comes back here
+	}
 	wl, err := r.newWorkload(ctx, job)
 	var invalid invalidJobError
 	if err != nil && !errors.As(err, &invalid) {
@@ -101,6 +106,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("creating workload for %s %s: %w", r.Kind.Name(), req.NamespacedName, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) wholeJob(ctx context.Context, job client.Object) (client.Object, error) {
+	live := r.APIReader
+	if live == nil {
+		live = r.Client
+	}
+	return WholeJob(ctx, live, job)
 }
 
 // failRanBefore marks a job whose Workload was deleted after it started as Failed, unless it finished;

@@ -32,6 +32,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
+	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/expectations"
@@ -179,7 +180,9 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: name}, hubJob)
 		switch {
 		case err == nil:
-			v.HubJob = hubJob
+			if v.HubJob, err = r.jobToCreate(ctx, wl, hubJob); err != nil {
+				return v, err
+			}
 			if at, replaced, ok := r.mirrored.Get(hubJob.GetUID()); ok {
 				v.LastMirror = &workersync.Mirror{At: at, Replaced: replaced}
 			}
@@ -206,6 +209,19 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 		v.Clusters[name] = c
 	}
 	return v, nil
+}
+
+// jobToCreate is the hub job as the view needs it: whole, pod template and all, while its Job may be
+// created on the winner (a winner and no Job recorded yet), else as the cache has it (jobs.TrimJob).
+func (r *Reconciler) jobToCreate(ctx context.Context, wl *gantry.Workload, hubJob client.Object) (client.Object, error) {
+	if wl.Status.ClusterName == "" || apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadJobCreated) {
+		return hubJob, nil
+	}
+	whole, err := jobs.WholeJob(ctx, r.APIReader, hubJob)
+	if apierrors.IsNotFound(err) {
+		return nil, nil // gone since the cache showed it
+	}
+	return whole, err
 }
 
 // clusterView reads the Workload's objects on one cluster from its cache.

@@ -23,6 +23,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
+	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/hub/remote/remotetest"
 )
@@ -92,6 +93,28 @@ func TestReconcileRecordsTheJobItCreated(t *testing.T) {
 	}
 	if !apimeta.IsStatusConditionTrue(hubWorkload(t, r).Status.Conditions, gantry.WorkloadJobCreated) {
 		t.Errorf("the creation is not recorded")
+	}
+}
+
+// The hub's cache keeps Jobs without their pod templates (jobs.TrimJob): the Job created on the winner
+// is built from the Job the API server holds.
+func TestTheWinnersJobIsBuiltFromTheWholeHubJob(t *testing.T) {
+	wl, job := hubObjects("w1")
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": worker()}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	trimmed, _ := jobs.TrimJob(job.DeepCopy())
+	cache := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(wl.DeepCopy(), trimmed.(client.Object)).
+		WithStatusSubresource(&gantry.Workload{}, &batchv1.Job{}).Build()
+	r.Client = cache // the API server, r.APIReader, holds the whole Job
+	if err := reconcile(t, r); err != nil {
+		t.Fatal(err)
+	}
+	var remote batchv1.Job
+	if err := ws.ByName["w1"].Store.Get(context.Background(), client.ObjectKeyFromObject(job), &remote); err != nil {
+		t.Fatalf("no Job on the winner: %v", err)
+	}
+	if c := remote.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Image != "i" {
+		t.Fatalf("the winner's Job runs containers %+v, want the hub Job's", c)
 	}
 }
 

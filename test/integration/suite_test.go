@@ -29,6 +29,7 @@ import (
 	ocm "open-cluster-management.io/api/cluster/v1beta1"
 	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -39,6 +40,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub"
+	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
 	"github.com/gantry-dev/gantry/test/testcluster"
@@ -298,6 +300,8 @@ func startHubWith(t *testing.T, opts hub.Options, connected ...string) *runningH
 	t.Helper()
 	mgr, err := ctrl.NewManager(hubEnv.cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		// As gantry-hub caches Jobs: without their pod templates.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Transform: jobs.TrimJob}}},
 		// Tests start a hub many times in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
