@@ -253,8 +253,33 @@ func (f *fleet) restart(ctx context.Context, r *report) error {
 	if err := f.quiet(ctx); err != nil {
 		return err
 	}
+	if err := f.caughtUp(ctx); err != nil {
+		return err
+	}
+	r.fullCaughtUp = time.Since(start)
+	u, err := usageOf(f.hub.pid())
+	if err != nil {
+		return err
+	}
+	r.fullCPU = u.cpu
 	r.fullHub, err = f.hubMemory(ctx)
 	return err
+}
+
+// caughtUp waits until the hub's controllers have no work waiting: a hub that starts over a deep queue
+// looks at every Job and Workload once, most of which it has nothing to write for, so the wait for
+// quiet alone may end before that.
+func (f *fleet) caughtUp(ctx context.Context) error {
+	return poll(ctx, 30*time.Minute, time.Second, func() error {
+		m, err := scrapeHTTP(ctx, f.hub.metrics)
+		if err != nil {
+			return err
+		}
+		if n := m.sum("workqueue_depth"); n > 0 {
+			return fmt.Errorf("%.0f reconciles waiting", n)
+		}
+		return nil
+	})
 }
 
 // costs are the counters a drain is measured by.

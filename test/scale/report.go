@@ -29,7 +29,9 @@ type report struct {
 	// fullStart is the time from starting the hub over the whole queue to its caches synced,
 	// fullFirstPass to its first dispatch pass; fullHub its memory once it stopped writing.
 	fullStart, fullFirstPass time.Duration
-	fullHub                  memory
+	// fullCaughtUp is the time to its controllers' queues empty, fullCPU the hub's CPU until then.
+	fullCaughtUp, fullCPU time.Duration
+	fullHub               memory
 	drain                    drainRow
 	peakRSS                  uint64
 }
@@ -130,6 +132,8 @@ func (r *report) print(w io.Writer) {
 	if r.fullStart > 0 {
 		depth := r.o.depths[len(r.o.depths)-1]
 		p("| hub restart over %d queued: caches synced / first pass | %s / %s | < 60 s |", depth, r.fullStart.Round(time.Millisecond), r.fullFirstPass.Round(time.Millisecond))
+		p("| hub restart over %d queued: controllers caught up (every Job and Workload looked at) / hub CPU until then | %s / %.1f s | |",
+			depth, r.fullCaughtUp.Round(time.Millisecond), r.fullCPU.Seconds())
 		p("| hub restart over %d queued: RSS / Go heap | %.0f / %.0f MiB | < 2 GiB |", depth, r.fullHub.rss/mib, r.fullHub.heap/mib)
 	}
 	if d := r.drain; d.jobs > 0 {

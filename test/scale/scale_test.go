@@ -54,9 +54,9 @@ func TestASmallRunMeasuresEverything(t *testing.T) {
 			t.Errorf("depth %d: %d passes, heap %.0f, RSS %.0f", d.depth, d.passes.count, d.memory.heap, d.memory.rss)
 		}
 	}
-	if r.perConnection.heap <= 0 || r.emptyStart <= 0 || r.fullStart <= 0 || r.fullFirstPass < r.fullStart {
-		t.Errorf("per connection %.0f B of heap, start empty %s, over the queue %s (first pass %s)",
-			r.perConnection.heap, r.emptyStart, r.fullStart, r.fullFirstPass)
+	if r.perConnection.heap <= 0 || r.emptyStart <= 0 || r.fullStart <= 0 || r.fullFirstPass < r.fullStart || r.fullCaughtUp < r.fullFirstPass || r.fullCPU <= 0 {
+		t.Errorf("per connection %.0f B of heap, start empty %s, over the queue %s (first pass %s, caught up %s with %s of CPU)",
+			r.perConnection.heap, r.emptyStart, r.fullStart, r.fullFirstPass, r.fullCaughtUp, r.fullCPU)
 	}
 	for resource := range r.watches {
 		if !strings.HasSuffix(resource, "workloads") && resource != "jobs" && !strings.HasSuffix(resource, "capacityreports") {
