@@ -32,8 +32,8 @@ type report struct {
 	// fullCaughtUp is the time to its controllers' queues empty, fullCPU the hub's CPU until then.
 	fullCaughtUp, fullCPU time.Duration
 	fullHub               memory
-	drain                    drainRow
-	peakRSS                  uint64
+	drain                 drainRow
+	peakRSS               uint64
 }
 
 func newReport(o options) *report { return &report{o: o} }
