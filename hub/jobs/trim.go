@@ -10,7 +10,7 @@ import (
 )
 
 // TrimJob is the hub cache's transform of batch Jobs. Besides the managed fields, it drops the pod
-// template, about two thirds of a queued Job in memory: the hub reads a Job's pods only to build its
+// template, about two thirds of what a queued Job's fields take in memory (docs/performance.md): the hub reads a Job's pods only to build its
 // Workload and to create its Job on the winner, once each, and reads the whole Job from the API server
 // then (WholeJob). Every other reader uses what stays: metadata, the Job's own spec fields and its
 // status. A status write of a trimmed Job is safe: the API server keeps the spec it has.

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -49,7 +49,7 @@ const unlimitedV1 = 1 << 62
 // containerLimit reads the memory limit of the cgroup: cgroup v2's memory.max, else cgroup v1's
 // memory/memory.limit_in_bytes. 0 means none: no such file, or no limit set.
 func containerLimit(cgroup fs.FS) (int64, error) {
-	for _, file := range []string{"memory.max", filepath.Join("memory", "memory.limit_in_bytes")} {
+	for _, file := range []string{"memory.max", path.Join("memory", "memory.limit_in_bytes")} {
 		data, err := fs.ReadFile(cgroup, file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

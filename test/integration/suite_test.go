@@ -276,11 +276,11 @@ func startAgent(w *cluster) error {
 	return nil
 }
 
-// runningHub is a hub started by a test.
 // runningHubs counts the hubs started and not yet stopped, so that a test's cleanup knows whether one
 // is there to finish what it deleted.
 var runningHubs atomic.Int32
 
+// runningHub is a hub started by a test.
 type runningHub struct {
 	hub    *hub.Hub
 	cancel context.CancelFunc
