@@ -402,22 +402,27 @@ func holderOf(c *gantryv1alpha1.Workload, pods []*corev1.Pod) admission.Holder {
 }
 
 // setWaiting plans to write want as c's Admitted condition with what its what-if found, unless c
-// already shows both.
+// already shows both. The write carries the what-if even when only the condition changed: a write of
+// the Admitted condition replaces status.wouldFitWithout, and the hub preempts by it.
 func (p *Plan) setWaiting(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav1.Condition, without []string) {
-	if !slices.Equal(c.Status.WouldFitWithout, without) {
-		p.Updates = append(p.Updates, Update{Copy: c, Condition: want, WouldFitWithout: without})
+	if slices.Equal(c.Status.WouldFitWithout, without) && shows(cur, want) {
 		return
 	}
-	p.set(c, cur, want, nil)
+	p.Updates = append(p.Updates, Update{Copy: c, Condition: want, WouldFitWithout: without})
 }
 
 // set plans to write want as c's Admitted condition, unless c already shows it (cur).
 func (p *Plan) set(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav1.Condition, placement admission.Placement) {
-	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message &&
-		cur.ObservedGeneration == want.ObservedGeneration {
+	if shows(cur, want) {
 		return
 	}
 	p.Updates = append(p.Updates, Update{Copy: c, Condition: want, Placement: placement})
+}
+
+// shows tells whether the condition a copy shows (cur, nil for none) already says what want says.
+func shows(cur *metav1.Condition, want metav1.Condition) bool {
+	return cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message &&
+		cur.ObservedGeneration == want.ObservedGeneration
 }
 
 func condition(c *gantryv1alpha1.Workload, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {

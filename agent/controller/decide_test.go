@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -923,7 +924,21 @@ func TestDecideHoldsTheRoomAPreemptionFrees(t *testing.T) {
 	if got := outcomeOf(in, Decide(in)).Updates; !cmp.Equal(got, want) {
 		t.Errorf("updates %v, want %v", got, want)
 	}
+	// The victim's pod went, so the waiting copy's message changes: the write keeps what its what-if
+	// named, by which the hub preempts; a write without it would have the hub look for other victims.
+	high.Status.Conditions = []metav1.Condition{{Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: gantryv1alpha1.ReasonInsufficientResources, Message: "as the last pass saw it"}}
+	in.Pods = nil
+	plan := Decide(in)
+	i := slices.IndexFunc(plan.Updates, func(u Update) bool { return GangKey(u.Copy) == "ns/high" })
+	if i < 0 || !slices.Equal(plan.Updates[i].WouldFitWithout, []string{"ns/low"}) {
+		t.Errorf("the waiting copy's write does not keep what its what-if named: %+v", plan.Updates)
+	}
+	if got := outcomeOf(in, plan).Updates["ns/small"]; got != "False/HeldForStarvingGang" {
+		t.Errorf("small copy %s once the victim's pod is gone", got)
+	}
 	leaving.DeletionTimestamp = nil // not preempted: the small copy may use the free node
+	in.Pods = []*corev1.Pod{gpuPod("low-0", "hub-low", "8").Node("n1").PodSet("main").Obj()}
 	if got := outcomeOf(in, Decide(in)).Updates["ns/small"]; got != "True/Fits" {
 		t.Errorf("small copy %s without a preemption under way", got)
 	}

@@ -64,8 +64,9 @@ func TestPreemptionMakesRoomOnlyOnceTheVictimsAreGone(t *testing.T) {
 	checkOneRun(t, ns)
 }
 
-// checkVictimsGoneFirst checks that exactly want of the jobs were preempted for preemptor, and that the
-// ledger of the cluster shows every pod of theirs deleted before the first pod of preemptor existed.
+// checkVictimsGoneFirst checks that exactly want of the jobs were preempted for preemptor, each once, and
+// that the ledger of the cluster shows every pod of theirs deleted before the first pod of preemptor
+// existed.
 func checkVictimsGoneFirst(t *testing.T, ns, cluster string, jobs []*batchv1.Job, preemptor *batchv1.Job, want int) {
 	t.Helper()
 	preemptorKey := ns + "/" + jobkind.WorkloadName(jobkind.Job{}, preemptor.Name)
@@ -75,10 +76,17 @@ func checkVictimsGoneFirst(t *testing.T, ns, cluster string, jobs []*batchv1.Job
 		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, j.Name)}, &wl); err != nil {
 			t.Fatal(err)
 		}
+		times := 0
 		for _, e := range wl.Status.Evictions {
 			if e.Reason == gantry.ReasonPreempted && e.Cluster == cluster && strings.Contains(e.Message, preemptorKey) {
 				victims[string(wl.UID)] = fmt.Sprint(e.Epoch)
+				times++
 			}
+		}
+		if times > 1 {
+			// Preempted, admitted again into the room it left, and preempted again: the room was not
+			// held for the preemptor.
+			t.Errorf("%s preempted %d times on %s for %s", j.Name, times, cluster, preemptor.Name)
 		}
 	}
 	if len(victims) != want {
