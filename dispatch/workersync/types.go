@@ -34,8 +34,8 @@ type View struct {
 	Workload *gantry.Workload
 	// HubJob is the job the Workload stands for, of the Workload's kind (jobkind.Of); nil when it is gone.
 	HubJob client.Object
-	// Clusters holds every cluster the Workload may have objects on (the connected ones and those it
-	// names), by name.
+	// Clusters holds every cluster the Workload may have objects on, by name: those it names, and the
+	// connected ones whose caches hold an object under its names.
 	Clusters map[string]Cluster
 	// LastMirror is the last status mirror to HubJob; nil when there was none (or it was forgotten).
 	LastMirror *Mirror

@@ -62,8 +62,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 // Reconcile creates the job's Workload, or deletes it once the job is gone.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wlKey := types.NamespacedName{Namespace: req.Namespace, Name: jobkind.WorkloadName(r.Kind, req.Name)}
+	// The job and its Workload are read in place, not copied: most reconciles, every one when the hub
+	// starts over a deep queue, only find that the Workload is there. What is written is copied first.
 	job := r.Kind.New()
-	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, job, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, r.deleteWorkload(ctx, wlKey)
 		}
@@ -80,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	var existing gantry.Workload
-	err := r.Client.Get(ctx, wlKey, &existing)
+	err := r.Client.Get(ctx, wlKey, &existing, client.UnsafeDisableDeepCopy)
 	if err == nil || !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err // one of this job, or an earlier one's that is going: its deletion requeues
 	}
@@ -108,18 +110,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// wholeJob is the job whole (WholeJob), and never the cache's own object, which Reconcile reads in
+// place: the Workload built from it may share its maps and slices, and a write decodes into them.
 func (r *Reconciler) wholeJob(ctx context.Context, job client.Object) (client.Object, error) {
 	live := r.APIReader
 	if live == nil {
 		live = r.Client
 	}
-	return WholeJob(ctx, live, job)
+	whole, err := WholeJob(ctx, live, job)
+	if err == nil && whole == job {
+		whole = job.DeepCopyObject().(client.Object)
+	}
+	return whole, err
 }
 
 // failRanBefore marks a job whose Workload was deleted after it started as Failed, unless it finished;
 // it is not run again.
 func (r *Reconciler) failRanBefore(ctx context.Context, job client.Object) error {
 	msg := "its Workload was deleted after the job had started on a worker; it is not run again"
+	job = job.DeepCopyObject().(client.Object) // read in place from the cache
 	if !r.Kind.Fail(job, gantry.ReasonRanBefore, msg, metav1.Now()) {
 		return nil // it finished: nothing to do
 	}

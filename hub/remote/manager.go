@@ -89,6 +89,10 @@ type Cluster struct {
 	identity types.UID
 	// kinds are the kinds of jobs the worker serves, found on connecting.
 	kinds map[gantry.JobKind]bool
+	// copies and jobs are the stores of the cache's informers, read in place by HoldsCopy and HoldsJob;
+	// nil when the cache's informer does not expose its store (both then answer true).
+	copies toolscache.Store
+	jobs   map[gantry.JobKind]toolscache.Store
 
 	mu     sync.Mutex
 	rights Rights // what the worker's authorizer said at the last review
@@ -111,6 +115,11 @@ type Worker interface {
 	// Serves says whether the worker serves the kind of job: batch Jobs always, other kinds when their
 	// API was found on connecting.
 	Serves(kind gantry.JobKind) bool
+	// HoldsCopy and HoldsJob tell, without copying anything, whether the cache may hold the Workload
+	// copy, or the job of the kind, under the key: false only when it surely does not. The hub looks for
+	// a Workload's objects on the clusters it names and on those that hold some, not on every one.
+	HoldsCopy(key types.NamespacedName) bool
+	HoldsJob(kind gantry.JobKind, key types.NamespacedName) bool
 }
 
 // Cached implements Worker.
@@ -124,6 +133,28 @@ func (c *Cluster) Writer() client.Writer { return c.Client }
 
 // Serves implements Worker.
 func (c *Cluster) Serves(kind gantry.JobKind) bool { return c.kinds[kind] }
+
+// HoldsCopy implements Worker.
+func (c *Cluster) HoldsCopy(key types.NamespacedName) bool { return holds(c.copies, key) }
+
+// HoldsJob implements Worker.
+func (c *Cluster) HoldsJob(kind gantry.JobKind, key types.NamespacedName) bool {
+	if c.jobs == nil {
+		return true // not watched through watch: nothing known
+	}
+	store, served := c.jobs[kind]
+	return served && holds(store, key)
+}
+
+// holds looks the key up in the store, as the cache's reader does, but copies nothing; a nil store
+// may hold anything.
+func holds(store toolscache.Store, key types.NamespacedName) bool {
+	if store == nil {
+		return true
+	}
+	_, ok, err := store.GetByKey(key.Namespace + "/" + key.Name)
+	return ok || err != nil
+}
 
 // Kinds lists the kinds of jobs the worker serves.
 func (c *Cluster) Kinds() []gantry.JobKind {
@@ -542,19 +573,17 @@ func (m *Manager) watch(ctx context.Context, ca cache.Cache, c *Cluster) error {
 		UpdateFunc: func(_, obj any) { m.objectChanged(cluster, obj) },
 		DeleteFunc: func(obj any) { m.objectChanged(cluster, obj) },
 	}
-	watched := []client.Object{&gantry.Workload{}}
-	for _, k := range jobkind.All() {
-		if c.kinds[k.Name()] {
-			watched = append(watched, k.New())
-		}
+	var err error
+	if c.copies, err = watchObjects(ctx, ca, &gantry.Workload{}, objectHandler); err != nil {
+		return fmt.Errorf("watching Workload copies on %s: %w", cluster, err)
 	}
-	for _, obj := range watched {
-		inf, err := ca.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("watching %T on %s: %w", obj, cluster, err)
+	c.jobs = map[gantry.JobKind]toolscache.Store{}
+	for _, k := range jobkind.All() {
+		if !c.kinds[k.Name()] {
+			continue
 		}
-		if _, err := inf.AddEventHandler(objectHandler); err != nil {
-			return err
+		if c.jobs[k.Name()], err = watchObjects(ctx, ca, k.New(), objectHandler); err != nil {
+			return fmt.Errorf("watching %s on %s: %w", k.Name(), cluster, err)
 		}
 	}
 	inf, err := ca.GetInformer(ctx, &gantry.CapacityReport{})
@@ -570,6 +599,22 @@ func (m *Manager) watch(ctx context.Context, ca cache.Cache, c *Cluster) error {
 		AddFunc: report, UpdateFunc: func(_, o any) { report(o) }, DeleteFunc: report,
 	})
 	return err
+}
+
+// watchObjects adds the handler to the cache's informer of obj's kind and returns the informer's store,
+// nil when the informer does not expose it.
+func watchObjects(ctx context.Context, ca cache.Cache, obj client.Object, handler toolscache.ResourceEventHandler) (toolscache.Store, error) {
+	inf, err := ca.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(handler); err != nil {
+		return nil, err
+	}
+	if shared, ok := inf.(toolscache.SharedIndexInformer); ok {
+		return shared.GetStore(), nil
+	}
+	return nil, nil
 }
 
 func (m *Manager) objectChanged(cluster string, obj any) {

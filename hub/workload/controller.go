@@ -190,25 +190,44 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 			return v, err
 		}
 	}
-	names := append(r.Workers.Connected(), wl.Status.NominatedClusters...)
-	if wl.Status.ClusterName != "" {
-		names = append(names, wl.Status.ClusterName)
-	}
-	registrations, err := r.registrations(ctx)
-	if err != nil {
-		return v, err
-	}
-	for _, name := range names {
+	for _, name := range r.clustersToView(wl) {
 		if _, done := v.Clusters[name]; done {
 			continue
 		}
-		c, err := r.clusterView(ctx, name, wl, registrations[name])
+		reg, err := r.registration(ctx, name)
+		if err != nil {
+			return v, err
+		}
+		c, err := r.clusterView(ctx, name, wl, reg)
 		if err != nil {
 			return v, err
 		}
 		v.Clusters[name] = c
 	}
 	return v, nil
+}
+
+// clustersToView are the clusters the Workload names (its nomination and winner) and the connected ones
+// whose caches hold a copy or a job under its names: a leftover of an earlier epoch or of an earlier
+// Workload of the same name. Asking every connected cluster's cache would cost each reconcile in
+// proportion to the fleet, most of it for nothing.
+func (r *Reconciler) clustersToView(wl *gantry.Workload) []string {
+	names := slices.Clone(wl.Status.NominatedClusters)
+	if wl.Status.ClusterName != "" {
+		names = append(names, wl.Status.ClusterName)
+	}
+	key := client.ObjectKeyFromObject(wl)
+	kind, jobName := jobkind.Of(wl).Name(), workersync.JobNameOf(wl)
+	for _, name := range r.Workers.Connected() {
+		if slices.Contains(names, name) {
+			continue
+		}
+		w, ok := r.Workers.Worker(name)
+		if ok && (w.HoldsCopy(key) || jobName != "" && w.HoldsJob(kind, types.NamespacedName{Namespace: wl.Namespace, Name: jobName})) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // jobToCreate is the hub job as the view needs it: whole, pod template and all, while its Job may be
@@ -277,12 +296,13 @@ func (r *Reconciler) admissionDeadline(ctx context.Context, wl *gantry.Workload)
 	if d := wl.Spec.AdmissionDeadline; d != nil {
 		return d.Duration
 	}
+	// Read in place, not copied: one field of each is all this needs.
 	var q gantry.Queue
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &q); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &q, client.UnsafeDisableDeepCopy); err != nil {
 		return 0
 	}
 	var gq gantry.GlobalQueue
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: q.Spec.GlobalQueue}, &gq); err != nil || gq.Spec.AdmissionDeadline == nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: q.Spec.GlobalQueue}, &gq, client.UnsafeDisableDeepCopy); err != nil || gq.Spec.AdmissionDeadline == nil {
 		return 0
 	}
 	return gq.Spec.AdmissionDeadline.Duration
@@ -301,19 +321,17 @@ func (r *Reconciler) readRegistration(wc *gantry.WorkerCluster, c *workersync.Cl
 	}
 }
 
-// registrations are the WorkerClusters by name, read once per reconcile from the cache without copies
-// (read only): a reconcile sees every connected cluster, and a copy of each, capacity summary and all,
-// would cost each reconcile in proportion to the fleet.
-func (r *Reconciler) registrations(ctx context.Context) (map[string]*gantry.WorkerCluster, error) {
-	var list gantry.WorkerClusterList
-	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing WorkerClusters: %w", err)
+// registration is the cluster's WorkerCluster, read from the cache without a copy (read only: a copy
+// would carry its whole capacity summary); nil when it is not registered.
+func (r *Reconciler) registration(ctx context.Context, name string) (*gantry.WorkerCluster, error) {
+	var wc gantry.WorkerCluster
+	switch err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &wc, client.UnsafeDisableDeepCopy); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading WorkerCluster %s: %w", name, err)
 	}
-	out := make(map[string]*gantry.WorkerCluster, len(list.Items))
-	for i := range list.Items {
-		out[list.Items[i].Name] = &list.Items[i]
-	}
-	return out, nil
+	return &wc, nil
 }
 
 // execute applies a plan and says whether it created something on a worker, after which the caller
@@ -650,14 +668,15 @@ func (r *Reconciler) collectOrphans(ctx context.Context, key types.NamespacedNam
 func deleteOrphans(ctx context.Context, w remote.Worker, cluster string, key types.NamespacedName) error {
 	var errs []error
 	var cp gantry.Workload
-	if err := w.Cached().Get(ctx, key, &cp); err == nil {
+	// Most clusters hold nothing of a given Workload: only those that do are read.
+	if w.HoldsCopy(key) && w.Cached().Get(ctx, key, &cp) == nil {
 		deleted, err := deleteExact(ctx, w, cluster, &cp, false)
 		if deleted {
 			metrics.Withdrawn(cluster, metrics.WithdrawnOrphan)
 		}
 		errs = append(errs, err)
 	}
-	if k, jobName, ok := jobkind.ParseWorkloadName(key.Name); ok {
+	if k, jobName, ok := jobkind.ParseWorkloadName(key.Name); ok && w.HoldsJob(k.Name(), types.NamespacedName{Namespace: key.Namespace, Name: jobName}) {
 		job := k.New()
 		if err := w.Cached().Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: jobName}, job); err == nil {
 			_, err := deleteExact(ctx, w, cluster, job, false)

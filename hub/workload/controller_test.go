@@ -224,6 +224,14 @@ type staleWorker struct {
 
 func (w staleWorker) Cached() client.Reader { return w.cache }
 
+func (w staleWorker) HoldsCopy(key types.NamespacedName) bool {
+	return remotetest.Holds(w.cache, &gantry.Workload{}, key)
+}
+
+func (w staleWorker) HoldsJob(_ gantry.JobKind, key types.NamespacedName) bool {
+	return remotetest.Holds(w.cache, &batchv1.Job{}, key)
+}
+
 // A deletion the worker's cache does not show yet is not sent again by the reconciles in between.
 func TestADeletionIsNotRepeatedWhileTheCacheTrailsIt(t *testing.T) {
 	wl, job := hubObjects("w1")
@@ -262,6 +270,61 @@ func (ws *staleWorkers) Worker(name string) (remote.Worker, bool) {
 		return w, true
 	}
 	return ws.Workers.Worker(name)
+}
+
+// countedWorker counts the reads of its cache.
+type countedWorker struct {
+	*remotetest.Worker
+	reads *int
+}
+
+func (w countedWorker) Cached() client.Reader { return countedReader{w.Worker.Cached(), w.reads} }
+
+type countedReader struct {
+	client.Reader
+	reads *int
+}
+
+func (r countedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	*r.reads++
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A reconcile reads the clusters the Workload names and those holding something under its names, and
+// no other: a leftover copy on a cluster it no longer names is still withdrawn, and the caches of the
+// rest of the fleet are not read at all.
+func TestOnlyTheClustersThatHoldSomethingAreRead(t *testing.T) {
+	wl, job := hubObjects("")
+	leftover := workersync.NewCopy(wl) // of this Workload, on a cluster its nomination left
+	reads := map[string]*int{}
+	ws := &staleWorkers{Workers: remotetest.Workers{ByName: map[string]*remotetest.Worker{}}, stale: map[string]remote.Worker{}}
+	for _, name := range []string{"w1", "w2", "w3", "w4", "w5"} {
+		w := worker()
+		if name == "w3" {
+			w = worker(leftover)
+		}
+		reads[name] = new(int)
+		ws.ByName[name], ws.stale[name] = w, countedWorker{Worker: w, reads: reads[name]}
+	}
+	r := newReconciler(t, []client.Object{wl, job}, nil)
+	r.Workers = ws
+	if err := reconcile(t, r); err != nil {
+		t.Fatal(err)
+	}
+	var cp gantry.Workload
+	for _, name := range []string{"w1", "w2"} {
+		if err := ws.ByName[name].Store.Get(context.Background(), client.ObjectKeyFromObject(wl), &cp); err != nil {
+			t.Errorf("no copy on %s, which the Workload names: %v", name, err)
+		}
+	}
+	if err := ws.ByName["w3"].Store.Get(context.Background(), client.ObjectKeyFromObject(wl), &cp); err == nil {
+		t.Errorf("the leftover copy on w3 is still there")
+	}
+	for _, name := range []string{"w4", "w5"} {
+		if *reads[name] != 0 {
+			t.Errorf("%d reads of the cache of %s, which holds nothing of the Workload", *reads[name], name)
+		}
+	}
 }
 
 // A Job of that name that Gantry did not create is never adopted: the Workload ends as RemoteJobConflict

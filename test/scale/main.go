@@ -61,8 +61,8 @@ type options struct {
 	// clients submit jobs in parallel.
 	clients int
 	// profiles, when set, is a directory that receives CPU profiles of the hub over 30 s from the start
-	// of the deepest queue's probes (probes.pprof) and of the drain (drain.pprof), and a profile of its
-	// heap at the deepest queue (heap.pprof).
+	// of the deepest queue's probes (probes.pprof), of the restart from ready on (restart.pprof) and of
+	// the drain (drain.pprof), and a profile of its heap at the deepest queue (heap.pprof).
 	profiles string
 	// bin holds gantry-hub and gantry-agent; root is the repository (for the CRDs); logDir receives
 	// the processes' logs.
@@ -87,7 +87,7 @@ func main() {
 	fs.DurationVar(&o.runtime, "runtime", o.runtime, "How long each Job runs on its worker.")
 	fs.IntVar(&o.clients, "clients", o.clients, "Parallel clients submitting jobs.")
 	fs.StringVar(&o.bin, "bin", "bin", "Directory of the gantry-hub and gantry-agent binaries (make build).")
-	fs.StringVar(&o.profiles, "profiles", "", "Directory for CPU profiles of the hub over 30 s from the start of the deepest queue's probes (probes.pprof) and of the drain (drain.pprof), and of its heap at the deepest queue (heap.pprof).")
+	fs.StringVar(&o.profiles, "profiles", "", "Directory for CPU profiles of the hub over 30 s from the start of the deepest queue's probes (probes.pprof), of the restart from ready on (restart.pprof) and of the drain (drain.pprof), and of its heap at the deepest queue (heap.pprof).")
 	fs.StringVar(&o.logDir, "logs", "", "Directory for the processes' logs (default: a new temporary directory).")
 	_ = fs.Parse(os.Args[1:])
 	var err error

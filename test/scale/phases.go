@@ -237,6 +237,7 @@ func (f *fleet) restart(ctx context.Context, r *report) error {
 		return err
 	}
 	r.fullStart = time.Since(start)
+	f.profile(ctx, "restart.pprof")
 	if err := poll(ctx, 10*time.Minute, 100*time.Millisecond, func() error {
 		m, err := scrapeHTTP(ctx, f.hub.metrics)
 		if err != nil {

@@ -8,9 +8,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/remote"
 )
 
@@ -34,6 +36,23 @@ func (w *Worker) Writer() client.Writer { return w.Store }
 
 // Serves implements remote.Worker: an in-memory worker serves every kind.
 func (w *Worker) Serves(gantry.JobKind) bool { return true }
+
+// HoldsCopy implements remote.Worker.
+func (w *Worker) HoldsCopy(key types.NamespacedName) bool {
+	return Holds(w.Cached(), &gantry.Workload{}, key)
+}
+
+// HoldsJob implements remote.Worker.
+func (w *Worker) HoldsJob(kind gantry.JobKind, key types.NamespacedName) bool {
+	k, ok := jobkind.Named(kind)
+	return !ok || Holds(w.Cached(), k.New(), key)
+}
+
+// Holds tells whether the reader has an object of obj's kind under the key, as a cache would: for
+// workers whose cache is another reader.
+func Holds(r client.Reader, obj client.Object, key types.NamespacedName) bool {
+	return !apierrors.IsNotFound(r.Get(context.Background(), key, obj))
+}
 
 // gantryOnly hides Jobs that do not carry Gantry's label, as the hub's worker caches do.
 type gantryOnly struct{ client.Reader }
