@@ -78,18 +78,40 @@ type Reconciler struct {
 	expected *expectations.Created
 }
 
-// RequestsForCluster lists the Workloads whose winner or nomination is the cluster.
-func RequestsForCluster(ctx context.Context, c client.Reader, cluster string) []ctrl.Request {
-	var list gantry.WorkloadList
-	if err := c.List(ctx, &list); err != nil {
+// namedClusterIndex indexes the hub's Workloads by the clusters they name (namedClusters), so that what a
+// cluster's change concerns is found without going over every Workload (and, when the hub starts over
+// a deep queue, once for each cluster that connects).
+const namedClusterIndex = "gantry.dev/named-cluster"
+
+// IndexByNamedCluster adds the index RequestsForCluster reads to the hub's cache.
+func IndexByNamedCluster(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &gantry.Workload{}, namedClusterIndex, namedClusters)
+}
+
+// namedClusters are the Workload's winner and the clusters of its nomination.
+func namedClusters(obj client.Object) []string {
+	wl, ok := obj.(*gantry.Workload)
+	if !ok {
 		return nil
 	}
-	var out []ctrl.Request
+	out := slices.Clone(wl.Status.NominatedClusters)
+	if c := wl.Status.ClusterName; c != "" && !slices.Contains(out, c) {
+		out = append(out, c)
+	}
+	return out
+}
+
+// RequestsForCluster lists the Workloads whose winner or nomination is the cluster, from the cache's
+// index (IndexByNamedCluster).
+func RequestsForCluster(ctx context.Context, c client.Reader, cluster string) []ctrl.Request {
+	var list gantry.WorkloadList
+	if err := c.List(ctx, &list, client.MatchingFields{namedClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Workloads that name a cluster", "cluster", cluster)
+		return nil
+	}
+	out := make([]ctrl.Request, len(list.Items))
 	for i := range list.Items {
-		wl := &list.Items[i]
-		if wl.Status.ClusterName == cluster || slices.Contains(wl.Status.NominatedClusters, cluster) {
-			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}})
-		}
+		out[i] = ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
 	}
 	return out
 }
@@ -109,6 +131,9 @@ var connectedChanged = predicate.Funcs{
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.init()
+	if err := IndexByNamedCluster(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing Workloads by the clusters they name: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hub-workload").
 		For(&gantry.Workload{}).

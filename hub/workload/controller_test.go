@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -375,4 +376,26 @@ func failed(job *batchv1.Job) bool {
 		}
 	}
 	return false
+}
+
+// What a cluster's change concerns is found through the index of the clusters each Workload names: its
+// winner and its nomination, each Workload once.
+func TestRequestsForClusterReadTheIndex(t *testing.T) {
+	named := func(name, winner string, nominated ...string) *gantry.Workload {
+		return &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Status: gantry.WorkloadStatus{ClusterName: winner, NominatedClusters: nominated}}
+	}
+	hub := fake.NewClientBuilder().WithScheme(testScheme).WithIndex(&gantry.Workload{}, namedClusterIndex, namedClusters).
+		WithObjects(named("won", "w1", "w1", "w2"), named("nominated", "", "w2", "w1"), named("elsewhere", "w2", "w2"), named("waiting", "")).Build()
+	var got []string
+	for _, req := range RequestsForCluster(context.Background(), hub, "w1") {
+		got = append(got, req.Name)
+	}
+	slices.Sort(got)
+	if want := []string{"nominated", "won"}; !slices.Equal(got, want) {
+		t.Errorf("requests for w1: %v, want %v", got, want)
+	}
+	if got := RequestsForCluster(context.Background(), hub, "w3"); len(got) != 0 {
+		t.Errorf("requests for w3, which no Workload names: %v", got)
+	}
 }

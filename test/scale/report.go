@@ -55,9 +55,10 @@ type drainRow struct {
 	whole  bool
 	took   time.Duration
 	passes histogram
-	// realJobs and memoryJobs are the drained jobs that ran on real and on in-memory workers.
+	// realJobs and memoryJobs are the jobs that reached real and in-memory workers during the drain: the
+	// measured ones and those dispatched alongside them.
 	realJobs, memoryJobs int
-	// per job: CPU of the hub, and of the real workers' agents per job that ran there; writes the hub
+	// per job that reached a worker: CPU of the hub, and of the real workers' agents per job that ran there; writes the hub
 	// sent to the hub and to workers; the real workers' agents' writes per job that ran there (their API
 	// servers' count less the hub's and the player's), the in-memory workers' agents' likewise.
 	hubCPU, agentCPU                   time.Duration
@@ -68,15 +69,17 @@ type drainRow struct {
 }
 
 func (d *drainRow) measure(before, after costs, total int, realWorkers, memoryWorkers []string) {
-	n := float64(total)
+	d.realJobs = sumOver(after.arrived, realWorkers) - sumOver(before.arrived, realWorkers)
+	d.memoryJobs = sumOver(after.arrived, memoryWorkers) - sumOver(before.arrived, memoryWorkers)
+	// The costs are of every job dispatched meanwhile: with many workers, more than the measured ones
+	// reach a worker before the last of those does.
+	n := float64(max(total, d.realJobs+d.memoryJobs))
 	d.passes = after.hubMetrics.histogram(passMetric).since(before.hubMetrics.histogram(passMetric))
 	d.hubCPU = time.Duration(float64(after.hub.cpu-before.hub.cpu) / n)
 	d.harnessCPU = time.Duration(float64(after.harness.cpu-before.harness.cpu) / n)
 	hubWrites := func(m families, target string) float64 { return m.sum("gantry_hub_api_writes_total", "target", target) }
 	d.hubToHub = (hubWrites(after.hubMetrics, "hub") - hubWrites(before.hubMetrics, "hub")) / n
 	d.hubToWorkers = (hubWrites(after.hubMetrics, "worker") - hubWrites(before.hubMetrics, "worker")) / n
-	d.realJobs = sumOver(after.arrived, realWorkers) - sumOver(before.arrived, realWorkers)
-	d.memoryJobs = sumOver(after.arrived, memoryWorkers) - sumOver(before.arrived, memoryWorkers)
 	players := sumOver(after.playerWrites, realWorkers) - sumOver(before.playerWrites, realWorkers)
 	hubToReal := 0.0
 	for _, w := range realWorkers {
@@ -143,7 +146,7 @@ func (r *report) print(w io.Writer) {
 		}
 		p("| drain, %s: %d jobs dispatched in | %s (%.1f jobs/s) | |", what, d.jobs, d.took.Round(time.Second), float64(d.jobs)/d.took.Seconds())
 		p("| drain: dispatch pass mean / p99 (%d passes) | %s / %s | < 100 ms |", d.passes.count, ms(d.passes.mean()), d.passes.quantile(0.99))
-		p("| drain: jobs run on real / in-memory workers | %d / %d | |", d.realJobs, d.memoryJobs)
+		p("| drain: jobs that reached real / in-memory workers meanwhile (the per-job figures below are per one of these) | %d / %d | |", d.realJobs, d.memoryJobs)
 		p("| drain: CPU per job, hub + agents (real workers' gantry-agent, per job run there) | %s + %s = %s | < 5 ms |",
 			ms(d.hubCPU), ms(d.agentCPU), ms(d.hubCPU+d.agentCPU))
 		p("| drain: API writes per job, hub to hub / hub to workers / agents (real workers, per job run there) | %.1f / %.1f / %.1f | |",
