@@ -180,14 +180,18 @@ type process struct {
 	metrics, pprof, probe string
 }
 
-// startProcess runs a Gantry binary with its output in logDir.
-func startProcess(name, binary, logDir string, args ...string) (*process, error) {
+// startProcess runs a Gantry binary with its output in logDir and env added to this process's
+// environment.
+func startProcess(name, binary, logDir string, env []string, args ...string) (*process, error) {
 	log, err := os.Create(filepath.Join(logDir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -212,14 +216,18 @@ func (p *process) stop() {
 }
 
 // startHub runs gantry-hub against the hub API server, with its metrics, readiness and profiling
-// endpoints on free loopback ports.
-func startHub(bin, logDir, kubeconfig string) (*process, error) {
+// endpoints on free loopback ports, and the soft memory limit (GOMEMLIMIT) memLimit unless it is empty.
+func startHub(bin, logDir, kubeconfig, memLimit string) (*process, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
 	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
-	p, err := startProcess("gantry-hub", filepath.Join(bin, "gantry-hub"), logDir,
+	var env []string
+	if memLimit != "" {
+		env = []string{"GOMEMLIMIT=" + memLimit}
+	}
+	p, err := startProcess("gantry-hub", filepath.Join(bin, "gantry-hub"), logDir, env,
 		"--kubeconfig", kubeconfig, "--namespace", systemNamespace, "--leader-elect=false", "--allow-loopback-workers",
 		"--metrics-bind-address", addr(0), "--health-probe-bind-address", addr(1), "--pprof-bind-address", addr(2))
 	if err != nil {
@@ -239,7 +247,7 @@ func startAgent(bin, logDir string, w *apiServer) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess("gantry-agent-"+w.name, filepath.Join(bin, "gantry-agent"), logDir,
+	p, err := startProcess("gantry-agent-"+w.name, filepath.Join(bin, "gantry-agent"), logDir, nil,
 		"--kubeconfig", kubeconfig, "--namespace", systemNamespace, "--cluster-name", w.name, "--leader-elect=false",
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address", "0")
 	if err != nil {

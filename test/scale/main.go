@@ -67,6 +67,9 @@ type options struct {
 	// bin holds gantry-hub and gantry-agent; root is the repository (for the CRDs); logDir receives
 	// the processes' logs.
 	bin, root, logDir string
+	// hubMemoryLimit is the hub's soft memory limit (GOMEMLIMIT), as a container limit would set it
+	// (internal/memlimit); empty for none.
+	hubMemoryLimit string
 }
 
 func defaults() options {
@@ -88,6 +91,7 @@ func main() {
 	fs.IntVar(&o.clients, "clients", o.clients, "Parallel clients submitting jobs.")
 	fs.StringVar(&o.bin, "bin", "bin", "Directory of the gantry-hub and gantry-agent binaries (make build).")
 	fs.StringVar(&o.profiles, "profiles", "", "Directory for CPU profiles of the hub over 30 s from the start of the deepest queue's probes (probes.pprof), of the restart from ready on (restart.pprof) and of the drain (drain.pprof), and of its heap at the deepest queue (heap.pprof).")
+	fs.StringVar(&o.hubMemoryLimit, "hub-memory-limit", "", "The hub's soft memory limit (GOMEMLIMIT, e.g. 1800MiB), as its chart's memory limit sets it; empty for none.")
 	fs.StringVar(&o.logDir, "logs", "", "Directory for the processes' logs (default: a new temporary directory).")
 	_ = fs.Parse(os.Args[1:])
 	var err error

@@ -25,7 +25,7 @@ import (
 func (f *fleet) connect(ctx context.Context, r *report) error {
 	start := time.Now()
 	var err error
-	if f.hub, err = startHub(f.o.bin, f.o.logDir, f.hubKubeconfig); err != nil {
+	if f.hub, err = startHub(f.o.bin, f.o.logDir, f.hubKubeconfig, f.o.hubMemoryLimit); err != nil {
 		return err
 	}
 	if err := waitReady(ctx, f.hub, 2*time.Minute); err != nil {
@@ -230,7 +230,7 @@ func (f *fleet) restart(ctx context.Context, r *report) error {
 	f.hub.stop()
 	start := time.Now()
 	var err error
-	if f.hub, err = startHub(f.o.bin, f.o.logDir, f.hubKubeconfig); err != nil {
+	if f.hub, err = startHub(f.o.bin, f.o.logDir, f.hubKubeconfig, f.o.hubMemoryLimit); err != nil {
 		return err
 	}
 	if err := waitReady(ctx, f.hub, 10*time.Minute); err != nil {

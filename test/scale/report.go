@@ -111,6 +111,9 @@ func (r *report) print(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("Gantry at scale: %s; the real gantry-hub; one-GPU Jobs running %s each on a worker.", r.fleet(), r.o.runtime)
 	p("Machine: %s.", machine())
+	if r.o.hubMemoryLimit != "" {
+		p("The hub's soft memory limit (GOMEMLIMIT): %s.", r.o.hubMemoryLimit)
+	}
 	p("")
 	p("| measure | value | target |")
 	p("| --- | --- | --- |")
