@@ -71,11 +71,17 @@ func startMemoryWorker(name string) (*apiServer, error) {
 	return &apiServer{name: name, mem: mem, cfg: cfg, client: c}, nil
 }
 
-// startMemoryAgent starts the agent of an in-memory worker with gantry-agent's default flags.
+// startMemoryAgent starts the agent of an in-memory worker with gantry-agent's default flags but the
+// placement timeout (see noPlacementTimeout).
 func startMemoryAgent(w *apiServer) error {
 	return w.mem.StartAgent(controller.Options{ReservationTTL: controller.DefaultReservationTTL,
-		StarvationTimeout: controller.DefaultStarvationTimeout, PlacementTimeout: controller.DefaultPlacementTimeout})
+		StarvationTimeout: controller.DefaultStarvationTimeout})
 }
+
+// noPlacementTimeout turns the agents' placement timeout off: the player runs Jobs without pods, so a
+// Job running longer than the timeout (a held job while a deep queue fills) would be given up as never
+// placed and dispatched again, to another worker.
+const noPlacementTimeout = "--placement-timeout=0"
 
 func (s *apiServer) inMemory() bool { return s.mem != nil }
 
@@ -248,7 +254,7 @@ func startAgent(bin, logDir string, w *apiServer) (*process, error) {
 		return nil, err
 	}
 	p, err := startProcess("gantry-agent-"+w.name, filepath.Join(bin, "gantry-agent"), logDir, nil,
-		"--kubeconfig", kubeconfig, "--namespace", systemNamespace, "--cluster-name", w.name, "--leader-elect=false",
+		"--kubeconfig", kubeconfig, "--namespace", systemNamespace, "--cluster-name", w.name, "--leader-elect=false", noPlacementTimeout,
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address", "0")
 	if err != nil {
 		return nil, err

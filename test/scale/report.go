@@ -110,6 +110,7 @@ const mib = 1 << 20
 func (r *report) print(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("Gantry at scale: %s; the real gantry-hub; one-GPU Jobs running %s each on a worker.", r.fleet(), r.o.runtime)
+	p("The agents run without a placement timeout: the harness runs Jobs without pods.")
 	p("Machine: %s.", machine())
 	if r.o.hubMemoryLimit != "" {
 		p("The hub's soft memory limit (GOMEMLIMIT): %s.", r.o.hubMemoryLimit)
