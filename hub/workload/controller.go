@@ -684,31 +684,45 @@ func (r *Reconciler) collectOrphans(ctx context.Context, key types.NamespacedNam
 		if !ok {
 			continue
 		}
-		errs = append(errs, deleteOrphans(ctx, w, name, key))
+		errs = append(errs, r.deleteOrphans(ctx, w, name, key))
 	}
 	return errors.Join(errs...)
 }
 
-// deleteOrphans deletes Gantry's copy and job under the Workload key on one worker.
-func deleteOrphans(ctx context.Context, w remote.Worker, cluster string, key types.NamespacedName) error {
+// deleteOrphans deletes Gantry's copy and job under the Workload key on one worker, unless they are
+// going already: the Workload's finalizer usually deleted them just before it let go, and a second
+// deletion would cost a request and, for a Job deleted pods first, turn its deletion into one that
+// lets the Job go before its pods.
+func (r *Reconciler) deleteOrphans(ctx context.Context, w remote.Worker, cluster string, key types.NamespacedName) error {
 	var errs []error
 	var cp gantry.Workload
 	// Most clusters hold nothing of a given Workload: only those that do are read.
-	if w.HoldsCopy(key) && w.Cached().Get(ctx, key, &cp) == nil {
+	if w.HoldsCopy(key) && w.Cached().Get(ctx, key, &cp) == nil && !r.going(&cp) {
 		deleted, err := deleteExact(ctx, w, cluster, &cp, false)
 		if deleted {
+			r.expected.Expect(deletedKey(&cp))
 			metrics.Withdrawn(cluster, metrics.WithdrawnOrphan)
 		}
 		errs = append(errs, err)
 	}
 	if k, jobName, ok := jobkind.ParseWorkloadName(key.Name); ok && w.HoldsJob(k.Name(), types.NamespacedName{Namespace: key.Namespace, Name: jobName}) {
 		job := k.New()
-		if err := w.Cached().Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: jobName}, job); err == nil {
-			_, err := deleteExact(ctx, w, cluster, job, false)
+		if err := w.Cached().Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: jobName}, job); err == nil && !r.going(job) {
+			deleted, err := deleteExact(ctx, w, cluster, job, false)
+			if deleted {
+				r.expected.Expect(deletedKey(job))
+			}
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// going says whether a cached object is being deleted, as the cache shows it or as this controller
+// deleted it.
+func (r *Reconciler) going(obj client.Object) bool {
+	r.showDeletion(obj)
+	return obj.GetDeletionTimestamp() != nil
 }
 
 // KeyForWorkerObject returns the hub Workload key of a Gantry object on a worker.

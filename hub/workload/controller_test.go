@@ -399,3 +399,39 @@ func TestRequestsForClusterReadTheIndex(t *testing.T) {
 		t.Errorf("requests for w3, which no Workload names: %v", got)
 	}
 }
+
+// What a Workload left on a worker is deleted once when the Workload is gone, and not at all when it is
+// going already: the finalizer deleted the Job pods first, and a second deletion would let it go first.
+func TestAnOrphanIsDeletedOnce(t *testing.T) {
+	wl, job := hubObjects("w1")
+	orphanCopy := workersync.NewCopy(wl)
+	orphanCopy.UID = "copy-uid"
+	goingJob := workersync.NewRemoteJob(job, wl).(*batchv1.Job)
+	goingJob.UID = "remote-job-uid"
+	goingJob.Finalizers = []string{metav1.FinalizerDeleteDependents}
+	goingJob.DeletionTimestamp = ptr.To(metav1.Now())
+	deletes := map[string]int{}
+	count := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		deletes[string(obj.GetUID())]++
+		return c.Delete(ctx, obj, opts...)
+	}}
+	w1 := staleWorker{
+		Worker: &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).
+			WithObjects(orphanCopy.DeepCopy(), goingJob.DeepCopy()).WithInterceptorFuncs(count).Build()},
+		cache: fake.NewClientBuilder().WithScheme(testScheme).WithObjects(orphanCopy.DeepCopy(), goingJob.DeepCopy()).Build(),
+	}
+	ws := &staleWorkers{Workers: remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1.Worker}}, stale: map[string]remote.Worker{"w1": w1}}
+	r := newReconciler(t, []client.Object{job}, nil) // the hub Workload is gone
+	r.Workers = ws
+	for range 3 {
+		if err := reconcile(t, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := deletes["copy-uid"]; got != 1 {
+		t.Errorf("the orphan copy was deleted %d times, want once", got)
+	}
+	if got := deletes["remote-job-uid"]; got != 0 {
+		t.Errorf("the Job being deleted pods first was deleted %d more times, want none", got)
+	}
+}
