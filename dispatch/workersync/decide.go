@@ -306,11 +306,16 @@ func (d *decider) recordJobCreated(cluster string) {
 }
 
 // mirror copies the worker job's status to the hub job, and finishes the Workload once the job ended
-// and its final status is mirrored.
+// and its final status is mirrored. Its end is mirrored at once, its start within MirrorInterval of
+// the last mirror, progress alone within MirrorProgressInterval.
 func (d *decider) mirror(w Cluster, job client.Object) {
 	k := jobkind.Of(d.wl)
 	hubJob, last := d.v.HubJob, d.v.LastMirror
 	st := k.State(job)
+	interval := MirrorInterval
+	if k.State(hubJob).Started == st.Started {
+		interval = MirrorProgressInterval
+	}
 	mirrored := hubJob.DeepCopyObject().(client.Object)
 	switch {
 	case !k.CopyStatus(mirrored, job):
@@ -319,8 +324,8 @@ func (d *decider) mirror(w Cluster, job client.Object) {
 		// conflict, and finishing now could finish before the final status is mirrored.
 		d.plan.requeue(CacheCatchUp)
 		return
-	case last != nil && !st.Finished && d.v.Now.Sub(last.At) < MirrorInterval:
-		d.plan.requeue(MirrorInterval - d.v.Now.Sub(last.At))
+	case last != nil && !st.Finished && d.v.Now.Sub(last.At) < interval:
+		d.plan.requeue(interval - d.v.Now.Sub(last.At))
 		return
 	default:
 		d.plan.HubJobStatus = mirrored

@@ -167,4 +167,9 @@ const (
 	// MirrorInterval is the least time between two status mirrors of a running Job: a Job whose pods
 	// start together would otherwise cost the hub a write per pod. A finished Job is mirrored at once.
 	MirrorInterval = time.Second
+	// MirrorProgressInterval is the least time between two mirrors that show progress alone (pods
+	// active, ready or terminating, completions counted, conditions along the way), once the hub job
+	// shows that it started: its start and its end are what users wait for, and each mirror is a
+	// write of the whole status and a watch event of the whole Job on the hub.
+	MirrorProgressInterval = 10 * time.Second
 )
