@@ -46,6 +46,9 @@ type Options struct {
 	WorkloadWorkers int
 	JobWorkers      int
 	Clock           clock.WithTicker
+	// Templates are the pod templates the cache's transform of Jobs kept (Templates.Trim); nil: every
+	// job's pods are read from the API server.
+	Templates *jobs.Templates
 }
 
 // Hub is the wired hub; Connections is exposed for tests and for shutdown.
@@ -92,7 +95,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	h.Connections.SetHandler(h)
 	recorder := mgr.GetEventRecorder("gantry-hub")
 
-	if err := setupJobs(mgr, recorder, opts.JobWorkers); err != nil {
+	if err := setupJobs(mgr, recorder, opts.JobWorkers, opts.Templates); err != nil {
 		return nil, err
 	}
 	leases := &remote.LeaseRenewer{Workers: h.Connections, Failovers: failovers{mgr.GetClient()}, Clock: opts.Clock}
@@ -100,7 +103,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	if err := (&workload.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: h.Connections, Leases: leases,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Templates: opts.Templates, Workers: h.Connections, Leases: leases,
 		Recorder: recorder, Remote: h.workloadEvents, Clock: opts.Clock, Timeline: timeline,
 	}).SetupWithManager(mgr, opts.WorkloadWorkers); err != nil {
 		return nil, fmt.Errorf("setting up the workload controller: %w", err)
@@ -299,13 +302,14 @@ func (h *Hub) setupSets(mgr ctrl.Manager, opts Options, watchProfiles bool) erro
 }
 
 // setupJobs registers a job controller for each kind of job the hub takes.
-func setupJobs(mgr ctrl.Manager, recorder events.EventRecorder, workers int) error {
+func setupJobs(mgr ctrl.Manager, recorder events.EventRecorder, workers int, templates *jobs.Templates) error {
 	kinds, err := ServedKinds(mgr)
 	if err != nil {
 		return err
 	}
 	for _, k := range kinds {
-		if err := (&jobs.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Kind: k}).SetupWithManager(mgr, workers); err != nil {
+		r := &jobs.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Templates: templates, Recorder: recorder, Kind: k}
+		if err := r.SetupWithManager(mgr, workers); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name(), err)
 		}
 	}

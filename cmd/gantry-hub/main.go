@@ -111,6 +111,7 @@ func main() {
 			Providers:       providers,
 			Remote: remote.Options{AllowInsecureKubeconfigs: allowInsecure, AllowLoopback: allowLoopback,
 				QPS: float32(remoteQPS), Burst: remoteBurst},
+			Templates: jobs.NewTemplates(jobs.TemplatesKept),
 		}); err != nil {
 		log.Error(err, "Hub stopped")
 		os.Exit(1)
@@ -143,7 +144,7 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		ctrl.Log.WithName("setup").Info("Leader election", "identity", election.Identity)
 		cfg, opts.Remote.GuardWrites = election.Config, election.Guard.Wrap
 	}
-	byObject, err := namespacedKinds(cfg, scheme, namespace)
+	byObject, err := namespacedKinds(cfg, scheme, namespace, opts.Templates)
 	if err != nil {
 		return err
 	}
@@ -205,10 +206,11 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // namespacedKinds restricts the cache to the hub's own namespace for what it may read only there:
 // Secrets, and ClusterProfiles and PlacementDecisions where the hub serves them (a cache cannot be set
 // up for a kind the API server does not serve, and the hub runs without them).
-func namespacedKinds(cfg *rest.Config, scheme *runtime.Scheme, namespace string) (map[client.Object]cache.ByObject, error) {
+func namespacedKinds(cfg *rest.Config, scheme *runtime.Scheme, namespace string, templates *jobs.Templates) (map[client.Object]cache.ByObject, error) {
 	own := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
-	// Queued Jobs are most of what the hub holds: the cache keeps them without their pod templates.
-	out := map[client.Object]cache.ByObject{&corev1.Secret{}: own, &batchv1.Job{}: {Transform: jobs.TrimJob}}
+	// Queued Jobs are most of what the hub holds: the cache keeps them without their pod templates,
+	// which templates keeps of the newest jobs only.
+	out := map[client.Object]cache.ByObject{&corev1.Secret{}: own, &batchv1.Job{}: {Transform: templates.Trim}}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err

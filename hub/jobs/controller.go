@@ -33,8 +33,10 @@ const (
 // Reconciler keeps one Workload per queued job of its kind and deletes it with the job.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads a Job whole when the cache trimmed it (TrimJob); nil uses Client.
+	// APIReader reads a Job whole when the cache trimmed it (TrimJob) and Templates does not keep its
+	// template; nil uses Client.
 	APIReader client.Reader
+	Templates *Templates
 	Recorder  events.EventRecorder
 	Kind      jobkind.Kind
 }
@@ -110,14 +112,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// wholeJob is the job whole (WholeJob), and never the cache's own object, which Reconcile reads in
+// wholeJob is the job whole (Templates.Whole), and never the cache's own object, which Reconcile reads in
 // place: the Workload built from it may share its maps and slices, and a write decodes into them.
 func (r *Reconciler) wholeJob(ctx context.Context, job client.Object) (client.Object, error) {
 	live := r.APIReader
 	if live == nil {
 		live = r.Client
 	}
-	whole, err := WholeJob(ctx, live, job)
+	whole, err := r.Templates.Whole(ctx, live, job)
 	if err == nil && whole == job {
 		whole = job.DeepCopyObject().(client.Object)
 	}

@@ -58,6 +58,9 @@ type Leases interface {
 type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
+	// Templates are the pod templates the hub's cache kept of the newest jobs; the winner's Job is
+	// built from one when it is there, else from the job read through APIReader.
+	Templates *jobs.Templates
 	Workers   Workers
 	Leases    Leases
 	Recorder  events.EventRecorder
@@ -261,7 +264,7 @@ func (r *Reconciler) jobToCreate(ctx context.Context, wl *gantry.Workload, hubJo
 	if wl.Status.ClusterName == "" || apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadJobCreated) {
 		return hubJob, nil
 	}
-	whole, err := jobs.WholeJob(ctx, r.APIReader, hubJob)
+	whole, err := r.Templates.Whole(ctx, r.APIReader, hubJob)
 	if apierrors.IsNotFound(err) {
 		return nil, nil // gone since the cache showed it
 	}

@@ -298,10 +298,13 @@ func startHub(t *testing.T) *runningHub {
 // until it is connected to the named workers.
 func startHubWith(t *testing.T, opts hub.Options, connected ...string) *runningHub {
 	t.Helper()
+	if opts.Templates == nil {
+		opts.Templates = jobs.NewTemplates(jobs.TemplatesKept)
+	}
 	mgr, err := ctrl.NewManager(hubEnv.cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		// As gantry-hub caches Jobs: without their pod templates.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Transform: jobs.TrimJob}}},
+		// As gantry-hub caches Jobs: without their pod templates, of which it keeps the newest.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Transform: opts.Templates.Trim}}},
 		// Tests start a hub many times in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
