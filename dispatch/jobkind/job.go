@@ -1,6 +1,8 @@
 package jobkind
 
 import (
+	"fmt"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,6 +105,18 @@ func (Job) State(obj client.Object) State {
 		}
 	}
 	return st
+}
+
+// Progress implements Kind: completions, failures and the true conditions.
+func (Job) Progress(obj client.Object) string {
+	st := obj.(*batchv1.Job).Status
+	var conds []string
+	for _, c := range st.Conditions {
+		if c.Status == corev1.ConditionTrue {
+			conds = append(conds, string(c.Type))
+		}
+	}
+	return fmt.Sprintf("%d succeeded, %d failed %v", st.Succeeded, st.Failed, conds)
 }
 
 // CopyStatus implements Kind.

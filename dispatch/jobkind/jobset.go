@@ -1,6 +1,9 @@
 package jobkind
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,6 +93,17 @@ func (JobSet) State(obj client.Object) State {
 		st.Started, st.Finished = true, true
 	}
 	return st
+}
+
+// Progress implements Kind: each replicated job's finished Jobs, the true conditions and the terminal
+// state.
+func (JobSet) Progress(obj client.Object) string {
+	st := obj.(*jobset.JobSet).Status
+	var b strings.Builder
+	for _, r := range st.ReplicatedJobsStatus {
+		fmt.Fprintf(&b, "%s: %d succeeded, %d failed; ", r.Name, r.Succeeded, r.Failed)
+	}
+	return b.String() + trueConditions(st.Conditions) + " " + st.TerminalState
 }
 
 // CopyStatus implements Kind.

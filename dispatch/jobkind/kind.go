@@ -48,6 +48,10 @@ type Kind interface {
 	Remote(hub client.Object, podSets []gantry.PodSet, labels map[string]string, edit func(podSet string, tpl *corev1.PodTemplateSpec)) client.Object
 	// State is how far the object got.
 	State(obj client.Object) State
+	// Progress is what a person reads of how far the object got (completions, failures, true
+	// conditions, phases), leaving out the counts of pods that come and go (active, ready,
+	// terminating, not yet counted): the hub mirrors a change of it sooner than one of the rest.
+	Progress(obj client.Object) string
 	// CopyStatus makes to's status that of from and says whether it changed.
 	CopyStatus(to, from client.Object) bool
 	// ClearStatus empties the object's status and says whether it changed.
@@ -210,4 +214,15 @@ func merge(base, extra map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// trueConditions names the conditions that are true, in their order.
+func trueConditions(conds []metav1.Condition) string {
+	var names []string
+	for _, c := range conds {
+		if c.Status == metav1.ConditionTrue {
+			names = append(names, c.Type)
+		}
+	}
+	return fmt.Sprint(names)
 }

@@ -128,6 +128,12 @@ func (RayJob) State(obj client.Object) State {
 	return st
 }
 
+// Progress implements Kind: the deployment's and the Ray job's status.
+func (RayJob) Progress(obj client.Object) string {
+	st := obj.(*ray.RayJob).Status
+	return string(st.JobDeploymentStatus) + "/" + string(st.JobStatus)
+}
+
 // CopyStatus implements Kind.
 func (RayJob) CopyStatus(to, from client.Object) bool {
 	return setStatus(&to.(*ray.RayJob).Status, *from.(*ray.RayJob).Status.DeepCopy())

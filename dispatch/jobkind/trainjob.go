@@ -3,6 +3,7 @@ package jobkind
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -258,6 +259,16 @@ func (TrainJob) State(obj client.Object) State {
 		st.Started, st.Finished = true, true
 	}
 	return st
+}
+
+// Progress implements Kind: each job's finished pods and the true conditions.
+func (TrainJob) Progress(obj client.Object) string {
+	st := obj.(*trainer.TrainJob).Status
+	var b strings.Builder
+	for _, j := range st.JobsStatus {
+		fmt.Fprintf(&b, "%s: %d succeeded, %d failed; ", j.Name, ptr.Deref(j.Succeeded, 0), ptr.Deref(j.Failed, 0))
+	}
+	return b.String() + trueConditions(st.Conditions)
 }
 
 // CopyStatus implements Kind.

@@ -307,13 +307,16 @@ func (d *decider) recordJobCreated(cluster string) {
 
 // mirror copies the worker job's status to the hub job, and finishes the Workload once the job ended
 // and its final status is mirrored. Its end is mirrored at once, its start within MirrorInterval of
-// the last mirror, progress alone within MirrorProgressInterval.
+// the last mirror, its progress within MirrorProgressInterval, the rest within MirrorRestInterval.
 func (d *decider) mirror(w Cluster, job client.Object) {
 	k := jobkind.Of(d.wl)
 	hubJob, last := d.v.HubJob, d.v.LastMirror
 	st := k.State(job)
-	interval := MirrorInterval
-	if k.State(hubJob).Started == st.Started {
+	interval := MirrorRestInterval
+	switch {
+	case k.State(hubJob).Started != st.Started:
+		interval = MirrorInterval
+	case k.Progress(hubJob) != k.Progress(job):
 		interval = MirrorProgressInterval
 	}
 	mirrored := hubJob.DeepCopyObject().(client.Object)

@@ -7,8 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -130,29 +132,42 @@ func TestDecide(t *testing.T) {
 			}(),
 			want: outcome{Requeue: 700 * time.Millisecond},
 		},
-		"winner: progress alone of a Job the hub job shows started waits for the longer interval": {
+		"winner: a started Job's progress waits for its interval": {
 			view: func() View {
 				started := hubJob()
 				started.Status = running(remoteJob(uid, 2)).Status
 				worker := running(remoteJob(uid, 2))
-				worker.Status.Ready = ptr.To[int32](1)
+				worker.Status.Succeeded = 1
 				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
 				v.LastMirror = &Mirror{At: now.Add(-3 * time.Second), Replaced: "9"}
 				return v
 			}(),
 			want: outcome{Requeue: MirrorProgressInterval - 3*time.Second},
 		},
-		"winner: progress alone is mirrored once the longer interval passed": {
+		"winner: a started Job's progress is mirrored once its interval passed": {
 			view: func() View {
 				started := hubJob()
 				started.Status = running(remoteJob(uid, 2)).Status
 				worker := running(remoteJob(uid, 2))
-				worker.Status.Ready = ptr.To[int32](1)
+				worker.Status.Succeeded = 1
 				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
 				v.LastMirror = &Mirror{At: now.Add(-MirrorProgressInterval), Replaced: "9"}
 				return v
 			}(),
 			want: outcome{HubJob: "mirrored"},
+		},
+		"winner: pods that come and go alone wait for the longest interval": {
+			view: func() View {
+				started := hubJob()
+				started.Status = running(remoteJob(uid, 2)).Status
+				worker := running(remoteJob(uid, 2))
+				worker.Status.Ready = ptr.To[int32](1)
+				worker.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: []types.UID{"pod"}}
+				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
+				v.LastMirror = &Mirror{At: now.Add(-MirrorProgressInterval), Replaced: "9"}
+				return v
+			}(),
+			want: outcome{Requeue: MirrorRestInterval - MirrorProgressInterval},
 		},
 		"winner: no mirror over a cache that does not show the last one": {
 			view: func() View {

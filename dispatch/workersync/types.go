@@ -167,9 +167,11 @@ const (
 	// MirrorInterval is the least time between two status mirrors of a running Job: a Job whose pods
 	// start together would otherwise cost the hub a write per pod. A finished Job is mirrored at once.
 	MirrorInterval = time.Second
-	// MirrorProgressInterval is the least time between two mirrors that show progress alone (pods
-	// active, ready or terminating, completions counted, conditions along the way), once the hub job
-	// shows that it started: its start and its end are what users wait for, and each mirror is a
-	// write of the whole status and a watch event of the whole Job on the hub.
+	// MirrorProgressInterval is the least time between two mirrors of a started job whose progress
+	// (jobkind.Kind.Progress: completions, failures, conditions) changed, and MirrorRestInterval that
+	// of mirrors of the rest alone (pods active, ready, terminating, not yet counted). Its start and
+	// its end are what users wait for; each mirror is a write of the whole status and a watch event of
+	// the whole job on the hub, and the rest changes with every pod.
 	MirrorProgressInterval = 10 * time.Second
+	MirrorRestInterval     = time.Minute
 )
