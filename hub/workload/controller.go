@@ -131,6 +131,21 @@ var connectedChanged = predicate.Funcs{
 	},
 }
 
+// concernsWorkers says whether the Workload, as it is, may need anything done on the workers or for its
+// hub job: a Workload that waits with no cluster named, is not being deleted, has not finished and has
+// no admission deadline to keep may have only strays of earlier epochs or Workloads on workers, whose
+// own events bring it here. The dispatcher rewrites such Workloads' waiting verdicts, and a hub that
+// starts lists every one of a deep queue: neither asks for a reconcile.
+func (r *Reconciler) concernsWorkers(obj client.Object) bool {
+	wl, ok := obj.(*gantry.Workload)
+	if !ok {
+		return true
+	}
+	return wl.DeletionTimestamp != nil || wl.Status.ClusterName != "" || len(wl.Status.NominatedClusters) > 0 ||
+		apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) ||
+		r.admissionDeadline(context.Background(), wl) > 0
+}
+
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.init()
@@ -139,7 +154,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hub-workload").
-		For(&gantry.Workload{}).
+		For(&gantry.Workload{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return r.concernsWorkers(e.Object) },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return r.concernsWorkers(e.ObjectOld) || r.concernsWorkers(e.ObjectNew)
+			},
+		})).
 		WatchesRawSource(source.Channel(r.Remote, &handler.EnqueueRequestForObject{})).
 		// What a Workload says of an unreachable cluster (since when, why) comes from its WorkerCluster,
 		// whose status is written after the connection went.

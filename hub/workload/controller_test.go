@@ -435,3 +435,48 @@ func TestAnOrphanIsDeletedOnce(t *testing.T) {
 		t.Errorf("the Job being deleted pods first was deleted %d more times, want none", got)
 	}
 }
+
+// Only Workloads that may need something done on the workers or for their hub job are reconciled on
+// their own events; a waiting one with nothing named is not, but for an admission deadline to keep.
+func TestWhichWorkloadsConcernTheWorkers(t *testing.T) {
+	waiting := func(edit func(*gantry.Workload)) *gantry.Workload {
+		wl, _ := hubObjects("")
+		wl.Status.DispatchEpoch, wl.Status.NominatedClusters = 0, nil
+		if edit != nil {
+			edit(wl)
+		}
+		return wl
+	}
+	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns"}, Spec: gantry.QueueSpec{GlobalQueue: "gq"}}
+	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gq"}}
+	deadlineGQ := gq.DeepCopy()
+	deadlineGQ.Spec.AdmissionDeadline = &metav1.Duration{Duration: time.Hour}
+	cases := map[string]struct {
+		wl     *gantry.Workload
+		global *gantry.GlobalQueue
+		want   bool
+	}{
+		"waiting, nothing named":  {wl: waiting(nil), global: gq},
+		"waiting, no queue found": {wl: waiting(nil)},
+		"nominated":               {wl: waiting(func(w *gantry.Workload) { w.Status.NominatedClusters = []string{"w1"} }), global: gq, want: true},
+		"admitted":                {wl: waiting(func(w *gantry.Workload) { w.Status.ClusterName = "w1" }), global: gq, want: true},
+		"being deleted":           {wl: waiting(func(w *gantry.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }), global: gq, want: true},
+		"finished": {wl: waiting(func(w *gantry.Workload) {
+			apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: gantry.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Test"})
+		}), global: gq, want: true},
+		"its own admission deadline":     {wl: waiting(func(w *gantry.Workload) { w.Spec.AdmissionDeadline = &metav1.Duration{Duration: time.Hour} }), global: gq, want: true},
+		"its queue's admission deadline": {wl: waiting(nil), global: deadlineGQ, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{q}
+			if tc.global != nil {
+				objs = append(objs, tc.global)
+			}
+			r := newReconciler(t, objs, nil)
+			if got := r.concernsWorkers(tc.wl); got != tc.want {
+				t.Errorf("concernsWorkers = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -17,28 +17,41 @@ import (
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
-// gantryProcesses are the testbed's Gantry processes whose CPU a job costs: the hub and the agents.
+// gantryProcesses are the testbed's Gantry processes whose CPU a job costs: the hub, then the agents.
 var gantryProcesses = []string{"gantry-hub", "gantry-agent-1", "gantry-agent-2"}
 
-// gantryCPU is the CPU time the testbed's Gantry processes have used so far.
-func gantryCPU(tb *testbed.Testbed) (time.Duration, error) {
-	var total time.Duration
-	for _, name := range gantryProcesses {
+// processCPU is the CPU time each of the testbed's Gantry processes has used so far, in the order of
+// gantryProcesses.
+func processCPU(tb *testbed.Testbed) ([]time.Duration, error) {
+	out := make([]time.Duration, len(gantryProcesses))
+	for i, name := range gantryProcesses {
 		p, err := tb.Process(name)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		proc, err := procfs.NewProc(p.PID)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		stat, err := proc.Stat()
 		if err != nil {
-			return 0, fmt.Errorf("reading the CPU time of %s: %w", name, err)
+			return nil, fmt.Errorf("reading the CPU time of %s: %w", name, err)
 		}
-		total += time.Duration(stat.CPUTime() * float64(time.Second))
+		out[i] = time.Duration(stat.CPUTime() * float64(time.Second))
 	}
-	return total, nil
+	return out, nil
+}
+
+// cpuSplit is the CPU the hub and the agents used between two readings of processCPU.
+func cpuSplit(before, after []time.Duration) (hub, agents time.Duration) {
+	for i := range after {
+		if i == 0 {
+			hub += after[i] - before[i]
+		} else {
+			agents += after[i] - before[i]
+		}
+	}
+	return hub, agents
 }
 
 // directBurst is the same burst posted straight to the workers, half to each, without Gantry: what the

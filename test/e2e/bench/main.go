@@ -184,7 +184,7 @@ func runBurst(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := gantryCPU(tb)
+	cpuBefore, err := processCPU(tb)
 	if err != nil {
 		return err
 	}
@@ -219,11 +219,11 @@ func runBurst(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report
 	if err := waitNoWorkloads(ctx, tb, ns, o.waitTimeout); err != nil {
 		return err
 	}
-	cpuAfter, err := gantryCPU(tb)
+	cpuAfter, err := processCPU(tb)
 	if err != nil {
 		return err
 	}
-	r.gantryCPU = cpuAfter - cpuBefore
+	r.hubCPU, r.agentsCPU = cpuSplit(cpuBefore, cpuAfter)
 	afterClean, err := scrapeAll(ctx, tb)
 	if err != nil {
 		return err
