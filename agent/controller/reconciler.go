@@ -358,10 +358,24 @@ func (r *Reconciler) suspend(ctx context.Context, jobs []client.Object) error {
 
 // The predicates below let through only the changes that can change a pass's outcome.
 
-var copyChanged = predicate.NewPredicateFuncs(func(o client.Object) bool {
+// copyChanged lets through the hub's copies as they come and go and as their spec or labels change;
+// not their status alone, which only this agent writes (a pass already counts what it wrote, and
+// the cache catching up with it changes no decision): a pass per copy fewer on every candidate.
+var copyChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return isCopy(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isCopy(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return isCopy(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return (isCopy(o) || isCopy(n)) && (o.GetGeneration() != n.GetGeneration() ||
+			!maps.Equal(o.GetLabels(), n.GetLabels()) || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil))
+	},
+}
+
+func isCopy(o client.Object) bool {
 	_, ok := o.GetLabels()[gantryv1alpha1.WorkloadUIDLabel]
 	return ok
-})
+}
 
 var nodeChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {

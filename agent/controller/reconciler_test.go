@@ -255,6 +255,9 @@ func TestPredicates(t *testing.T) {
 		"unbound pod deleted":        {podChanged.Delete(deleteEvent(pending)), false},
 		"workload without label":     {copyChanged.Create(createEvent(&gantryv1alpha1.Workload{})), false},
 		"copy created":               {copyChanged.Create(createEvent(copyOf("a", 0, 1, "1").Obj())), true},
+		"copy deleted":               {copyChanged.Delete(deleteEvent(copyOf("a", 0, 1, "1").Obj())), true},
+		"copy's status written":      {copyChanged.Update(updateEvent(copyOf("a", 0, 1, "1").Obj(), copyOf("a", 0, 1, "1").Admitted().Obj())), false},
+		"copy's spec changed":        {copyChanged.Update(updateEvent(copyOf("a", 0, 1, "1").Obj(), withGeneration(copyOf("a", 0, 1, "1").Obj(), 2))), true},
 		"report deleted":             {reportChanged("w").Delete(deleteEvent(&gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "w"}})), true},
 		"report updated":             {reportChanged("w").Update(updateEvent(&gantryv1alpha1.CapacityReport{}, &gantryv1alpha1.CapacityReport{})), false},
 		"other cluster report gone":  {reportChanged("w").Delete(deleteEvent(&gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "x"}})), false},
@@ -264,6 +267,11 @@ func TestPredicates(t *testing.T) {
 			t.Errorf("%s: queued %v, want %v", name, tc.got, tc.want)
 		}
 	}
+}
+
+func withGeneration(c *gantryv1alpha1.Workload, g int64) *gantryv1alpha1.Workload {
+	c.Generation = g
+	return c
 }
 
 func createEvent(o client.Object) event.CreateEvent { return event.CreateEvent{Object: o} }

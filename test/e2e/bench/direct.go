@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -139,4 +143,57 @@ func cleanUpDirect(tb *testbed.Testbed, ns string) {
 		_ = w.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground))
 		_ = client.IgnoreNotFound(w.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
+}
+
+// agentPasses is how many passes the testbed's agents have run so far, from their own metrics
+// (controller-runtime's reconcile count of the agent's controller).
+func agentPasses(ctx context.Context, tb *testbed.Testbed) (float64, error) {
+	var total float64
+	for _, name := range gantryProcesses[1:] {
+		p, err := tb.Process(name)
+		if err != nil {
+			return 0, err
+		}
+		addr := flagValue(p.Args, "--metrics-bind-address")
+		if addr == "" {
+			return 0, fmt.Errorf("%s serves no metrics", name)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, fmt.Errorf("reading the metrics of %s: %w", name, err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mfs, err := parser.TextToMetricFamilies(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			return 0, fmt.Errorf("parsing the metrics of %s: %w", name, err)
+		}
+		if mf := mfs["controller_runtime_reconcile_total"]; mf != nil {
+			for _, m := range mf.Metric {
+				for _, l := range m.Label {
+					if l.GetName() == "controller" && l.GetValue() == "gantry-agent" {
+						total += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+	}
+	return total, nil
+}
+
+// flagValue is the value of a flag on a command line, given as "--flag value" or "--flag=value".
+func flagValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -188,6 +188,10 @@ func runBurst(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report
 	if err != nil {
 		return err
 	}
+	passesBefore, err := agentPasses(ctx, tb)
+	if err != nil {
+		return err
+	}
 	runStart := time.Now()
 	if err := submitAll(ctx, tb, ns, id, names, o.submitters, o.podRuntime); err != nil {
 		return err
@@ -224,6 +228,11 @@ func runBurst(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report
 		return err
 	}
 	r.hubCPU, r.agentsCPU = cpuSplit(cpuBefore, cpuAfter)
+	passesAfter, err := agentPasses(ctx, tb)
+	if err != nil {
+		return err
+	}
+	r.agentPasses = passesAfter - passesBefore
 	afterClean, err := scrapeAll(ctx, tb)
 	if err != nil {
 		return err

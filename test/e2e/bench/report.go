@@ -50,6 +50,8 @@ type report struct {
 	burst       []jobTimes
 	// hubCPU and agentsCPU are the CPU the hub and the agents used over the burst, both phases.
 	hubCPU, agentsCPU time.Duration
+	// agentPasses is how many passes the agents ran over the burst, both phases.
+	agentPasses float64
 	// direct is the same burst posted straight to the workers.
 	direct directBurst
 }
@@ -178,6 +180,7 @@ func (r *report) printAgainstDirect(tw io.Writer, totAll float64) {
 	perJob := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(r.jobs) }
 	fmt.Fprintf(tw, "Gantry's own CPU per job, hub and agents\t%.2f ms (%.1f + %.1f)\t< %s\t%s\t\n",
 		float64(cpu)/float64(time.Millisecond), perJob(r.hubCPU), perJob(r.agentsCPU), ms(targetCPUPerJob), verdict(cpu < targetCPUPerJob))
+	fmt.Fprintf(tw, "  agents' passes per job, both agents\t%.1f\t\t\t\n", r.agentPasses/float64(r.jobs))
 }
 
 // printBreakdown lists the writes per job by kind, for both phases together.
