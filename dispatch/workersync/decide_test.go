@@ -133,40 +133,18 @@ func TestDecide(t *testing.T) {
 			want: outcome{Requeue: 700 * time.Millisecond},
 		},
 		"winner: a started Job's progress waits for its interval": {
-			view: func() View {
-				started := hubJob()
-				started.Status = running(remoteJob(uid, 2)).Status
-				worker := running(remoteJob(uid, 2))
-				worker.Status.Succeeded = 1
-				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
-				v.LastMirror = &Mirror{At: now.Add(-3 * time.Second), Replaced: "9"}
-				return v
-			}(),
+			view: mirrorOfStarted(func(s *batchv1.JobStatus) { s.Succeeded = 1 }, 3*time.Second),
 			want: outcome{Requeue: MirrorProgressInterval - 3*time.Second},
 		},
 		"winner: a started Job's progress is mirrored once its interval passed": {
-			view: func() View {
-				started := hubJob()
-				started.Status = running(remoteJob(uid, 2)).Status
-				worker := running(remoteJob(uid, 2))
-				worker.Status.Succeeded = 1
-				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
-				v.LastMirror = &Mirror{At: now.Add(-MirrorProgressInterval), Replaced: "9"}
-				return v
-			}(),
+			view: mirrorOfStarted(func(s *batchv1.JobStatus) { s.Succeeded = 1 }, MirrorProgressInterval),
 			want: outcome{HubJob: "mirrored"},
 		},
 		"winner: pods that come and go alone wait for the longest interval": {
-			view: func() View {
-				started := hubJob()
-				started.Status = running(remoteJob(uid, 2)).Status
-				worker := running(remoteJob(uid, 2))
-				worker.Status.Ready = ptr.To[int32](1)
-				worker.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: []types.UID{"pod"}}
-				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
-				v.LastMirror = &Mirror{At: now.Add(-MirrorProgressInterval), Replaced: "9"}
-				return v
-			}(),
+			view: mirrorOfStarted(func(s *batchv1.JobStatus) {
+				s.Ready = ptr.To[int32](1)
+				s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: []types.UID{"pod"}}
+			}, MirrorProgressInterval),
 			want: outcome{Requeue: MirrorRestInterval - MirrorProgressInterval},
 		},
 		"winner: no mirror over a cache that does not show the last one": {
@@ -422,4 +400,16 @@ func TestPreemptionIsRecordedAsAnEviction(t *testing.T) {
 	if len(p.Events) != 1 || !strings.Contains(p.Events[0].Message, "Preempted on w1 for ns/urgent") {
 		t.Errorf("events = %+v", p.Events)
 	}
+}
+
+// mirrorOfStarted is the view of a running Job whose start the hub job shows, mirrored ago, whose
+// worker status then changed by edit.
+func mirrorOfStarted(edit func(*batchv1.JobStatus), ago time.Duration) View {
+	started := hubJob()
+	started.Status = running(remoteJob(uid, 2)).Status
+	worker := running(remoteJob(uid, 2))
+	edit(&worker.Status)
+	v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
+	v.LastMirror = &Mirror{At: now.Add(-ago), Replaced: "9"}
+	return v
 }
