@@ -111,13 +111,20 @@ func (d *decider) removeLeftovers() {
 	}
 }
 
-// withdraw deletes the Workload's copy and Job from one connected cluster.
+// withdraw deletes the Workload's copy and Job from one connected cluster: the Job pods first while
+// it may run; in the background once it ended, since no pod of it runs then, and while a deletion
+// pods first lasts, the controllers of some kinds (JobSet, the trainer) make the children they see
+// go anew, and their pods run again.
 func (d *decider) withdraw(c Cluster) {
 	if cp := d.myCopy(c); cp != nil {
 		d.worker(Delete, c.Name, cp)
 	}
 	if job := d.myJob(c); job != nil {
-		d.worker(DeleteForeground, c.Name, job)
+		op := DeleteForeground
+		if jobkind.Of(d.wl).State(job).Finished {
+			op = Delete
+		}
+		d.worker(op, c.Name, job)
 	}
 }
 

@@ -277,6 +277,14 @@ func TestDecide(t *testing.T) {
 				"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2",
 			}, Requeue: DeletionPoll},
 		},
+		"deleting after the Job ended: it goes in the background, its controller makes nothing anew": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().finished().deleting().obj(), nil,
+				up("w1").with(copyOf(uid, 2), completed(remoteJob(uid, 2)))),
+			want: outcome{Worker: []string{
+				"Delete w1 Copy ns/job-train uid=wl-uid epoch=2",
+				"Delete w1 Job ns/train uid=wl-uid epoch=2",
+			}, RemoveFinalizer: true},
+		},
 		"deleting once the winner's Job is gone: let go after a live check": {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, up("w1")),
 			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
