@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +77,8 @@ type Dispatcher struct {
 	// when (see holdWaiting); used by passes only, one at a time.
 	proposed map[string]proposal
 
-	lastQueueStatus time.Time
+	lastQueueStatus  time.Time
+	statusesInFlight atomic.Bool // queue and cohort statuses being written in a slot
 }
 
 func (d *Dispatcher) init() {
@@ -137,17 +139,26 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	resync := d.Clock.NewTicker(d.Resync)
 	defer resync.Stop()
 	var statusDue <-chan time.Time // a pass to write statuses that the last pass held back
+	var earliest time.Time         // of the next pass (passGap)
 	d.Trigger()
 	for {
 		select {
 		case <-ctx.Done():
-			for range d.Writers { // wait for the writes in flight, which the canceled context ends
-				d.writers <- struct{}{}
-			}
-			return nil
+			return d.stop()
 		case <-d.trigger:
 		case <-resync.C():
 		case <-statusDue:
+		}
+		if wait := earliest.Sub(d.Clock.Now()); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return d.stop()
+			case <-d.Clock.After(wait):
+			}
+		}
+		select {
+		case <-d.trigger: // asked for before this pass began, which reads what it was asked for
+		default:
 		}
 		start := d.Clock.Now()
 		wait, err := d.pass(ctx)
@@ -159,8 +170,32 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		if wait > 0 {
 			statusDue = d.Clock.After(wait)
 		}
-		metrics.DispatchPass(d.Clock.Since(start))
+		took := d.Clock.Since(start)
+		earliest = d.Clock.Now().Add(passGap(took))
+		metrics.DispatchPass(took)
 	}
+}
+
+// stop waits for the writes in flight, which the canceled context ends.
+func (d *Dispatcher) stop() error {
+	for range d.Writers {
+		d.writers <- struct{}{}
+	}
+	return nil
+}
+
+// passPacing and maxPassGap pace the passes: after a pass, the next waits passPacing times as long as it
+// took, up to maxPassGap. Passes then take at most a fifth of the time of a core, however many events
+// come in, and a pass over a deep queue, which costs the most, acts on the more changes at once. On a
+// shallow queue a pass takes about a millisecond, and so does the gap.
+const (
+	passPacing = 4
+	maxPassGap = time.Second
+)
+
+// passGap is how long after a pass that took took the next one may start.
+func passGap(took time.Duration) time.Duration {
+	return min(passPacing*took, maxPassGap)
 }
 
 // pass runs one dispatch pass and says when the statuses it held back are due.

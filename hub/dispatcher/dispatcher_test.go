@@ -124,12 +124,7 @@ func (h *harness) pass() {
 	if _, err := h.d.pass(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
-	for range h.d.Writers {
-		h.d.writers <- struct{}{}
-	}
-	for range h.d.Writers {
-		<-h.d.writers
-	}
+	waitForSlots(h.t, h.d)
 }
 
 func (h *harness) status(name string) gantry.WorkloadStatus {
@@ -513,6 +508,91 @@ func TestVerdictStands(t *testing.T) {
 	for name, tc := range cases {
 		if got := verdictStands(&tc.c); got != tc.want {
 			t.Errorf("%s: verdictStands = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// Passes pace themselves: a pass that took 10 ms is followed, however soon it is asked for, by the next
+// only passPacing times as long after it; the triggers meanwhile coalesce into that one.
+func TestPassesArePaced(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := gantry.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	const took = 10 * time.Millisecond
+	var mu sync.Mutex
+	passes := 0
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*gantry.WorkerClusterList); ok { // once a pass
+				clock.Step(took)
+				mu.Lock()
+				passes++
+				mu.Unlock()
+			}
+			return c.List(ctx, list, opts...)
+		}}).Build()
+	d := &Dispatcher{Client: c, Copies: fakeCopies{}, Recorder: events.NewFakeRecorder(10), Clock: clock, Resync: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Start(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	passesAre := func(want int) {
+		t.Helper()
+		for i := 0; ; i++ {
+			mu.Lock()
+			n := passes
+			mu.Unlock()
+			if n == want {
+				return
+			}
+			if i == 1000 {
+				t.Fatalf("%d passes, want %d", n, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitersAre := func(want int) {
+		t.Helper()
+		for i := 0; clock.Waiters() != want; i++ {
+			if i == 1000 {
+				t.Fatalf("%d waiting on the clock, want %d", clock.Waiters(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	passesAre(1)  // the first pass, at the start
+	waitersAre(1) // the resync's ticker
+	d.Trigger()
+	d.Trigger()
+	waitersAre(2) // and the gap after the first pass
+	clock.Step(passPacing*took - time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	passesAre(1)
+	clock.Step(time.Millisecond)
+	passesAre(2)
+	waitersAre(2) // the ticker, and the pass that writes the queue statuses held back
+	time.Sleep(100 * time.Millisecond)
+	passesAre(2) // the two triggers made one pass
+}
+
+func TestPassGap(t *testing.T) {
+	for _, tc := range []struct{ took, want time.Duration }{
+		{0, 0},
+		{time.Millisecond, passPacing * time.Millisecond},
+		{100 * time.Millisecond, passPacing * 100 * time.Millisecond},
+		{time.Minute, maxPassGap},
+	} {
+		if got := passGap(tc.took); got != tc.want {
+			t.Errorf("passGap(%v) = %v, want %v", tc.took, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -20,14 +22,20 @@ import (
 // changes the counts, and the counts are for people, not for the dispatch path.
 const queueStatusInterval = time.Second
 
-// statusesDue says how long until queue and cohort statuses are due again; 0 or less: they are.
+// statusesDue says how long until queue and cohort statuses are due again; 0 or less: they are. While
+// the last ones are being written they are not due: the pass after them writes what changed meanwhile.
 func (d *Dispatcher) statusesDue() time.Duration {
+	if d.statusesInFlight.Load() {
+		return queueStatusInterval
+	}
 	return queueStatusInterval - d.Clock.Now().Sub(d.lastQueueStatus)
 }
 
 // writeStatuses publishes counts and usage on GlobalQueues and Queues, and each Cohort's place in the
-// tree, from the snapshot's usage. Without a usage (the statuses were not due when the pass began) it
-// writes nothing and returns how long to wait before a pass should write them.
+// tree, from the snapshot's usage. The pass works out which statuses changed; their writes go to a writer
+// slot, one after another, so that a pass never waits on the API server (under load, a few dozen status
+// writes in a row held each pass for seconds). Without a usage (the statuses were not due when the pass
+// began) it writes nothing and returns how long to wait before a pass should write them.
 func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, in *built, usage *dispatch.Usage) time.Duration {
 	if usage == nil {
 		return max(d.statusesDue(), time.Millisecond)
@@ -36,44 +44,57 @@ func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, in *built,
 	d.lastQueueStatus = now
 	snap := in.snap
 	globals, locals := queueStatuses(in, usage.Queues)
-	// A write fails with a conflict when the cache has not seen this object's last write yet; it is
-	// retried after the interval rather than left stale until the next resync.
-	failed := d.writeGlobalQueueStatuses(ctx, st.globals, globals, snap)
-	failed = d.writeLocalQueueStatuses(ctx, st.queues, locals, snap) || failed
-	failed = d.writeCohortStatuses(ctx, st.cohorts, cohortStatuses(st.cohorts, snap, usage.Cohorts, metav1.NewTime(now))) || failed
-	if failed {
-		return queueStatusInterval
+	changed := changedGlobalQueues(st.globals, globals, snap)
+	changed = append(changed, changedQueues(st.queues, locals, snap)...)
+	changed = append(changed, changedCohorts(st.cohorts, cohortStatuses(st.cohorts, snap, usage.Cohorts, metav1.NewTime(now)))...)
+	if len(changed) > 0 {
+		d.statusesInFlight.Store(true)
+		d.startInSlot(ctx, deferred, func() { d.writeStatusesInSlot(ctx, changed) })
 	}
 	return 0
 }
 
-// writeGlobalQueueStatuses writes the GlobalQueues whose status differs from want; it says whether a
-// write failed.
-func (d *Dispatcher) writeGlobalQueueStatuses(ctx context.Context, gqs []gantry.GlobalQueue, want map[string]gantry.GlobalQueueStatus, snap *dispatch.Snapshot) bool {
+// writeStatusesInSlot writes the statuses a pass found changed. A write that fails (a conflict: the cache
+// had not seen the last one) is retried by a pass after the interval rather than left stale until the
+// next resync.
+func (d *Dispatcher) writeStatusesInSlot(ctx context.Context, objs []client.Object) {
 	failed := false
+	for _, obj := range objs {
+		if err := d.Client.Status().Update(ctx, obj); err != nil {
+			failed = true
+			ctrllog.FromContext(ctx).V(2).Info("Writing status", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName(),
+				"namespace", obj.GetNamespace(), "err", err.Error())
+		}
+	}
+	d.statusesInFlight.Store(false)
+	if failed {
+		d.triggerAfter(queueStatusInterval)
+	}
+}
+
+// changedGlobalQueues are copies of the GlobalQueues whose status differs from want, carrying want.
+func changedGlobalQueues(gqs []gantry.GlobalQueue, want map[string]gantry.GlobalQueueStatus, snap *dispatch.Snapshot) []client.Object {
+	var out []client.Object
 	for i := range gqs {
-		gq := gqs[i].DeepCopy() // the pass read the cache's own objects
+		gq := &gqs[i] // the cache's own object: read, never changed
 		status := want[gq.Name]
 		status.Conditions = slices.Clone(gq.Status.Conditions) // set apart, or the change would not show
 		apimeta.SetStatusCondition(&status.Conditions, activeCondition(gq, snap))
 		if equality.Semantic.DeepEqual(gq.Status, status) {
 			continue
 		}
-		gq.Status = status
-		if err := d.Client.Status().Update(ctx, gq); err != nil {
-			failed = true
-			ctrllog.FromContext(ctx).V(2).Info("Writing GlobalQueue status", "globalQueue", gq.Name, "err", err.Error())
-		}
+		changed := gq.DeepCopy()
+		changed.Status = status
+		out = append(out, changed)
 	}
-	return failed
+	return out
 }
 
-// writeLocalQueueStatuses writes the Queues whose status differs from want; it says whether a write
-// failed.
-func (d *Dispatcher) writeLocalQueueStatuses(ctx context.Context, qs []gantry.Queue, want map[string]gantry.QueueStatus, snap *dispatch.Snapshot) bool {
-	failed := false
+// changedQueues are copies of the Queues whose status differs from want, carrying want.
+func changedQueues(qs []gantry.Queue, want map[string]gantry.QueueStatus, snap *dispatch.Snapshot) []client.Object {
+	var out []client.Object
 	for i := range qs {
-		q := qs[i].DeepCopy()
+		q := &qs[i]
 		status := want[q.Namespace+"/"+q.Name]
 		status.Conditions = slices.Clone(q.Status.Conditions)
 		cond := metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "GlobalQueue " + q.Spec.GlobalQueue + " exists"}
@@ -84,30 +105,26 @@ func (d *Dispatcher) writeLocalQueueStatuses(ctx context.Context, qs []gantry.Qu
 		if equality.Semantic.DeepEqual(q.Status, status) {
 			continue
 		}
-		q.Status = status
-		if err := d.Client.Status().Update(ctx, q); err != nil {
-			failed = true
-			ctrllog.FromContext(ctx).V(2).Info("Writing Queue status", "queue", q.Namespace+"/"+q.Name, "err", err.Error())
-		}
+		changed := q.DeepCopy()
+		changed.Status = status
+		out = append(out, changed)
 	}
-	return failed
+	return out
 }
 
-// writeCohortStatuses writes the Cohorts whose status differs from want; it says whether a write failed.
-func (d *Dispatcher) writeCohortStatuses(ctx context.Context, cohorts []gantry.Cohort, want map[string]gantry.CohortStatus) bool {
-	failed := false
+// changedCohorts are copies of the Cohorts whose status differs from want, carrying want.
+func changedCohorts(cohorts []gantry.Cohort, want map[string]gantry.CohortStatus) []client.Object {
+	var out []client.Object
 	for i := range cohorts {
-		c := cohorts[i].DeepCopy()
+		c := &cohorts[i]
 		if equality.Semantic.DeepEqual(c.Status, want[c.Name]) {
 			continue
 		}
-		c.Status = want[c.Name]
-		if err := d.Client.Status().Update(ctx, c); err != nil {
-			failed = true
-			ctrllog.FromContext(ctx).V(2).Info("Writing Cohort status", "cohort", c.Name, "err", err.Error())
-		}
+		changed := c.DeepCopy()
+		changed.Status = want[c.Name]
+		out = append(out, changed)
 	}
-	return failed
+	return out
 }
 
 // cohortStatuses is the status each Cohort should have: its Active condition and what its tree lends,

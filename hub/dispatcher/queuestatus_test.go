@@ -42,17 +42,32 @@ func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 		}}).Build()
 	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	d := &Dispatcher{Client: c, Clock: clock}
+	d.init()
 	st := &hubState{globals: []gantry.GlobalQueue{*gq}}
 	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"w1"}}},
 		Clusters: map[string]dispatch.Cluster{"w1": {Name: "w1"}}}
 
-	if wait := d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap)); wait != queueStatusInterval {
-		t.Fatalf("after a failed write: wait %v, want a retry in %v", wait, queueStatusInterval)
+	d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
+	waitForSlots(t, d)
+	if conflicts != 0 {
+		t.Fatal("the status was not written")
 	}
-	clock.Step(queueStatusInterval)
-	if wait := d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap)); wait != 0 {
-		t.Fatalf("after a good write: wait %v, want none", wait)
+	select {
+	case <-d.trigger:
+		t.Fatal("a pass was asked for before the interval")
+	default:
 	}
+	stepWhenWaited(t, clock, queueStatusInterval)
+	select {
+	case <-d.trigger:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no pass was asked for %v after the failed write", queueStatusInterval)
+	}
+	if due := d.statusesDue(); due > 0 {
+		t.Fatalf("statuses due in %v after the interval, want now", due)
+	}
+	d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
+	waitForSlots(t, d)
 	var got gantry.GlobalQueue
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(gq), &got); err != nil {
 		t.Fatal(err)
@@ -130,26 +145,27 @@ func TestCohortStatusIsWrittenWhenItChanges(t *testing.T) {
 		}}).Build()
 	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	d := &Dispatcher{Client: c, Clock: clock}
-	write := func() time.Duration {
+	d.init()
+	write := func() {
 		var list gantry.CohortList
 		if err := c.List(ctx, &list); err != nil {
 			t.Fatal(err)
 		}
 		st := &hubState{cohorts: list.Items}
 		snap := &dispatch.Snapshot{Cohorts: cohortsOf(list.Items)}
-		wait := d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap))
+		d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap))
+		waitForSlots(t, d)
 		clock.Step(queueStatusInterval)
-		return wait
 	}
 
-	if wait := write(); wait != queueStatusInterval || writes != 2 {
-		t.Fatalf("after a conflict: wait %v, %d writes; want a retry in %v after 2", wait, writes, queueStatusInterval)
+	if write(); writes != 2 {
+		t.Fatalf("after a conflict: %d writes, want 2", writes)
 	}
-	if wait := write(); wait != 0 || writes != 3 {
-		t.Fatalf("the retry: wait %v, %d writes; want none and 3", wait, writes)
+	if write(); writes != 3 {
+		t.Fatalf("the retry: %d writes, want 3", writes)
 	}
-	if wait := write(); wait != 0 || writes != 3 {
-		t.Fatalf("with nothing changed: wait %v, %d writes; want none and still 3", wait, writes)
+	if write(); writes != 3 {
+		t.Fatalf("with nothing changed: %d writes, want still 3", writes)
 	}
 	for _, name := range []string{"x", "y"} {
 		var got gantry.Cohort
@@ -179,11 +195,11 @@ func TestAQueueConditionThatAloneChangesIsWritten(t *testing.T) {
 			Reason: gantry.ReasonReady, Message: "GlobalQueue deleted exists"}}}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gq, q).WithStatusSubresource(gq, q).Build()
 	d := &Dispatcher{Client: c, Clock: clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))}
+	d.init()
 	st := &hubState{globals: []gantry.GlobalQueue{*gq}, queues: []gantry.Queue{*q}}
 	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"gone"}}}}
-	if wait := d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap)); wait != 0 {
-		t.Fatalf("wait %v, want none", wait)
-	}
+	d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap))
+	waitForSlots(t, d)
 	var gotGQ gantry.GlobalQueue
 	if err := c.Get(ctx, client.ObjectKeyFromObject(gq), &gotGQ); err != nil {
 		t.Fatal(err)
@@ -201,6 +217,72 @@ func TestAQueueConditionThatAloneChangesIsWritten(t *testing.T) {
 	if st.globals[0].Status.Conditions[0].Status != metav1.ConditionTrue {
 		t.Errorf("the cache's GlobalQueue was changed: %+v", st.globals[0].Status.Conditions)
 	}
+}
+
+// A pass hands the queue statuses it finds changed to a writer slot and does not wait for them: while
+// they are being written the statuses are not due, so no second set races the first, and the pass after
+// them is free to write again.
+func TestAPassDoesNotWaitForQueueStatuses(t *testing.T) {
+	ctx := context.Background()
+	s := runtime.NewScheme()
+	if err := gantry.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}}
+	release := make(chan struct{})
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gq).WithStatusSubresource(gq).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			<-release // an API server that does not answer yet
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}).Build()
+	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	d := &Dispatcher{Client: c, Clock: clock}
+	d.init()
+	st := &hubState{globals: []gantry.GlobalQueue{*gq}}
+	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus"}}}
+
+	returned := make(chan time.Duration)
+	go func() { returned <- d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap)) }()
+	select {
+	case wait := <-returned:
+		if wait != 0 {
+			t.Errorf("wait %v, want none", wait)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("writeStatuses waited for the API server")
+	}
+	clock.Step(2 * queueStatusInterval)
+	if due := d.statusesDue(); due <= 0 {
+		t.Errorf("statuses due while the last ones are being written")
+	}
+	if wait := d.writeStatuses(ctx, st, &built{snap: snap}, nil); wait != queueStatusInterval {
+		t.Errorf("a pass while they are written: wait %v, want %v", wait, queueStatusInterval)
+	}
+	close(release)
+	waitForSlots(t, d)
+	if due := d.statusesDue(); due > 0 {
+		t.Errorf("statuses due in %v once written, want now", due)
+	}
+	var got gantry.GlobalQueue
+	if err := c.Get(ctx, client.ObjectKeyFromObject(gq), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, gantry.QueueActive) {
+		t.Errorf("GlobalQueue status %+v, want Active", got.Status)
+	}
+}
+
+// stepWhenWaited steps the clock once something waits on it.
+func stepWhenWaited(t *testing.T, clock *clocktesting.FakeClock, d time.Duration) {
+	t.Helper()
+	for i := 0; !clock.HasWaiters(); i++ {
+		if i == 1000 {
+			t.Fatal("nothing waits on the clock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	clock.Step(d)
 }
 
 func usageOf(snap *dispatch.Snapshot) *dispatch.Usage {
