@@ -73,6 +73,23 @@ type Referrer interface {
 	WithReference(ref client.Object) Kind
 }
 
+// SuspendsFirst is a Kind whose controller makes a job's children anew whenever it finds them gone,
+// also while the job is being deleted (the trainer applies a TrainJob's JobSet on every reconcile): a
+// job of it deleted pods first while it runs would start new pods as the old ones go. Gantry suspends
+// such a job, which stops its pods and keeps the children its controller makes from starting any,
+// before it deletes it.
+type SuspendsFirst interface {
+	Kind
+	// RemakesChildrenWhileDeleted marks the kind.
+	RemakesChildrenWhileDeleted()
+}
+
+// SuspendBeforeDeletion tells whether a running job of the kind is suspended before it is deleted.
+func SuspendBeforeDeletion(k Kind) bool {
+	_, ok := k.(SuspendsFirst)
+	return ok
+}
+
 // PodSet is one group of identical pods of a job.
 type PodSet struct {
 	// Name is unique in the job: "main" for a Job, the replicated job's name for a JobSet.

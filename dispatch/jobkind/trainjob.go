@@ -60,6 +60,10 @@ func (TrainJob) New() client.Object { return &trainer.TrainJob{} }
 // NewList implements Kind.
 func (TrainJob) NewList() client.ObjectList { return &trainer.TrainJobList{} }
 
+// RemakesChildrenWhileDeleted implements SuspendsFirst: the trainer applies a TrainJob's JobSet on
+// every reconcile, also while the TrainJob is being deleted.
+func (TrainJob) RemakesChildrenWhileDeleted() {}
+
 // Held implements Kind. The trainer's CRD lets spec.managedBy name only the trainer or MultiKueue, so
 // a TrainJob is held by spec.suspend, as a RayJob is.
 func (TrainJob) Held(obj client.Object) (bool, string) {

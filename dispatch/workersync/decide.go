@@ -120,12 +120,23 @@ func (d *decider) withdraw(c Cluster) {
 		d.worker(Delete, c.Name, cp)
 	}
 	if job := d.myJob(c); job != nil {
-		op := DeleteForeground
 		if jobkind.Of(d.wl).State(job).Finished {
-			op = Delete
+			d.worker(Delete, c.Name, job)
+		} else {
+			d.stopJob(c.Name, job)
 		}
-		d.worker(op, c.Name, job)
 	}
+}
+
+// stopJob deletes a job that may run pods first, so that once it is gone nothing of it runs. A job of
+// a kind whose controller makes its children anew while it goes (jobkind.SuspendsFirst) is suspended
+// first, and deleted once the cache shows it suspended: the children made meanwhile start no pods.
+func (d *decider) stopJob(cluster string, job client.Object) {
+	if k := jobkind.Of(d.wl); jobkind.SuspendBeforeDeletion(k) && !k.State(job).Suspended {
+		d.worker(Suspend, cluster, job)
+		return
+	}
+	d.worker(DeleteForeground, cluster, job)
 }
 
 // syncCopies makes the connected clusters hold exactly the copies of the current nomination. A copy of
@@ -138,7 +149,7 @@ func (d *decider) syncCopies() {
 		nominated := st.DispatchEpoch > 0 && slices.Contains(st.NominatedClusters, c.Name)
 		if job := d.myJob(c); job != nil {
 			// No winner, so nothing of it may run (an eviction waits for its Job to go).
-			d.worker(DeleteForeground, c.Name, job)
+			d.stopJob(c.Name, job)
 		}
 		cp := d.myCopy(c)
 		switch {
@@ -355,7 +366,7 @@ func (d *decider) mirror(w Cluster, job client.Object) {
 // dispatches it in a new epoch.
 func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 	if job := d.myJob(w); job != nil {
-		d.worker(DeleteForeground, w.Name, job)
+		d.stopJob(w.Name, job)
 		d.plan.requeue(DeletionPoll)
 		return
 	}
@@ -371,7 +382,7 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 // GPUs at once.
 func (d *decider) evictForPreemption(w Cluster, p *gantry.Preemption) {
 	if job := d.myJob(w); job != nil {
-		d.worker(DeleteForeground, w.Name, job)
+		d.stopJob(w.Name, job)
 		d.plan.requeue(DeletionPoll)
 		return
 	}

@@ -1,6 +1,7 @@
 package workersync
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -420,4 +424,59 @@ func mirrorOfStarted(edit func(*batchv1.JobStatus), ago time.Duration) View {
 	v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
 	v.LastMirror = &Mirror{At: now.Add(-ago), Replaced: "9"}
 	return v
+}
+
+// A running TrainJob is suspended before it is deleted pods first: the trainer makes its JobSet anew
+// while it goes, and only a suspended TrainJob's JobSet starts no pods. One that ended goes in the
+// background, as any job.
+func TestARunningTrainJobIsSuspendedBeforeItGoes(t *testing.T) {
+	trainJob := func(suspended, complete bool) *trainer.TrainJob {
+		tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "tj-uid", Labels: labels(uid, 2)},
+			Spec: trainer.TrainJobSpec{Suspend: ptr.To(suspended)}}
+		if complete {
+			tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
+		}
+		return tj
+	}
+	hubTrainJob := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "job-uid"},
+		Spec: trainer.TrainJobSpec{Suspend: ptr.To(true)}}
+	on := func(tj *trainer.TrainJob) Cluster {
+		c := up("w1")
+		c.Job = tj
+		return c
+	}
+	deleting := workload().nominated(2, "w1").winner("w1").jobCreated().deleting()
+	preempted := workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2)
+	cases := map[string]struct {
+		wl     *gantry.Workload
+		hubJob client.Object
+		remote *trainer.TrainJob
+		want   string
+	}{
+		"deleted while it runs: suspended first": {deleting.obj(), nil, trainJob(false, false),
+			"Suspend w1 TrainJob ns/train uid=wl-uid epoch=2"},
+		"deleted, once suspended: deleted pods first": {deleting.obj(), nil, trainJob(true, false),
+			"DeleteForeground w1 TrainJob ns/train uid=wl-uid epoch=2"},
+		"deleted after it ended: deleted in the background": {workload().nominated(2, "w1").winner("w1").jobCreated().finished().deleting().obj(),
+			nil, trainJob(false, true), "Delete w1 TrainJob ns/train uid=wl-uid epoch=2"},
+		"preempted while it runs: suspended first": {preempted.obj(), hubTrainJob, trainJob(false, false),
+			"Suspend w1 TrainJob ns/train uid=wl-uid epoch=2"},
+		"preempted, once suspended: deleted pods first": {preempted.obj(), hubTrainJob, trainJob(true, false),
+			"DeleteForeground w1 TrainJob ns/train uid=wl-uid epoch=2"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.wl.Spec.JobKind = gantry.JobKindTrainJob
+			v := View{Now: now, Workload: tc.wl, HubJob: tc.hubJob, Clusters: map[string]Cluster{"w1": on(tc.remote)}}
+			var got []string
+			for _, a := range Decide(v).Worker {
+				if _, isCopy := a.Object.(*gantry.Workload); !isCopy {
+					got = append(got, a.String())
+				}
+			}
+			if !slices.Equal(got, []string{tc.want}) {
+				t.Errorf("writes to the TrainJob %q, want [%s]", got, tc.want)
+			}
+		})
+	}
 }

@@ -102,6 +102,9 @@ const (
 	DeleteForeground Op = "DeleteForeground"
 	// Resume lifts the suspension the agent put on a Job when the hub's lease lapsed.
 	Resume Op = "Resume"
+	// Suspend suspends a job that is to be deleted pods first, which stops its pods: for a kind whose
+	// controller makes the job's children anew while it is deleted (jobkind.SuspendsFirst).
+	Suspend Op = "Suspend"
 )
 
 // WorkerAction is one write to one worker. Deletes name exactly the object read (UID precondition).

@@ -442,6 +442,8 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 		return r.createJob(ctx, w, wl, a)
 	case workersync.Resume:
 		return false, resume(ctx, w, a.Cluster, a.Object)
+	case workersync.Suspend:
+		return false, suspend(ctx, w, a.Cluster, a.Object)
 	default:
 		deleted, err := deleteExact(ctx, w, a.Cluster, a.Object, a.Op == workersync.DeleteForeground)
 		if deleted {
@@ -686,6 +688,16 @@ func resume(ctx context.Context, w remote.Worker, cluster string, obj client.Obj
 	err := w.Writer().Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("resuming job %s on %s: %w", client.ObjectKeyFromObject(obj), cluster, err)
+	}
+	return nil
+}
+
+// suspend suspends a job before it is deleted, guarded by its UID so that only that job is changed.
+func suspend(ctx context.Context, w remote.Worker, cluster string, obj client.Object) error {
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"suspend":true}}`, obj.GetUID())
+	err := w.Writer().Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("suspending job %s on %s before deleting it: %w", client.ObjectKeyFromObject(obj), cluster, err)
 	}
 	return nil
 }

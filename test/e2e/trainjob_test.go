@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,107 @@ func TestATrainJobRunsOnOneWorkerUnderTheTrainer(t *testing.T) {
 	})
 
 	trainJobOnWinnerOnly(t, history, ns, winner, tj.Name)
+}
+
+// A TrainJob deleted on the hub while its pods run goes from its worker with its JobSet, Jobs and pods,
+// and no pod of it starts again there while it goes: the trainer makes a TrainJob's JobSet anew
+// whenever it finds none, also while the TrainJob is being deleted, so pods deleted first would be
+// replaced by new ones unless the TrainJob is suspended first. Over the whole history (the workers'
+// etcd) the TrainJob was created once, everything of it on the winner only, and its two pods were the
+// only ones.
+func TestATrainJobDeletedWhileItRunsDoesNotStartAgain(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "trainjob-running")
+	dumpOnFailure(t, ns)
+	hub := trainerClient(t, tb.Hub)
+	history := watchObjects(t, ns, "trainer.kubeflow.org", "jobset.x-k8s.io")
+	tj := makeTrainJob(ns, "long", 2)
+	tj.Spec.PodTemplateOverrides = []trainer.PodTemplateOverride{{
+		TargetJobs: []trainer.PodTemplateOverrideTargetJob{{Name: "node"}},
+		Metadata: &metav1.ObjectMeta{Annotations: map[string]string{
+			"pod-complete.stage.kwok.x-k8s.io/delay": "10m", "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "10m"}},
+	}}
+	if err := hub.Create(ctx, tj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), tj) })
+
+	winner := trainJobRunning(t, tj)
+	worker := trainerClient(t, tb.Worker(winner))
+	deleted := time.Now()
+	if err := hub.Delete(ctx, tj); err != nil {
+		t.Fatal(err)
+	}
+	trainerObjectsGone(t, worker, tj)
+	t.Logf("the running TrainJob, its JobSet, Jobs and pods gone from %s %s after the hub's TrainJob was deleted", winner, since(deleted))
+	trainJobRanOnceOn(t, history, ns, winner, tj.Name)
+}
+
+// trainJobRanOnceOn checks the whole history of the namespace on the workers, for a TrainJob taken away
+// while it ran: the TrainJob was created once, on the winner; what the trainer made of it (its JobSet,
+// Jobs, and those it made anew while the TrainJob went, suspended) only there; and its two pods were the
+// only pods of the namespace, on the winner, none started in their place.
+func trainJobRanOnceOn(t *testing.T, history *groupObjects, ns, winner, name string) {
+	t.Helper()
+	created := history.created(t)
+	if clusters := created["trainjobs/"+name]; !slices.Equal(clusters, []string{winner}) {
+		t.Errorf("TrainJob %s created on %v, want once on %s", name, clusters, winner)
+	}
+	for obj, clusters := range created {
+		if slices.ContainsFunc(clusters, func(c string) bool { return c != winner }) {
+			t.Errorf("%s created on %v, want on %s only", obj, clusters, winner)
+		}
+	}
+	for job, clusters := range auditJobs(t, ns).created {
+		if slices.ContainsFunc(clusters, func(c string) bool { return c != winner }) {
+			t.Errorf("Job %s created on %v, want on %s only", job, clusters, winner)
+		}
+	}
+	checkOneRun(t, ns)
+	pods := map[string]bool{}
+	for _, p := range audit.Pods(ns) {
+		if p.Cluster != winner || p.PodSet != "node" {
+			t.Errorf("pod %s of pod set %q on %s", p.Name, p.PodSet, p.Cluster)
+		}
+		pods[p.Name] = true
+	}
+	if len(pods) != 2 {
+		t.Errorf("the ledger recorded pods %v, want the 2 that ran and no other", slices.Sorted(maps.Keys(pods)))
+	}
+}
+
+// trainJobRunning waits until the TrainJob's Workload has a winner and both of its pods run there; it
+// returns the winner.
+func trainJobRunning(t *testing.T, tj *trainer.TrainJob) string {
+	t.Helper()
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: tj.Namespace, Name: jobkind.WorkloadName(jobkind.TrainJob{}, tj.Name)}
+	var winner string
+	eventually(t, "the TrainJob's pods running on its winner", 3*time.Minute, poll, func() error {
+		var wl gantry.Workload
+		if err := tb.Hub.Client.Get(ctx, key, &wl); err != nil {
+			return err
+		}
+		if winner = wl.Status.ClusterName; winner == "" {
+			return fmt.Errorf("no winner yet: %s", conditions(wl.Status.Conditions))
+		}
+		var pods corev1.PodList
+		if err := tb.Worker(winner).Client.List(ctx, &pods, client.InNamespace(tj.Namespace),
+			client.MatchingLabels{"jobset.sigs.k8s.io/jobset-name": tj.Name}); err != nil {
+			return err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if running != 2 {
+			return fmt.Errorf("%d of %d pods running on %s", running, len(pods.Items), winner)
+		}
+		return nil
+	})
+	return winner
 }
 
 // makeTrainJob builds a TrainJob of the testbed's runtime for the test Queue: nodes pods with one GPU each.
