@@ -145,10 +145,16 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 // changes, and requeues the Workloads
 // of a cluster fenced or unfenced.
 func (h *Hub) watch(mgr ctrl.Manager) error {
-	// Any change the dispatcher decides over asks for a pass.
+	// Any change the dispatcher decides over asks for a pass; the queues' statuses it writes itself do not.
 	trigger := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { h.Dispatcher.Trigger() },
-		UpdateFunc: func(any, any) { h.Dispatcher.Trigger() },
+		AddFunc: func(any) { h.Dispatcher.Trigger() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(client.Object)
+			n, ok2 := newObj.(client.Object)
+			if !ok1 || !ok2 || dispatcher.ChangesAPass(o, n) {
+				h.Dispatcher.Trigger()
+			}
+		},
 		DeleteFunc: func(any) { h.Dispatcher.Trigger() },
 	}
 	wlInformer, err := mgr.GetCache().GetInformer(context.Background(), &gantry.Workload{})

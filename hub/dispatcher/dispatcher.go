@@ -139,7 +139,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	resync := d.Clock.NewTicker(d.Resync)
 	defer resync.Stop()
 	var statusDue <-chan time.Time // a pass to write statuses that the last pass held back
-	var earliest time.Time         // of the next pass (passGap)
+	budget := passBudget{left: passBurst, at: d.Clock.Now()}
 	d.Trigger()
 	for {
 		select {
@@ -149,7 +149,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		case <-resync.C():
 		case <-statusDue:
 		}
-		if wait := earliest.Sub(d.Clock.Now()); wait > 0 {
+		if wait := budget.wait(d.Clock.Now()); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return d.stop()
@@ -171,7 +171,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			statusDue = d.Clock.After(wait)
 		}
 		took := d.Clock.Since(start)
-		earliest = d.Clock.Now().Add(passGap(took))
+		budget.spend(d.Clock.Now(), took)
 		metrics.DispatchPass(took)
 	}
 }
@@ -184,18 +184,42 @@ func (d *Dispatcher) stop() error {
 	return nil
 }
 
-// passPacing and maxPassGap pace the passes: after a pass, the next waits passPacing times as long as it
-// took, up to maxPassGap. Passes then take at most a fifth of the time of a core, however many events
-// come in, and a pass over a deep queue, which costs the most, acts on the more changes at once. On a
-// shallow queue a pass takes about a millisecond, and so does the gap.
+// Passes run at once when asked for, as long as they took no more than passDuty of the time, over
+// bursts of up to passBurst of passes; beyond that the next waits. However many events come in,
+// passes then take at most a quarter of a core, and a pass over a deep queue acts on more changes at
+// once; a single job, or a probe of a deep queue at rest, finds its passes unpaced.
 const (
-	passPacing = 4
-	maxPassGap = time.Second
+	passDuty  = 0.25
+	passBurst = 500 * time.Millisecond
 )
 
-// passGap is how long after a pass that took took the next one may start.
-func passGap(took time.Duration) time.Duration {
-	return min(passPacing*took, maxPassGap)
+// passBudget is the time passes may still take before the next one has to wait: it fills at passDuty
+// of the time passing, up to passBurst, and each pass takes what it took.
+type passBudget struct {
+	left time.Duration
+	at   time.Time // when left was last brought up to date
+}
+
+func (b *passBudget) refill(now time.Time) {
+	if now.After(b.at) {
+		b.left = min(passBurst, b.left+time.Duration(passDuty*float64(now.Sub(b.at))))
+		b.at = now
+	}
+}
+
+// wait is how long the next pass has to wait, at now, for the budget to be back to zero.
+func (b *passBudget) wait(now time.Time) time.Duration {
+	b.refill(now)
+	if b.left >= 0 {
+		return 0
+	}
+	return time.Duration(float64(-b.left) / passDuty)
+}
+
+// spend takes a pass that took took, ending at now, from the budget.
+func (b *passBudget) spend(now time.Time, took time.Duration) {
+	b.refill(now)
+	b.left -= took
 }
 
 // pass runs one dispatch pass and says when the statuses it held back are due.

@@ -512,8 +512,9 @@ func TestVerdictStands(t *testing.T) {
 	}
 }
 
-// Passes pace themselves: a pass that took 10 ms is followed, however soon it is asked for, by the next
-// only passPacing times as long after it; the triggers meanwhile coalesce into that one.
+// Passes run at once while they have taken little of the time, and wait once they took more than their
+// share: each pass here takes 200 ms; four in a row spend the burst, and the fifth waits until a quarter
+// of the time makes up for what the fourth overdrew. Triggers meanwhile coalesce into it.
 func TestPassesArePaced(t *testing.T) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -523,7 +524,7 @@ func TestPassesArePaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	const took = 10 * time.Millisecond
+	const took = 200 * time.Millisecond
 	var mu sync.Mutex
 	passes := 0
 	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
@@ -569,30 +570,50 @@ func TestPassesArePaced(t *testing.T) {
 		}
 	}
 
-	passesAre(1)  // the first pass, at the start
-	waitersAre(1) // the resync's ticker
+	passesAre(1) // the first pass, at the start
+	for n := 2; n <= 4; n++ {
+		d.Trigger()
+		passesAre(n) // the burst: 500 ms of passes, and what a quarter of their time adds to it
+	}
+	time.Sleep(100 * time.Millisecond) // the fourth pass ends, and waits for its statuses' interval
+	waiting := clock.Waiters()
 	d.Trigger()
 	d.Trigger()
-	waitersAre(2) // and the gap after the first pass
-	clock.Step(passPacing*took - time.Millisecond)
+	// The fifth pass waits: 500 ms, less 4 x 200 ms of passes, plus a quarter of the 600 ms since the first
+	// ended, leaves -150 ms, which a quarter of the next 600 ms makes up.
+	waitersAre(waiting + 1)
+	clock.Step(600*time.Millisecond - time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
-	passesAre(1)
+	passesAre(4)
 	clock.Step(time.Millisecond)
-	passesAre(2)
-	waitersAre(2) // the ticker, and the pass that writes the queue statuses held back
+	passesAre(5)
 	time.Sleep(100 * time.Millisecond)
-	passesAre(2) // the two triggers made one pass
+	passesAre(5) // the two triggers made one pass
 }
 
-func TestPassGap(t *testing.T) {
-	for _, tc := range []struct{ took, want time.Duration }{
-		{0, 0},
-		{time.Millisecond, passPacing * time.Millisecond},
-		{100 * time.Millisecond, passPacing * 100 * time.Millisecond},
-		{time.Minute, maxPassGap},
+func TestPassBudget(t *testing.T) {
+	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	type pass struct{ at, took, wantWait time.Duration }
+	for name, passes := range map[string][]pass{
+		"short passes never wait": {{0, time.Millisecond, 0}, {time.Millisecond, time.Millisecond, 0}, {2 * time.Millisecond, time.Millisecond, 0}},
+		"a burst, then the duty": {
+			{0, 400 * time.Millisecond, 0},                      // 500 (full, nothing added) - 400 = 100
+			{400 * time.Millisecond, 400 * time.Millisecond, 0}, // 100 + 100 - 400 = -200: 800 ms to make up
+			{800 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond},
+		},
+		"idle refills up to the burst": {
+			{0, 600 * time.Millisecond, 0},         // 500 (full, nothing added) - 600 = -100
+			{time.Hour, 600 * time.Millisecond, 0}, // full again
+		},
 	} {
-		if got := passGap(tc.took); got != tc.want {
-			t.Errorf("passGap(%v) = %v, want %v", tc.took, got, tc.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			b := passBudget{left: passBurst, at: start}
+			for i, p := range passes {
+				if got := b.wait(start.Add(p.at)); got != p.wantWait {
+					t.Fatalf("pass %d at %v: wait %v, want %v", i, p.at, got, p.wantWait)
+				}
+				b.spend(start.Add(p.at+p.wantWait+p.took), p.took)
+			}
+		})
 	}
 }

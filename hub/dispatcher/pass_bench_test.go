@@ -66,6 +66,7 @@ func benchPass(b *testing.B, d *Dispatcher, workloads []*gantry.Workload, step t
 	if _, err := d.pass(ctx); err != nil { // the book takes in the Workloads, the queues their statuses
 		b.Fatal(err)
 	}
+	waitForSlots(b, d)
 	d.Client.(*benchClient).writes = 0
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -75,7 +76,7 @@ func benchPass(b *testing.B, d *Dispatcher, workloads []*gantry.Workload, step t
 			b.Fatal(err)
 		}
 		if n := len(d.writers); n != 0 {
-			b.Fatalf("a pass at rest started %d Workload writes", n)
+			b.Fatalf("a pass at rest started %d writes", n)
 		}
 		if n := d.Client.(*benchClient).writes; n != 0 {
 			b.Fatalf("a pass at rest wrote %d queue statuses", n)

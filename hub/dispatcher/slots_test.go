@@ -88,7 +88,7 @@ func TestAnEndedContextDropsQueuedTasks(t *testing.T) {
 }
 
 // waitForSlots waits until every slot is free, as the dispatcher's Start does when it stops.
-func waitForSlots(t *testing.T, d *Dispatcher) {
+func waitForSlots(t testing.TB, d *Dispatcher) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
