@@ -16,6 +16,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/test/scale/memworker"
+	"github.com/gantry-dev/gantry/test/scrape"
 )
 
 // connect starts the hub with no worker registered, then registers the real workers, then the
@@ -100,7 +101,7 @@ func watchesOn(ctx context.Context, w *apiServer) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.by("apiserver_longrunning_requests", "resource", "verb", "WATCH"), nil
+	return m.By("apiserver_longrunning_requests", "resource", "verb", "WATCH"), nil
 }
 
 // memory is the hub's resident set and Go heap after a collection.
@@ -134,7 +135,7 @@ func (f *fleet) fill(ctx context.Context, r *report) error {
 			return err
 		}
 		row.settled = time.Since(start)
-		before, err := scrapeHTTP(ctx, f.hub.metrics)
+		before, err := scrape.HTTP(ctx, f.hub.metrics)
 		if err != nil {
 			return err
 		}
@@ -144,11 +145,11 @@ func (f *fleet) fill(ctx context.Context, r *report) error {
 		if row.latencies, err = f.probe(ctx, depth); err != nil {
 			return err
 		}
-		after, err := scrapeHTTP(ctx, f.hub.metrics)
+		after, err := scrape.HTTP(ctx, f.hub.metrics)
 		if err != nil {
 			return err
 		}
-		row.passes = after.histogram(passMetric).since(before.histogram(passMetric))
+		row.passes = after.Histogram(passMetric).Since(before.Histogram(passMetric))
 		if row.memory, err = f.hubMemory(ctx); err != nil {
 			return err
 		}
@@ -156,7 +157,7 @@ func (f *fleet) fill(ctx context.Context, r *report) error {
 			f.writeProfile(ctx, "/debug/pprof/heap", filepath.Join(f.o.profiles, "heap.pprof"))
 		}
 		r.depths = append(r.depths, row)
-		logf("depth %d: probe p50 %s, pass mean %s", depth, percentile(row.latencies, 50), row.passes.mean())
+		logf("depth %d: probe p50 %s, pass mean %s", depth, percentile(row.latencies, 50), row.passes.Mean())
 	}
 	return nil
 }
@@ -184,11 +185,11 @@ func (f *fleet) settle(ctx context.Context, depth int) error {
 func (f *fleet) quiet(ctx context.Context) error {
 	last := -1.0
 	return poll(ctx, 30*time.Minute, 2*time.Second, func() error {
-		m, err := scrapeHTTP(ctx, f.hub.metrics)
+		m, err := scrape.HTTP(ctx, f.hub.metrics)
 		if err != nil {
 			return err
 		}
-		n := m.sum("gantry_hub_api_writes_total")
+		n := m.Sum("gantry_hub_api_writes_total")
 		if n != last {
 			last = n
 			return fmt.Errorf("the hub is still writing (%.0f writes so far)", n)
@@ -239,11 +240,11 @@ func (f *fleet) restart(ctx context.Context, r *report) error {
 	r.fullStart = time.Since(start)
 	f.profile(ctx, "restart.pprof")
 	if err := poll(ctx, 10*time.Minute, 100*time.Millisecond, func() error {
-		m, err := scrapeHTTP(ctx, f.hub.metrics)
+		m, err := scrape.HTTP(ctx, f.hub.metrics)
 		if err != nil {
 			return err
 		}
-		if m.histogram(passMetric).count == 0 {
+		if m.Histogram(passMetric).Count == 0 {
 			return fmt.Errorf("no dispatch pass yet")
 		}
 		return nil
@@ -272,11 +273,11 @@ func (f *fleet) restart(ctx context.Context, r *report) error {
 // quiet alone may end before that.
 func (f *fleet) caughtUp(ctx context.Context) error {
 	return poll(ctx, 30*time.Minute, time.Second, func() error {
-		m, err := scrapeHTTP(ctx, f.hub.metrics)
+		m, err := scrape.HTTP(ctx, f.hub.metrics)
 		if err != nil {
 			return err
 		}
-		if n := m.sum("workqueue_depth"); n > 0 {
+		if n := m.Sum("workqueue_depth"); n > 0 {
 			return fmt.Errorf("%.0f reconciles waiting", n)
 		}
 		return nil
@@ -288,7 +289,7 @@ type costs struct {
 	hub, agents usage // agents: the real workers' gantry-agent processes
 	// harness is this process: the in-memory workers with their agents, and the player.
 	harness    usage
-	hubMetrics families
+	hubMetrics scrape.Families
 	// realWrites are the mutating requests the real workers' API servers answered; memoryAgentWrites
 	// the writes of the in-memory workers' agents.
 	realWrites, memoryAgentWrites float64
@@ -308,7 +309,7 @@ func (f *fleet) costs(ctx context.Context) (costs, error) {
 	if c.harness, err = usageOf(os.Getpid()); err != nil {
 		return c, err
 	}
-	if c.hubMetrics, err = scrapeHTTP(ctx, f.hub.metrics); err != nil {
+	if c.hubMetrics, err = scrape.HTTP(ctx, f.hub.metrics); err != nil {
 		return c, err
 	}
 	for _, w := range f.real() {
@@ -326,10 +327,10 @@ func (f *fleet) costs(ctx context.Context) (costs, error) {
 }
 
 // writes adds an API server's mutating requests.
-func writes(m families) float64 {
+func writes(m scrape.Families) float64 {
 	total := 0.0
 	for _, verb := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"} {
-		total += m.sum("apiserver_request_total", "verb", verb)
+		total += m.Sum("apiserver_request_total", "verb", verb)
 	}
 	return total
 }
@@ -382,7 +383,11 @@ func (f *fleet) drain(ctx context.Context, r *report) error {
 // directory, when there is one.
 func (f *fleet) profile(ctx context.Context, file string) {
 	if f.o.profiles != "" {
-		go f.writeProfile(ctx, "/debug/pprof/profile?seconds=30", filepath.Join(f.o.profiles, file))
+		go func() {
+			f.profiling.Lock()
+			defer f.profiling.Unlock()
+			f.writeProfile(ctx, "/debug/pprof/profile?seconds=30", filepath.Join(f.o.profiles, file))
+		}()
 	}
 }
 
@@ -440,11 +445,11 @@ func (f *fleet) waiting(ctx context.Context) string {
 // counted cover each job's whole path.
 func (f *fleet) waitFinished(ctx context.Context, total int) error {
 	return poll(ctx, 30*time.Minute, 2*time.Second, func() error {
-		m, err := scrapeHTTP(ctx, f.hub.metrics)
+		m, err := scrape.HTTP(ctx, f.hub.metrics)
 		if err != nil {
 			return err
 		}
-		done := m.sum("gantry_hub_workloads_finished_total")
+		done := m.Sum("gantry_hub_workloads_finished_total")
 		if int(done) < total {
 			return fmt.Errorf("%.0f workloads finished", done)
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/gantry-dev/gantry/test/scrape"
 )
 
 // report is what a run measured.
@@ -44,7 +46,7 @@ type depthRow struct {
 	depth              int
 	submitted, settled time.Duration
 	latencies          []time.Duration
-	passes             histogram
+	passes             scrape.Histogram
 	memory             memory
 }
 
@@ -54,7 +56,7 @@ type drainRow struct {
 	// whole says the drain took the whole queue, not the first -drain jobs.
 	whole  bool
 	took   time.Duration
-	passes histogram
+	passes scrape.Histogram
 	// realJobs and memoryJobs are the jobs that reached real and in-memory workers during the drain: the
 	// measured ones and those dispatched alongside them.
 	realJobs, memoryJobs int
@@ -74,17 +76,19 @@ func (d *drainRow) measure(before, after costs, total int, realWorkers, memoryWo
 	// The costs are of every job dispatched meanwhile: with many workers, more than the measured ones
 	// reach a worker before the last of those does.
 	n := float64(max(total, d.realJobs+d.memoryJobs))
-	d.passes = after.hubMetrics.histogram(passMetric).since(before.hubMetrics.histogram(passMetric))
+	d.passes = after.hubMetrics.Histogram(passMetric).Since(before.hubMetrics.Histogram(passMetric))
 	d.hubCPU = time.Duration(float64(after.hub.cpu-before.hub.cpu) / n)
 	d.harnessCPU = time.Duration(float64(after.harness.cpu-before.harness.cpu) / n)
-	hubWrites := func(m families, target string) float64 { return m.sum("gantry_hub_api_writes_total", "target", target) }
+	hubWrites := func(m scrape.Families, target string) float64 {
+		return m.Sum("gantry_hub_api_writes_total", "target", target)
+	}
 	d.hubToHub = (hubWrites(after.hubMetrics, "hub") - hubWrites(before.hubMetrics, "hub")) / n
 	d.hubToWorkers = (hubWrites(after.hubMetrics, "worker") - hubWrites(before.hubMetrics, "worker")) / n
 	players := sumOver(after.playerWrites, realWorkers) - sumOver(before.playerWrites, realWorkers)
 	hubToReal := 0.0
 	for _, w := range realWorkers {
-		hubToReal += after.hubMetrics.sum("gantry_hub_api_writes_total", "target", "worker", "cluster", w) -
-			before.hubMetrics.sum("gantry_hub_api_writes_total", "target", "worker", "cluster", w)
+		hubToReal += after.hubMetrics.Sum("gantry_hub_api_writes_total", "target", "worker", "cluster", w) -
+			before.hubMetrics.Sum("gantry_hub_api_writes_total", "target", "worker", "cluster", w)
 	}
 	if d.realJobs > 0 {
 		jobs := float64(d.realJobs)
@@ -132,8 +136,8 @@ func (r *report) print(w io.Writer) {
 		p("| %d queued: submitted / hub settled | %s / %s | |", d.depth, d.submitted.Round(time.Second), d.settled.Round(time.Second))
 		p("| %d queued: dispatch latency p50 / p99 (%d jobs) | %s / %s | |", d.depth, len(d.latencies),
 			ms(percentile(d.latencies, 50)), ms(percentile(d.latencies, 99)))
-		p("| %d queued: dispatch pass mean / p99 (%d passes) | %s / %s | < 100 ms |", d.depth, d.passes.count,
-			ms(d.passes.mean()), d.passes.quantile(0.99))
+		p("| %d queued: dispatch pass mean / p99 (%d passes) | %s / %s | < 100 ms |", d.depth, d.passes.Count,
+			ms(d.passes.Mean()), d.passes.Quantile(0.99))
 		p("| %d queued: hub RSS / Go heap | %.0f / %.0f MiB | < 2 GiB |", d.depth, d.memory.rss/mib, d.memory.heap/mib)
 	}
 	if r.fullStart > 0 {
@@ -149,7 +153,7 @@ func (r *report) print(w io.Writer) {
 			what = "the first of the queue"
 		}
 		p("| drain, %s: %d jobs dispatched in | %s (%.1f jobs/s) | |", what, d.jobs, d.took.Round(time.Second), float64(d.jobs)/d.took.Seconds())
-		p("| drain: dispatch pass mean / p99 (%d passes) | %s / %s | < 100 ms |", d.passes.count, ms(d.passes.mean()), d.passes.quantile(0.99))
+		p("| drain: dispatch pass mean / p99 (%d passes) | %s / %s | < 100 ms |", d.passes.Count, ms(d.passes.Mean()), d.passes.Quantile(0.99))
 		p("| drain: jobs that reached real / in-memory workers meanwhile (the per-job figures below are per one of these) | %d / %d | |", d.realJobs, d.memoryJobs)
 		p("| drain: CPU per job, hub + agents (real workers' gantry-agent, per job run there) | %s + %s = %s | < 5 ms |",
 			ms(d.hubCPU), ms(d.agentCPU), ms(d.hubCPU+d.agentCPU))

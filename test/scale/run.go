@@ -36,6 +36,7 @@ type fleet struct {
 	hubKubeconfig string
 	stopPlayer    context.CancelFunc
 	submitted     int
+	profiling     sync.Mutex // one CPU profile at a time: the hub serves only one
 }
 
 func run(ctx context.Context, o options) (*report, error) {

@@ -50,8 +50,8 @@ func TestASmallRunMeasuresEverything(t *testing.T) {
 		if len(d.latencies) != o.probes || percentile(d.latencies, 50) <= 0 {
 			t.Errorf("depth %d: %d probe latencies, p50 %s", d.depth, len(d.latencies), percentile(d.latencies, 50))
 		}
-		if d.passes.count == 0 || d.memory.heap <= 0 || d.memory.rss < d.memory.heap {
-			t.Errorf("depth %d: %d passes, heap %.0f, RSS %.0f", d.depth, d.passes.count, d.memory.heap, d.memory.rss)
+		if d.passes.Count == 0 || d.memory.heap <= 0 || d.memory.rss < d.memory.heap {
+			t.Errorf("depth %d: %d passes, heap %.0f, RSS %.0f", d.depth, d.passes.Count, d.memory.heap, d.memory.rss)
 		}
 	}
 	if r.perConnection.heap <= 0 || r.emptyStart <= 0 || r.fullStart <= 0 || r.fullFirstPass < r.fullStart || r.fullCaughtUp < r.fullFirstPass || r.fullCPU <= 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -13,12 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
+	"github.com/gantry-dev/gantry/test/scrape"
 )
 
 // gantryProcesses are the testbed's Gantry processes whose CPU a job costs: the hub, then the agents.
@@ -158,29 +156,11 @@ func agentPasses(ctx context.Context, tb *testbed.Testbed) (float64, error) {
 		if addr == "" {
 			return 0, fmt.Errorf("%s serves no metrics", name)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-		if err != nil {
-			return 0, err
-		}
-		resp, err := http.DefaultClient.Do(req)
+		m, err := scrape.HTTP(ctx, addr)
 		if err != nil {
 			return 0, fmt.Errorf("reading the metrics of %s: %w", name, err)
 		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		mfs, err := parser.TextToMetricFamilies(resp.Body)
-		_ = resp.Body.Close()
-		if err != nil {
-			return 0, fmt.Errorf("parsing the metrics of %s: %w", name, err)
-		}
-		if mf := mfs["controller_runtime_reconcile_total"]; mf != nil {
-			for _, m := range mf.Metric {
-				for _, l := range m.Label {
-					if l.GetName() == "controller" && l.GetValue() == "gantry-agent" {
-						total += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
+		total += m.Sum("controller_runtime_reconcile_total", "controller", "gantry-agent")
 	}
 	return total, nil
 }

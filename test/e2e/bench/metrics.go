@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
+	"github.com/gantry-dev/gantry/test/scrape"
 )
 
 // reqKey is one kind of mutating request an API server counts in apiserver_request_total.
@@ -49,57 +48,22 @@ func scrapeRequests(ctx context.Context, c *testbed.Cluster) (requestCounts, err
 	if err != nil {
 		return nil, fmt.Errorf("reading /metrics of %s: %w", c.Name, err)
 	}
+	m, err := scrape.Parse(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing /metrics of %s: %w", c.Name, err)
+	}
 	out := requestCounts{}
-	s := bufio.NewScanner(bytes.NewReader(raw))
-	s.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	const prefix = "apiserver_request_total{"
-	for s.Scan() {
-		line := s.Text()
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		labels := parseLabels(line[len(prefix):end])
+	m.Series("apiserver_request_total", func(labels map[string]string, v float64) {
 		if !mutatingVerbs[labels["verb"]] || labels["dry_run"] != "" {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.Fields(line[end+1:])[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("parsing %q from %s: %w", line, c.Name, err)
+			return
 		}
 		k := reqKey{group: labels["group"], resource: labels["resource"], subresource: labels["subresource"], verb: labels["verb"]}
 		if code := labels["code"]; !strings.HasPrefix(code, "2") {
 			k.failure = code
 		}
 		out[k] += v
-	}
-	return out, s.Err()
-}
-
-// parseLabels parses `a="x",b="y"` of the Prometheus text format.
-func parseLabels(s string) map[string]string {
-	out := map[string]string{}
-	for len(s) > 0 {
-		eq := strings.IndexByte(s, '=')
-		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
-			break
-		}
-		name := s[:eq]
-		var val strings.Builder
-		i := eq + 2
-		for ; i < len(s) && s[i] != '"'; i++ {
-			if s[i] == '\\' && i+1 < len(s) {
-				i++
-			}
-			val.WriteByte(s[i])
-		}
-		out[name] = val.String()
-		s = strings.TrimPrefix(s[min(i+1, len(s)):], ",")
-	}
-	return out
+	})
+	return out, nil
 }
 
 // sub returns after - before.
