@@ -130,11 +130,12 @@ func (d *decider) withdraw(c Cluster) {
 
 // stopJob deletes a job that may run pods first, so that once it is gone nothing of it runs. A job of
 // a kind whose controller makes its children anew while it goes (jobkind.SuspendsFirst) is suspended
-// first, and deleted once the cache shows it suspended: the children made meanwhile start no pods.
+// in the same plan, before the deletion (a cluster's writes go in order, and a failed one stops the
+// rest): its controller sees the suspension before the deletion, and the children it makes meanwhile
+// start no pods.
 func (d *decider) stopJob(cluster string, job client.Object) {
 	if k := jobkind.Of(d.wl); jobkind.SuspendBeforeDeletion(k) && !k.State(job).Suspended {
 		d.worker(Suspend, cluster, job)
-		return
 	}
 	d.worker(DeleteForeground, cluster, job)
 }

@@ -131,7 +131,8 @@ type Event struct {
 	Message string
 }
 
-// Plan is what to do for one Workload. The executor writes to workers first, each write on its own;
+// Plan is what to do for one Workload. The executor writes to workers first, each cluster's writes in
+// order, a failed one stopping that cluster's later ones;
 // then, in order and each only if the one before succeeded: the live check of ConfirmGone, the hub
 // Job's status, the Workload's status, the finalizer; then the Events.
 type Plan struct {

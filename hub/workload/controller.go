@@ -392,8 +392,8 @@ func (r *Reconciler) execute(ctx context.Context, wl *gantry.Workload, hubJob cl
 	return created, err
 }
 
-// applyWorkers carries out the worker writes, each cluster's in the plan's order and the clusters at
-// the same time: no write to one cluster waits on another's (the copies of a new epoch go out together,
+// applyWorkers carries out the worker writes, each cluster's in the plan's order, stopping at the first
+// that fails, and the clusters at the same time: no write to one cluster waits on another's (the copies of a new epoch go out together,
 // and the winner's Job does not wait for the losers' withdrawals). It says whether one created an object.
 func (r *Reconciler) applyWorkers(ctx context.Context, wl *gantry.Workload, actions []workersync.WorkerAction) (bool, error) {
 	var byCluster [][]workersync.WorkerAction
@@ -411,7 +411,10 @@ func (r *Reconciler) applyWorkers(ctx context.Context, wl *gantry.Workload, acti
 		for _, a := range byCluster[i] {
 			ok, err := r.applyWorker(ctx, wl, a)
 			created[i] = created[i] || ok
-			errs[i] = errors.Join(errs[i], err)
+			if err != nil {
+				errs[i] = err // the later writes may depend on it (a suspension before a deletion)
+				return
+			}
 		}
 	}
 	var wg sync.WaitGroup

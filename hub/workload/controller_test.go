@@ -480,3 +480,27 @@ func TestWhichWorkloadsConcernTheWorkers(t *testing.T) {
 		})
 	}
 }
+
+// A cluster's writes go in the plan's order and a failed one stops the rest there: a job whose
+// suspension fails is not deleted (its controller could make its children anew, running, while it
+// went); the error is returned for a retry.
+func TestAFailedSuspensionHoldsBackTheDeletion(t *testing.T) {
+	wl, _ := hubObjects("w1")
+	remote := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "remote-uid"}}
+	refuse := interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+		return errors.New("worker refuses")
+	}}
+	w1 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithObjects(remote).WithInterceptorFuncs(refuse).Build()}
+	r := newReconciler(t, []client.Object{wl}, &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1}})
+	r.init()
+	_, err := r.applyWorkers(context.Background(), wl, []workersync.WorkerAction{
+		{Op: workersync.Suspend, Cluster: "w1", Object: remote},
+		{Op: workersync.DeleteForeground, Cluster: "w1", Object: remote},
+	})
+	if err == nil {
+		t.Errorf("the failed suspension is not reported")
+	}
+	if err := w1.Store.Get(context.Background(), client.ObjectKeyFromObject(remote), &batchv1.Job{}); err != nil {
+		t.Errorf("the job was deleted after its suspension failed: %v", err)
+	}
+}
