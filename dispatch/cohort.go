@@ -25,6 +25,25 @@ func OnParentCycle(cohorts map[string]*Cohort, name string) bool {
 	return c != nil && c.Parent != "" && leadsTo(cohorts, c.Parent, name)
 }
 
+// ComponentOf names the part of the snapshot's queues whose decisions the named GlobalQueue's depend
+// on: the root of its tree of cohorts ("cohort/<root>"), or the queue alone ("queue/<name>") when it
+// has no cohort. Queues of different components share no quota and never preempt each other, so a
+// pass decides each component from its own workloads, the clusters and the specs alone.
+func ComponentOf(s *Snapshot, queue string) string {
+	q := s.Queues[queue]
+	if q == nil || q.Cohort == "" {
+		return "queue/" + queue
+	}
+	name := q.Cohort
+	for {
+		c := s.Cohorts[name]
+		if c == nil || c.Parent == "" || OnParentCycle(s.Cohorts, name) {
+			return "cohort/" + name
+		}
+		name = c.Parent
+	}
+}
+
 // weightOf is a fair-sharing weight, 1 when not set.
 func weightOf(w *int32) int32 {
 	if w == nil {

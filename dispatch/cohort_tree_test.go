@@ -162,3 +162,23 @@ func TestSharesAndUsageOfACohortTree(t *testing.T) {
 		t.Errorf("cohort usage (-want +got):\n%s", diff)
 	}
 }
+
+func TestComponentOf(t *testing.T) {
+	s := makeSnapshot().queue(makeQueue("alone").obj()).queue(makeQueue("leaf").cohort("team").obj()).
+		queue(makeQueue("unnamed").cohort("no-object").obj()).queue(makeQueue("looped").cohort("x").obj()).
+		queue(makeQueue("below-loop").cohort("under-loop").obj()).
+		cohorts(makeCohort("team").parent("org").obj(), makeCohort("org").obj(),
+			makeCohort("x").parent("y").obj(), makeCohort("y").parent("x").obj(), makeCohort("under-loop").parent("x").obj()).obj()
+	for queue, want := range map[string]string{
+		"alone":      "queue/alone",
+		"leaf":       "cohort/org",       // up its tree to the root
+		"unnamed":    "cohort/no-object", // a cohort without an object is a root
+		"looped":     "cohort/x",         // a cohort on a cycle of parents is a root, as the ledger makes it
+		"below-loop": "cohort/x",
+		"missing":    "queue/missing",
+	} {
+		if got := ComponentOf(s, queue); got != want {
+			t.Errorf("ComponentOf(%q) = %q, want %q", queue, got, want)
+		}
+	}
+}

@@ -50,6 +50,9 @@ type queueLedger struct {
 	scores        []weightedScorer
 	// blocked are the workloads of this pass that may preempt.
 	blocked []blocked
+	// readCapacity: a pending workload of this pass passed every quota filter on some cluster, so what
+	// it was told depends on the clusters' capacity reports.
+	readCapacity bool
 }
 
 type clusterLedger struct {

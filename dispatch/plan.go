@@ -52,6 +52,11 @@ type Result struct {
 	Nominations []Nomination
 	Verdicts    []Verdict
 	Preemptions []Preemption
+	// ReadCapacity are the GlobalQueues with a workload left waiting though it passed every quota filter
+	// on some cluster: it waits for room the clusters' capacity reports show. A queue whose workloads
+	// all got clusters, or waited for quota or for clusters to become usable, would decide the same
+	// after a new capacity report alone.
+	ReadCapacity map[string]bool
 }
 
 // Plan runs one dispatch pass. In order: it confirms winners among admitted copies (each within the
@@ -95,6 +100,14 @@ func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	}
 	l.nominate(&res)
 	l.preempt(s, &res)
+	for name, ql := range l.queues {
+		if ql.readCapacity {
+			if res.ReadCapacity == nil {
+				res.ReadCapacity = map[string]bool{}
+			}
+			res.ReadCapacity[name] = true
+		}
+	}
 	return res, usage
 }
 
@@ -222,7 +235,7 @@ func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 			continue // no queue: the snapshot builder reports why
 		}
 		ql.countUsage(w)
-		if w.Phase == Pending {
+		if w.Phase == Pending && !w.Parked {
 			queueOf[i] = ql
 			if ql.lastPending != nil && !ql.unsorted && CompareInQueue(ql.lastPending, w) > 0 {
 				ql.unsorted = true
@@ -411,6 +424,7 @@ func (n *nominator) step(res *Result) {
 		return
 	}
 	if len(n.best) == 0 {
+		ql.readCapacity = ql.readCapacity || sc[stageQuota] > 0 // it waits for room on a cluster
 		v := ql.noCandidateVerdict(w.Workload, vec, sc)
 		if ql.addVerdict(res, w.Workload, v) && !w.widening {
 			ql.noteQuotaBlocked(w.Workload, vec, res)

@@ -215,7 +215,8 @@ func TestPlan(t *testing.T) {
 				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 32).obj()).
 				workloads(makeWorkload("ns/w", "q").gpuPods(2, 8).obj()).obj(),
 			want: Result{Verdicts: []Verdict{{Key: "ns/w", Reason: gantry.ReasonWaitingForCapacity,
-				Message: "waiting for GPUs: needs 16 nvidia.com/gpu, 8 on one node; none free on a (see WorkerCluster status.capacity)"}}},
+				Message: "waiting for GPUs: needs 16 nvidia.com/gpu, 8 on one node; none free on a (see WorkerCluster status.capacity)"}},
+				ReadCapacity: map[string]bool{"q": true}},
 		},
 		"capacity: no room anywhere waits, naming the products": {
 			snapshot: makeSnapshot().cluster("a", "b").
@@ -223,7 +224,8 @@ func TestPlan(t *testing.T) {
 				gpuFree("b", "H100", 4, 4).
 				queue(twoClusters().obj()).workloads(makeWorkload("ns/w", "q").gpuPods(1, 8, "H100", "A100").obj()).obj(),
 			want: Result{Verdicts: []Verdict{{Key: "ns/w", Reason: gantry.ReasonWaitingForCapacity,
-				Message: "waiting for GPUs: needs 8 nvidia.com/gpu (H100 or A100), 8 on one node; none free on a, b (see WorkerCluster status.capacity)"}}},
+				Message: "waiting for GPUs: needs 8 nvidia.com/gpu (H100 or A100), 8 on one node; none free on a, b (see WorkerCluster status.capacity)"}},
+				ReadCapacity: map[string]bool{"q": true}},
 		},
 		"capacity: a pod larger than any node goes to the agent, which says why it never fits": {
 			snapshot: makeSnapshot().cluster("a").gpuFree("a", "A100", 0, 0).

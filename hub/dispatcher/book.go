@@ -35,6 +35,12 @@ type book struct {
 	tallies *tallies
 	uids    map[types.UID]struct{}
 	shared  *shared
+	// touched are the entries taken in since a pass last read them (takeChanges), left the GlobalQueues
+	// of the entries they replaced or that left the book, as the last pass saw them; watched are the
+	// entries a pass parks none of whose copies or lapsing rejections a pass reads (see rest).
+	touched []*entry
+	left    []string
+	watched map[*entry]struct{}
 }
 
 // entry is one Workload as the cache shows it (never modified) and what the dispatcher knows of it from
@@ -58,7 +64,7 @@ type entry struct {
 
 func newBook() *book {
 	return &book{changed: map[string]*gantry.Workload{}, entries: map[string]*entry{}, uids: map[types.UID]struct{}{},
-		tallies: newTallies(), shared: &shared{shapes: shapes{}, words: words{}, queues: queueRefs{}}}
+		tallies: newTallies(), shared: &shared{shapes: shapes{}, words: words{}, queues: queueRefs{}}, watched: map[*entry]struct{}{}}
 }
 
 // note records the Workload as the cache shows it now; nil or finished: it is gone from the book.
@@ -107,6 +113,7 @@ func (b *book) sync() {
 		}
 		ordered := old != nil && !old.tallied
 		if old != nil {
+			b.left = append(b.left, old.w.GlobalQueue)
 			b.forget(old)
 		}
 		switch {
@@ -125,6 +132,10 @@ func (b *book) sync() {
 		if e != nil {
 			b.entries[key] = e
 			b.uids[wl.UID] = struct{}{}
+			b.touched = append(b.touched, e)
+			if e.watched() {
+				b.watched[e] = struct{}{}
+			}
 		}
 	}
 	if len(added) > 0 || dropped {
@@ -136,6 +147,7 @@ func (b *book) sync() {
 func (b *book) forget(e *entry) {
 	delete(b.entries, e.w.Key)
 	delete(b.uids, e.wl.UID)
+	delete(b.watched, e)
 	b.shared.queues.release(e.queue)
 	if e.tallied {
 		b.tallies.remove(e)
@@ -159,6 +171,26 @@ func (b *book) merge(added []*entry) {
 	out = append(out, added...)
 	clear(b.order) // so that the spare holds no entry gone
 	b.order, b.spare = out, b.order[:0]
+}
+
+// takeChanges hands over the entries taken in since it was last called, and the GlobalQueues of those
+// they replaced or that left.
+func (b *book) takeChanges() (touched []*entry, left []string) {
+	touched, left = b.touched, b.left
+	b.touched, b.left = nil, nil
+	return touched, left
+}
+
+// parkable says whether a pass may leave the entry out when its queue is parked: it waits and holds
+// no reservation.
+func (e *entry) parkable() bool {
+	return e.w.Phase == dispatch.Pending && len(e.w.Nominated) == 0 && !e.deleting && !e.tallied
+}
+
+// watched says whether a pass reads the entry's copies or lapsing rejections: it waits, nominated or
+// with a rejection that lapses.
+func (e *entry) watched() bool {
+	return e.w.Phase == dispatch.Pending && !e.deleting && !e.tallied && (len(e.w.Nominated) > 0 || e.timed)
 }
 
 // hasUID says whether a Workload of that UID is in the book.

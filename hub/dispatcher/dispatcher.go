@@ -76,6 +76,8 @@ type Dispatcher struct {
 	// proposed are the waiting verdicts passes propose in place of another one a Workload shows, since
 	// when (see holdWaiting); used by passes only, one at a time.
 	proposed map[string]proposal
+	// rest tells passes which queues are quiet; used by passes only.
+	rest rest
 
 	lastQueueStatus  time.Time
 	statusesInFlight atomic.Bool // queue and cohort statuses being written in a slot
@@ -147,6 +149,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			return d.stop()
 		case <-d.trigger:
 		case <-resync.C():
+			d.rest.forget() // the safety net walks every workload
 		case <-statusDue:
 		}
 		if wait := budget.wait(d.Clock.Now()); wait > 0 {
@@ -225,31 +228,60 @@ func (b *passBudget) spend(now time.Time, took time.Duration) {
 // pass runs one dispatch pass and says when the statuses it held back are due.
 func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 	d.init()
-	st, err := d.read(ctx)
+	p, err := d.plan(ctx)
 	if err != nil {
 		return 0, err
 	}
-	in := buildSnapshot(st, d.Copies, d.Clock.Now(), d.RejectionTTL)
-	snap := in.snap
+	return d.act(ctx, p), nil
+}
+
+// act writes what the pass decided and says when the statuses it held back are due.
+func (d *Dispatcher) act(ctx context.Context, p *planned) time.Duration {
 	d.Timeline.KeepOnly(d.book.hasUID)
 	d.mu.Lock()
 	for key := range d.agentNews {
-		if st.writable(key) == nil {
+		if p.st.writable(key) == nil {
 			delete(d.agentNews, key)
 		}
 	}
 	d.mu.Unlock()
-	var res dispatch.Result
-	var usage *dispatch.Usage
-	if d.statusesDue() <= 0 { // the statuses take the usage from the pass's own count
-		r, u := dispatch.PlanWithUsage(snap)
-		res, usage = r, &u
-	} else {
-		res = dispatch.Plan(snap)
-	}
-	held := d.execute(ctx, st.writable, res, in.blocked)
+	held := d.execute(ctx, p.st.writable, p.res, p.in.blocked)
 	d.settleDue(ctx)
-	return soonest(held, d.writeStatuses(ctx, st, in, usage)), nil
+	return soonest(held, d.writeStatuses(ctx, p.st, p.in, p.usage))
+}
+
+// planned is what one pass read and decided.
+type planned struct {
+	st    *hubState
+	in    *built
+	res   dispatch.Result
+	usage *dispatch.Usage // nil when the queues' statuses are not due
+}
+
+// plan reads the hub and decides over it, leaving out the workloads of quiet queues (see rest).
+func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
+	d.init()
+	st, err := d.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	touched, left := d.book.takeChanges()
+	now := d.Clock.Now()
+	var pr *passRest
+	in := buildParking(st, d.Copies, now, d.RejectionTTL, func(s *dispatch.Snapshot, r *resolver) map[string]bool {
+		pr = d.rest.begin(restInputs{st: st, snap: s, r: r, touched: touched, left: left, watched: d.book.watched,
+			copies: d.Copies, now: now, rejectionTTL: d.RejectionTTL})
+		return pr.parked
+	})
+	p := &planned{st: st, in: in}
+	if d.statusesDue() <= 0 { // the statuses take the usage from the pass's own count
+		r, u := dispatch.PlanWithUsage(in.snap)
+		p.res, p.usage = r, &u
+	} else {
+		p.res = dispatch.Plan(in.snap)
+	}
+	d.rest.end(pr, st, in.snap, &p.res)
+	return p, nil
 }
 
 // soonest is the shorter of two waits, where 0 is none.
@@ -276,9 +308,9 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 		}
 	}
 	st := &hubState{workloads: d.book.order, tallies: d.book.tallies, entries: d.book.entries, globals: gqs.Items, queues: qs.Items,
-		clusters: wcs.Items, cohorts: cohorts.Items, namespaces: map[string]labels.Set{}}
+		clusters: wcs.Items, cohorts: cohorts.Items, namespaces: map[string]labels.Set{}, namespaceVersions: map[string]string{}}
 	for _, ns := range nss.Items {
-		st.namespaces[ns.Name] = ns.Labels
+		st.namespaces[ns.Name], st.namespaceVersions[ns.Name] = ns.Labels, ns.ResourceVersion
 	}
 	var settled []*unknownWrite
 	st.over, settled = d.overlay(d.book.entries)

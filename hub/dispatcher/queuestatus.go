@@ -217,6 +217,11 @@ func queueStatuses(in *built, shares map[string]map[string]dispatch.Share) (map[
 			g.on(w.Winner).admitted.Add(w.Requests)
 		}
 	}
+	for _, q := range in.parked {
+		g, l := qc.of(q.globalQueue, q.queueKey)
+		g.status.PendingWorkloads += int32(q.parked)
+		l.PendingWorkloads += int32(q.parked)
+	}
 	for i := range snap.Tallies {
 		t := &snap.Tallies[i]
 		g, l := qc.of(t.GlobalQueue, in.tallyQueues[i])

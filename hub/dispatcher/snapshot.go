@@ -45,6 +45,8 @@ type hubState struct {
 	clusters   []gantry.WorkerCluster
 	cohorts    []gantry.Cohort
 	namespaces map[string]labels.Set
+	// namespaceVersions are the Namespaces' resourceVersions, by name.
+	namespaceVersions map[string]string
 }
 
 // workload is the Workload of the key as the pass sees it; nil when there is none.
@@ -83,6 +85,8 @@ type built struct {
 	tallyQueues []queueKey
 	// blocked are the workloads left out because their queue cannot be resolved.
 	blocked []blocked
+	// parked are the Queues whose workloads the pass parked, each counting them (queueRef.parked).
+	parked []*queueRef
 }
 
 // buildSnapshot turns hub state into the dispatcher's snapshot. Workloads whose queue cannot be
@@ -90,13 +94,31 @@ type built struct {
 // longer before now have lapsed. The snapshot's workloads are the entries' own, set for this pass:
 // they hold until the next one.
 func buildSnapshot(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration) *built {
+	return buildParking(st, copies, now, rejectionTTL, nil)
+}
+
+// parker tells, once a pass has read the clusters and the queues, which GlobalQueues it parks (rest).
+type parker func(s *dispatch.Snapshot, r *resolver) map[string]bool
+
+// buildParking is buildSnapshot leaving out the parkable workloads of the GlobalQueues park names; they
+// are counted in the built's parked Queues. A nil park parks nothing.
+func buildParking(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration, park parker) *built {
 	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{},
-		Cohorts: cohortsOf(st.cohorts), Workloads: make([]*dispatch.Workload, 0, len(st.workloads))}
-	b := &snapshotBuilder{out: &built{snap: s, locals: make([]*queueRef, 0, len(st.workloads))}, r: newResolver(st, s.Queues),
-		copies: copies, now: now, rejectionTTL: rejectionTTL}
+		Cohorts: cohortsOf(st.cohorts)}
+	b := &snapshotBuilder{out: &built{snap: s}, r: newResolver(st, s.Queues), copies: copies, now: now, rejectionTTL: rejectionTTL}
+	if park != nil {
+		b.r.parked = park(s, b.r)
+	}
+	if b.r.parked == nil { // every workload goes in; else what the parked leave is not known up front
+		s.Workloads, b.out.locals = make([]*dispatch.Workload, 0, len(st.workloads)), make([]*queueRef, 0, len(st.workloads))
+	}
+	overlaid := len(st.over) > 0
 	for _, e := range st.workloads {
-		if o := st.over[e.w.Key]; o != nil {
+		if o := st.over[e.w.Key]; overlaid && o != nil {
 			e = o
+		} else if b.r.parked != nil && e.parkable() && b.r.parks(e.queue) {
+			b.park(e.queue)
+			continue
 		}
 		b.include(e)
 	}
@@ -108,6 +130,15 @@ func buildSnapshot(st *hubState, copies CopyReader, now time.Time, rejectionTTL 
 		s.Tallies, s.Tallied, b.out.tallyQueues = pt.tallies, pt.tallied, pt.queues
 	}
 	return b.out
+}
+
+// park counts a parked workload of the Queue.
+func (b *snapshotBuilder) park(q *queueRef) {
+	if q.countedBy != b.r {
+		q.countedBy, q.parked = b.r, 0
+		b.out.parked = append(b.out.parked, q)
+	}
+	q.parked++
 }
 
 type snapshotBuilder struct {
@@ -148,6 +179,9 @@ func (b *snapshotBuilder) include(e *entry) {
 	// Set only when they change, so that a walk over a queue at rest leaves its memory as it was.
 	if w.GlobalQueue != queue || w.NominatedQueue != nominatedQueue {
 		w.GlobalQueue, w.NominatedQueue = queue, nominatedQueue
+	}
+	if parked := b.r.parked != nil && w.Phase == dispatch.Pending && b.r.parks(e.queue); w.Parked != parked {
+		w.Parked = parked
 	}
 	if w.Copies != nil || observed != nil {
 		w.Copies = observed
@@ -271,6 +305,7 @@ type resolver struct {
 	queues     map[string]*dispatch.GlobalQueue
 	selectors  map[string]labels.Selector
 	namespaces map[string]labels.Set
+	parked     map[string]bool // GlobalQueues whose parkable workloads the pass leaves out
 }
 
 type queueKey struct{ namespace, name string }
@@ -282,6 +317,12 @@ type queueRef struct {
 	resolvedBy *resolver // the pass whose resolution it holds
 	resolution
 	users int // entries of the book that name it
+	// parkedBy is the pass that worked out parks: whether it parks the Queue's parkable workloads;
+	// countedBy the pass that counted how many it parked.
+	parkedBy  *resolver
+	parks     bool
+	countedBy *resolver
+	parked    int
 }
 
 type resolution struct{ globalQueue, blockedBy string }
@@ -308,6 +349,16 @@ func (r *resolver) resolve(q *queueRef) (string, string) {
 		q.resolution, q.resolvedBy = r.resolveQueue(q.queueKey), r
 	}
 	return q.globalQueue, q.blockedBy
+}
+
+// parks says whether the pass leaves out the Queue's parkable workloads: its GlobalQueue is parked and
+// its workloads can be dispatched under it.
+func (r *resolver) parks(q *queueRef) bool {
+	if q.parkedBy != r {
+		gq, why := r.resolve(q)
+		q.parks, q.parkedBy = why == "" && r.parked[gq], r
+	}
+	return q.parks
 }
 
 func (r *resolver) resolveQueue(k queueKey) resolution {

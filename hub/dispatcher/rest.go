@@ -1,0 +1,262 @@
+package dispatcher
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/gantry-dev/gantry/dispatch"
+)
+
+// A deep queue at rest is mostly workloads that wait for quota, and a pass that walks them all only
+// finds again that they wait. rest lets passes leave them out: a component of the queues (a tree of
+// cohorts, or a queue without one; dispatch.ComponentOf) that the last pass walked and decided nothing
+// for is quiet, and stays so until something it decides over changes. A pass then parks the quiet
+// components' workloads that hold nothing (pending, not nominated, no rejection that lapses): it
+// counts them for the queues' statuses and decides nothing for them, which is what it would decide.
+//
+// What a component decides over, and how a pass learns that it changed:
+//   - its Workloads, admitted ones included: the book's changes since the last pass (touched, left);
+//   - the dispatcher's own writes laid over them: the overlay, this pass's and the last one's;
+//   - its nominated workloads' copies on the workers and its rejections that lapse: read again for the
+//     book's watched entries before the walk;
+//   - the specs of GlobalQueues, Queues, Cohorts and the labels of Namespaces; the clusters' connection,
+//     readiness, cordons, fences and kinds: any change there and the pass walks everything;
+//   - the clusters' capacity reports, for a component some of whose workloads waited for room a report
+//     shows (dispatch.Result.ReadCapacity);
+//   - time, for rejections that lapse (watched) and as a safety net: every Resync pass walks everything.
+//
+// A queue that may preempt proposes a verdict for each of its waiting workloads in every pass (a
+// preemption may say more of them): its component is never quiet while it has any.
+type rest struct {
+	known    bool // false: the next pass walks everything
+	specs    seenSpecs
+	clusters map[string]dispatch.Cluster
+	// overQueues are the GlobalQueues of the workloads the last pass's overlay covered.
+	overQueues []string
+	parts      map[string]partRest // by component
+}
+
+// partRest is what the last pass left of a component.
+type partRest struct {
+	// quiet: the component's workloads were decided nothing for.
+	quiet bool
+	// readCapacity: some of its workloads waited for room the clusters' capacity reports show.
+	readCapacity bool
+}
+
+// forget makes the next pass walk every workload.
+func (r *rest) forget() { r.known = false }
+
+// passRest is one pass's view of what changed since the last, and the GlobalQueues it parks.
+type passRest struct {
+	specs      seenSpecs
+	components map[string]string // GlobalQueue -> component
+	parked     map[string]bool   // by GlobalQueue
+}
+
+func (p *passRest) component(queue string) string {
+	if c, ok := p.components[queue]; ok {
+		return c
+	}
+	return "queue/" + queue
+}
+
+// restInputs are what a pass read that tells what changed since the last one.
+type restInputs struct {
+	st           *hubState
+	snap         *dispatch.Snapshot // its clusters, queues and cohorts; no workloads yet
+	r            *resolver
+	touched      []*entry // entries the book took in since the last pass
+	left         []string // GlobalQueues of the entries they replaced or that left, as the last pass saw them
+	watched      map[*entry]struct{}
+	copies       CopyReader
+	now          time.Time
+	rejectionTTL time.Duration
+}
+
+// begin works out which GlobalQueues this pass parks.
+func (r *rest) begin(in restInputs) *passRest {
+	p := &passRest{specs: specsOf(in.st), components: make(map[string]string, len(in.snap.Queues))}
+	for name := range in.snap.Queues {
+		p.components[name] = dispatch.ComponentOf(in.snap, name)
+	}
+	if !r.known || !r.specs.same(p.specs) || !sameAvailability(r.clusters, in.snap.Clusters) {
+		return p
+	}
+	dirty := map[string]bool{}
+	mark := func(queue string) {
+		if queue != "" {
+			dirty[p.component(queue)] = true
+		}
+	}
+	markEntry := func(e *entry) {
+		gq, _ := in.r.resolve(e.queue)
+		mark(gq)
+		mark(e.recordedQueue)
+	}
+	for _, q := range in.left {
+		mark(q)
+	}
+	for _, q := range r.overQueues {
+		mark(q)
+	}
+	for _, e := range in.touched {
+		markEntry(e)
+	}
+	for _, o := range in.st.over {
+		markEntry(o)
+	}
+	for e := range in.watched {
+		if in.st.over[e.w.Key] == nil && watchedChanged(e, in.copies, in.now, in.rejectionTTL) {
+			markEntry(e)
+		}
+	}
+	capacityChanged := !sameCapacity(r.clusters, in.snap.Clusters)
+	for name := range in.snap.Queues {
+		part := p.component(name)
+		if pr := r.parts[part]; pr.quiet && !dirty[part] && !(capacityChanged && pr.readCapacity) {
+			if p.parked == nil {
+				p.parked = map[string]bool{}
+			}
+			p.parked[name] = true
+		}
+	}
+	return p
+}
+
+// end remembers what the pass decided over and which components it decided nothing for.
+func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *dispatch.Result) {
+	decided := map[string]bool{}
+	mark := func(key string) {
+		e := st.over[key]
+		if e == nil {
+			e = st.entries[key]
+		}
+		if e != nil && e.w.GlobalQueue != "" {
+			decided[p.component(e.w.GlobalQueue)] = true
+		}
+	}
+	for _, w := range res.Winners {
+		mark(w.Key)
+	}
+	for key := range res.Rejections {
+		mark(key)
+	}
+	for i := range res.Nominations {
+		mark(res.Nominations[i].Key)
+	}
+	for i := range res.Verdicts {
+		mark(res.Verdicts[i].Key)
+	}
+	for i := range res.Preemptions {
+		mark(res.Preemptions[i].Victim)
+		mark(res.Preemptions[i].Preemptor)
+	}
+	parts := make(map[string]partRest, len(p.components))
+	for name := range snap.Queues {
+		part := p.component(name)
+		pr, seen := parts[part]
+		if !seen {
+			pr.quiet = !decided[part]
+		}
+		// A parked queue's workloads were not asked this time: what they waited for stands.
+		pr.readCapacity = pr.readCapacity || res.ReadCapacity[name] || (p.parked[name] && r.parts[part].readCapacity)
+		parts[part] = pr
+	}
+	r.known, r.specs, r.clusters, r.parts = true, p.specs, snap.Clusters, parts
+	r.overQueues = r.overQueues[:0]
+	for _, o := range st.over {
+		r.overQueues = append(r.overQueues, o.w.GlobalQueue, o.recordedQueue)
+	}
+}
+
+// watchedChanged says whether what a pass reads of the entry's copies or lapsing rejections differs
+// from what the last pass that walked it read.
+func watchedChanged(e *entry, copies CopyReader, now time.Time, rejectionTTL time.Duration) bool {
+	if e.timed && !maps.Equal(rejectedClusters(e.wl, now, rejectionTTL), e.w.Rejected) {
+		return true
+	}
+	return !slices.EqualFunc(observeCopies(e.wl, copies), e.w.Copies, sameCopy)
+}
+
+func sameCopy(a, b dispatch.Copy) bool {
+	return a.Cluster == b.Cluster && a.Admitted == b.Admitted && a.AdmittedAt.Equal(b.AdmittedAt) && a.Rejected == b.Rejected &&
+		a.Waiting == b.Waiting && a.Expired == b.Expired && a.Reason == b.Reason && a.Message == b.Message &&
+		slices.Equal(a.WouldFitWithout, b.WouldFitWithout)
+}
+
+// sameAvailability says whether the same clusters are there, each as connected, ready, cordoned,
+// fenced and running the same kinds as before.
+func sameAvailability(was, now map[string]dispatch.Cluster) bool {
+	if len(was) != len(now) {
+		return false
+	}
+	for name, c := range now {
+		o, ok := was[name]
+		if !ok || o.Connected != c.Connected || o.Connecting != c.Connecting || o.AgentReady != c.AgentReady ||
+			o.Cordoned != c.Cordoned || o.Fenced != c.Fenced || !maps.Equal(o.Kinds, c.Kinds) ||
+			(o.Kinds == nil) != (c.Kinds == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameCapacity says whether every cluster reports the same GPUs as before.
+func sameCapacity(was, now map[string]dispatch.Cluster) bool {
+	for name, c := range now {
+		if !slices.Equal(was[name].GPUs, c.GPUs) {
+			return false
+		}
+	}
+	return true
+}
+
+// seenSpecs are the specs a pass decided over, by kind and name: a GlobalQueue's, a Queue's or a
+// Cohort's spec, a Namespace's labels; with the resourceVersion they were read at.
+type seenSpecs map[seenKey]seenSpec
+
+type seenKey struct{ kind, namespace, name string }
+
+type seenSpec struct {
+	resourceVersion string
+	spec            any
+}
+
+func specsOf(st *hubState) seenSpecs {
+	out := make(seenSpecs, len(st.globals)+len(st.queues)+len(st.cohorts)+len(st.namespaceVersions))
+	for i := range st.globals {
+		o := &st.globals[i]
+		out[seenKey{"GlobalQueue", "", o.Name}] = seenSpec{o.ResourceVersion, &o.Spec}
+	}
+	for i := range st.queues {
+		o := &st.queues[i]
+		out[seenKey{"Queue", o.Namespace, o.Name}] = seenSpec{o.ResourceVersion, &o.Spec}
+	}
+	for i := range st.cohorts {
+		o := &st.cohorts[i]
+		out[seenKey{"Cohort", "", o.Name}] = seenSpec{o.ResourceVersion, &o.Spec}
+	}
+	for name, rv := range st.namespaceVersions {
+		out[seenKey{"Namespace", "", name}] = seenSpec{rv, st.namespaces[name]}
+	}
+	return out
+}
+
+// same says whether the specs are those seen before: the same objects, each at the same version or
+// with the same spec (a status write changes the version alone).
+func (s seenSpecs) same(now seenSpecs) bool {
+	if len(s) != len(now) {
+		return false
+	}
+	for k, n := range now {
+		o, ok := s[k]
+		if !ok || (o.resourceVersion != n.resourceVersion && !equality.Semantic.DeepEqual(o.spec, n.spec)) {
+			return false
+		}
+	}
+	return true
+}

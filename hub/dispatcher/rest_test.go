@@ -1,0 +1,317 @@
+package dispatcher
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
+)
+
+// FuzzParkedPassesDecideAsFullOnes drives a hub through workloads coming, winning, finishing and going,
+// copies admitted, rejected and waiting on the workers, clusters leaving and coming back, capacity
+// reports, quota changes and time passing, and checks every pass: what a pass that parks the quiet
+// queues' workloads decides is what a pass over every workload decides.
+func FuzzParkedPassesDecideAsFullOnes(f *testing.F) {
+	for seed := range 4 {
+		f.Add(scenario(uint64(seed), 200))
+	}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		runParkingScenario(t, ops)
+	})
+}
+
+// TestPassesParkQuietQueues runs long scenarios: passes must park, and decide as full passes do.
+func TestPassesParkQuietQueues(t *testing.T) {
+	parked, passes := 0, 0
+	for seed := range 8 {
+		p, n := runParkingScenario(t, scenario(uint64(100+seed), 400))
+		parked, passes = parked+p, passes+n
+	}
+	if parked < passes/10 {
+		t.Errorf("%d of %d passes parked a queue's workloads; want a tenth at least", parked, passes)
+	}
+}
+
+// scenario is n random operations for runParkingScenario, a pass about every third.
+func scenario(seed uint64, n int) []byte {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ops := make([]byte, 0, 2*n)
+	for range n {
+		op := byte(rng.IntN(int(opCount)))
+		if rng.IntN(3) == 0 {
+			op = byte(opPass)
+		}
+		ops = append(ops, op, byte(rng.IntN(256)))
+	}
+	return ops
+}
+
+type parkingOp byte
+
+const (
+	opAdd parkingOp = iota
+	opPass
+	opCopy
+	opFinish
+	opDelete
+	opConnection
+	opCapacity
+	opQuota
+	opClock
+	opFailWrite
+	opCount
+)
+
+// parkingWorld is a hub of three clusters and three GlobalQueues, solo (StrictFIFO) on its own and
+// left and right in cohort co, each with a Queue of the same name in namespace ns. The dispatcher's
+// cache is the server itself: it shows every write at once.
+type parkingWorld struct {
+	t      *testing.T
+	ctx    context.Context
+	d      *Dispatcher
+	server client.WithWatch
+	clock  *clocktesting.FakeClock
+	copies fakeCopies
+	next   int
+
+	mu       sync.Mutex
+	failures []outcome // of the next Workload status writes
+}
+
+var parkingQueues = []string{"solo", "left", "right"}
+var parkingClusters = []string{"w1", "w2", "w3"}
+
+func newParkingWorld(t *testing.T) *parkingWorld {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := gantry.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	gpus := func(n int) corev1.ResourceList {
+		return corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(int64(n), resource.DecimalSI)}
+	}
+	quota := func(cohort string, clusters ...int) *gantry.GlobalQueue {
+		gq := &gantry.GlobalQueue{Spec: gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, Cohort: cohort}}
+		for i, n := range clusters {
+			gq.Spec.Clusters = append(gq.Spec.Clusters, gantry.ClusterQuota{Name: parkingClusters[i], Quota: gpus(n)})
+		}
+		return gq
+	}
+	gqs := []*gantry.GlobalQueue{quota("", 8, 8, 0), quota("co", 4, 4, 4), quota("co", 0, 4, 8)}
+	gqs[0].Spec.QueueingStrategy = gantry.StrictFIFO
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
+		&gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "co"}}}
+	for i, name := range parkingQueues {
+		gqs[i].Name = name
+		objs = append(objs, gqs[i], queue("ns", name, name))
+	}
+	copies := fakeCopies{connected: map[string]bool{}, byName: map[string]*gantry.Workload{}}
+	for _, c := range parkingClusters {
+		copies.connected[c] = true
+		objs = append(objs, &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: c}, Status: gantry.WorkerClusterStatus{
+			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: at}},
+			Capacity:   capacityWith(8)}})
+	}
+	server := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.Cohort{}, &gantry.WorkerCluster{}).Build()
+	w := &parkingWorld{t: t, ctx: context.Background(), server: server, clock: clocktesting.NewFakeClock(at.Time), copies: copies}
+	cache := interceptor.NewClient(server, interceptor.Funcs{SubResourceUpdate: w.update})
+	w.d = &Dispatcher{Client: cache, APIReader: server, Copies: copies, Recorder: &events.FakeRecorder{}, Clock: w.clock}
+	return w
+}
+
+// update fails the Workload status writes the scenario asked to fail.
+func (w *parkingWorld) update(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	w.mu.Lock()
+	o := outcome{applied: true}
+	if _, ok := obj.(*gantry.Workload); ok && len(w.failures) > 0 {
+		o, w.failures = w.failures[0], w.failures[1:]
+	}
+	w.mu.Unlock()
+	if o.applied {
+		if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil {
+			return err
+		}
+	}
+	return o.err
+}
+
+func capacityWith(free int64) *gantry.CapacitySummary {
+	return &gantry.CapacitySummary{GPUProducts: []gantry.GPUProductCapacity{{Product: "A100", Nodes: 2, Allocatable: 16,
+		Free: free, LargestFreeOnNode: min(free, 8), LargestAllocatableOnNode: 8}}}
+}
+
+// runParkingScenario plays the operations, two bytes each, and says how many of its passes parked a
+// queue's workloads, and how many passes it ran.
+func runParkingScenario(t *testing.T, ops []byte) (parked, passes int) {
+	w := newParkingWorld(t)
+	for i := 0; i+1 < len(ops); i += 2 {
+		op, arg := parkingOp(ops[i]%byte(opCount)), int(ops[i+1])
+		if op == opPass {
+			passes++
+			if w.pass() {
+				parked++
+			}
+			continue
+		}
+		w.apply(op, arg)
+	}
+	return parked, passes
+}
+
+func (w *parkingWorld) apply(op parkingOp, arg int) {
+	switch op {
+	case opAdd:
+		w.next++
+		wl := hubWorkload("ns", fmt.Sprintf("wl-%d", w.next), parkingQueues[arg%3])
+		wl.Spec.PodSets[0].Count = 1
+		wl.Spec.PodSets[0].Requests = corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(int64(1+arg/3%4), resource.DecimalSI)}
+		wl.Spec.Priority = int32(arg / 12 % 3)
+		wl.CreationTimestamp = metav1.NewTime(w.clock.Now())
+		w.must(w.server.Create(w.ctx, wl))
+	case opCopy:
+		w.answerForACopy(arg)
+	case opFinish:
+		if wl := w.pick(arg, func(wl *gantry.Workload) bool { return wl.Status.ClusterName != "" }); wl != nil {
+			apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadFinished,
+				Status: metav1.ConditionTrue, Reason: gantry.ReasonJobSucceeded})
+			w.must(w.server.Status().Update(w.ctx, wl))
+		}
+	case opDelete:
+		if wl := w.pick(arg, func(wl *gantry.Workload) bool { return wl.Status.ClusterName == "" }); wl != nil {
+			w.must(w.server.Delete(w.ctx, wl))
+		}
+	case opConnection:
+		c := parkingClusters[arg%3]
+		w.copies.connected[c] = !w.copies.connected[c]
+	case opCapacity:
+		w.updateCluster(parkingClusters[arg%3], func(wc *gantry.WorkerCluster) { wc.Status.Capacity = capacityWith(int64(arg / 3 % 17)) })
+	case opQuota:
+		var gq gantry.GlobalQueue
+		w.must(w.server.Get(w.ctx, client.ObjectKey{Name: parkingQueues[arg%3]}, &gq))
+		gq.Spec.Clusters[arg/3%3].Quota[gantry.GPUResource] = *resource.NewQuantity(int64(arg/9%9), resource.DecimalSI)
+		w.must(w.server.Update(w.ctx, &gq))
+	case opClock:
+		w.clock.Step(time.Duration(arg) * 5 * time.Second) // rejections lapse after 10 minutes
+	case opFailWrite:
+		timeout := apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
+		o := []outcome{{err: apierrors.NewConflict(gantry.GroupVersion.WithResource("workloads").GroupResource(), "", nil)},
+			{err: timeout, applied: true}, {err: timeout}}[arg%3]
+		w.mu.Lock()
+		w.failures = append(w.failures, o)
+		w.mu.Unlock()
+	}
+}
+
+// answerForACopy has a worker's agent admit, reject or hold a nominated workload's copy.
+func (w *parkingWorld) answerForACopy(arg int) {
+	wl := w.pick(arg, func(wl *gantry.Workload) bool {
+		return wl.Status.ClusterName == "" && len(wl.Status.NominatedClusters) > 0
+	})
+	if wl == nil {
+		return
+	}
+	c := wl.Status.NominatedClusters[arg/7%len(wl.Status.NominatedClusters)]
+	cond := metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantry.ReasonFits,
+		LastTransitionTime: metav1.NewTime(w.clock.Now())}
+	switch arg % 3 {
+	case 1:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, gantry.ReasonNeverFits, "no node is large enough"
+	case 2:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, gantry.ReasonNoEligibleNode, fmt.Sprintf("busy (%d)", arg)
+	}
+	w.copies.byName[c+"/"+wl.Name] = copyOf(wl, fmt.Sprint(wl.Status.DispatchEpoch), &cond)
+}
+
+// pick is the arg-th (round) of the Workloads that match.
+func (w *parkingWorld) pick(arg int, match func(*gantry.Workload) bool) *gantry.Workload {
+	var list gantry.WorkloadList
+	w.must(w.server.List(w.ctx, &list))
+	var matched []*gantry.Workload
+	for i := range list.Items {
+		if wl := &list.Items[i]; match(wl) && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+			matched = append(matched, wl)
+		}
+	}
+	if len(matched) == 0 {
+		return nil
+	}
+	slices.SortFunc(matched, func(a, b *gantry.Workload) int { return cmp.Compare(a.Name, b.Name) })
+	return matched[arg%len(matched)]
+}
+
+func (w *parkingWorld) updateCluster(name string, change func(*gantry.WorkerCluster)) {
+	var wc gantry.WorkerCluster
+	w.must(w.server.Get(w.ctx, client.ObjectKey{Name: name}, &wc))
+	change(&wc)
+	w.must(w.server.Status().Update(w.ctx, &wc))
+}
+
+// pass plans a pass, checks it against a pass over every workload, writes what it decided and says
+// whether it parked any workload.
+func (w *parkingWorld) pass() bool {
+	w.t.Helper()
+	p, err := w.d.plan(w.ctx)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	_, usage := dispatch.PlanWithUsage(p.in.snap) // before the full snapshot sets its workloads apart
+	globals, locals := queueStatuses(p.in, usage.Queues)
+	fullIn := buildSnapshot(p.st, w.d.Copies, w.clock.Now(), w.d.RejectionTTL)
+	full, fullUsage := dispatch.PlanWithUsage(fullIn.snap)
+	if diff := gocmp.Diff(comparable(full), comparable(p.res), cmpopts.EquateEmpty()); diff != "" {
+		w.t.Fatalf("a pass that parks decided otherwise than a full one (-full +parked):\n%s", diff)
+	}
+	fullGlobals, fullLocals := queueStatuses(fullIn, fullUsage.Queues)
+	if diff := gocmp.Diff(fullGlobals, globals); diff != "" {
+		w.t.Fatalf("a pass that parks counts GlobalQueues otherwise than a full one (-full +parked):\n%s", diff)
+	}
+	if diff := gocmp.Diff(fullLocals, locals); diff != "" {
+		w.t.Fatalf("a pass that parks counts Queues otherwise than a full one (-full +parked):\n%s", diff)
+	}
+	w.d.act(w.ctx, p)
+	waitForSlots(w.t, w.d)
+	return len(p.in.parked) > 0
+}
+
+// comparable is the result in an order of its own; ReadCapacity is left out (a parked queue is not
+// asked again).
+func comparable(r dispatch.Result) dispatch.Result {
+	r.ReadCapacity = nil
+	slices.SortFunc(r.Winners, func(a, b dispatch.Winner) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(r.Nominations, func(a, b dispatch.Nomination) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(r.Verdicts, func(a, b dispatch.Verdict) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(r.Preemptions, func(a, b dispatch.Preemption) int { return cmp.Compare(a.Victim, b.Victim) })
+	return r
+}
+
+func (w *parkingWorld) must(err error) {
+	w.t.Helper()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
