@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,7 +17,8 @@ import (
 // running twice or being lost: a Job is created only on the winner and only while none is recorded as
 // created; the winner is cleared, and the Workload let go while its Job may run, only behind a live
 // check of the winner; nothing is written to a cluster that is not connected; deletes name exactly
-// objects in the view; the view is never modified.
+// objects in the view; a TrainJob is suspended only on its way out, pods first, in the same plan; the
+// view is never modified.
 func FuzzDecideNeverRunsTwice(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	f.Add([]byte{255, 128, 7, 3, 1, 0, 200, 99, 42, 17, 5, 250, 33, 64})
@@ -53,6 +56,15 @@ func checkPlan(t *testing.T, v View, p Plan) {
 		case Resume:
 			if a.Cluster != st.ClusterName || !c.LeaseRenewed || finished || c.Job == nil || a.Object.GetUID() != c.Job.GetUID() {
 				t.Fatalf("%s: resumes off the winner %q or before the lease was renewed", a, st.ClusterName)
+			}
+		case Suspend:
+			if !slices.ContainsFunc(p.Worker, func(d WorkerAction) bool {
+				return d.Op == DeleteForeground && d.Cluster == a.Cluster && d.Object.GetUID() == a.Object.GetUID()
+			}) {
+				t.Fatalf("%s: suspends a job the plan does not delete pods first", a)
+			}
+			if c.Job == nil || c.Job.GetUID() != a.Object.GetUID() {
+				t.Fatalf("%s: suspends an object not in the view", a)
 			}
 		case CreateCopy:
 			if st.ClusterName != "" || !slices.Contains(st.NominatedClusters, a.Cluster) || epochOf(a.Object.GetLabels()) != st.DispatchEpoch || c.Copy != nil {
@@ -143,11 +155,45 @@ func randomView(b *byteSource) View {
 	if b.next(3) == 0 {
 		v.LastMirror = &Mirror{At: now.Add(-time.Duration(b.next(3)) * 400 * time.Millisecond), Replaced: []string{"9", "10"}[b.next(2)]}
 	}
-	if b.next(3) == 0 { // drawn last, so that inputs found before preemption keep their meaning
+	if b.next(3) == 0 { // drawn late, so that inputs found before preemption keep their meaning
 		st := &v.Workload.Status
 		st.Preemption = &gantry.Preemption{Cluster: names[b.next(3)], Epoch: int64(b.next(3)), Preemptor: "ns/urgent", Reason: gantry.ReasonInQueuePriority}
 	}
+	if b.next(4) == 0 { // drawn last, as preemption
+		asTrainJobs(&v)
+	}
 	return v
+}
+
+// asTrainJobs makes the view's jobs TrainJobs, which are suspended before they are deleted pods first
+// (jobkind.SuspendsFirst): the same objects, suspended or not, running or complete alike.
+func asTrainJobs(v *View) {
+	v.Workload.Spec.JobKind = gantry.JobKindTrainJob
+	convert := func(j *batchv1.Job) *trainer.TrainJob {
+		tj := &trainer.TrainJob{ObjectMeta: *j.ObjectMeta.DeepCopy(), Spec: trainer.TrainJobSpec{Suspend: j.Spec.Suspend}}
+		if apimeta.IsStatusConditionTrue(jobConditions(j), string(batchv1.JobComplete)) {
+			tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
+		}
+		return tj
+	}
+	if j, ok := v.HubJob.(*batchv1.Job); ok && j != nil {
+		v.HubJob = convert(j)
+	}
+	for name, c := range v.Clusters {
+		if j, ok := c.Job.(*batchv1.Job); ok && j != nil {
+			c.Job = convert(j)
+			v.Clusters[name] = c
+		}
+	}
+}
+
+// jobConditions are a batch Job's conditions in the form of metav1.Condition, for reading.
+func jobConditions(j *batchv1.Job) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range j.Status.Conditions {
+		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status)})
+	}
+	return out
 }
 
 func randomCluster(b *byteSource, name string) Cluster {
