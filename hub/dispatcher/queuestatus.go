@@ -74,54 +74,51 @@ func (d *Dispatcher) writeStatusesInSlot(ctx context.Context, objs []client.Obje
 
 // changedGlobalQueues are copies of the GlobalQueues whose status differs from want, carrying want.
 func changedGlobalQueues(gqs []gantry.GlobalQueue, want map[string]gantry.GlobalQueueStatus, snap *dispatch.Snapshot) []client.Object {
-	var out []client.Object
-	for i := range gqs {
-		gq := &gqs[i] // the cache's own object: read, never changed
-		status := want[gq.Name]
-		status.Conditions = slices.Clone(gq.Status.Conditions) // set apart, or the change would not show
-		apimeta.SetStatusCondition(&status.Conditions, activeCondition(gq, snap))
-		if equality.Semantic.DeepEqual(gq.Status, status) {
-			continue
-		}
-		changed := gq.DeepCopy()
-		changed.Status = status
-		out = append(out, changed)
-	}
-	return out
+	return changedStatuses(gqs, func(gq *gantry.GlobalQueue) *gantry.GlobalQueueStatus { return &gq.Status },
+		func(gq *gantry.GlobalQueue) gantry.GlobalQueueStatus {
+			status := want[gq.Name]
+			status.Conditions = slices.Clone(gq.Status.Conditions) // set apart, or the change would not show
+			apimeta.SetStatusCondition(&status.Conditions, activeCondition(gq, snap))
+			return status
+		})
 }
 
 // changedQueues are copies of the Queues whose status differs from want, carrying want.
 func changedQueues(qs []gantry.Queue, want map[string]gantry.QueueStatus, snap *dispatch.Snapshot) []client.Object {
-	var out []client.Object
-	for i := range qs {
-		q := &qs[i]
-		status := want[q.Namespace+"/"+q.Name]
-		status.Conditions = slices.Clone(q.Status.Conditions)
-		cond := metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "GlobalQueue " + q.Spec.GlobalQueue + " exists"}
-		if snap.Queues[q.Spec.GlobalQueue] == nil {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, gantry.ReasonGlobalQueueNotFound, "GlobalQueue "+q.Spec.GlobalQueue+" not found"
-		}
-		apimeta.SetStatusCondition(&status.Conditions, cond)
-		if equality.Semantic.DeepEqual(q.Status, status) {
-			continue
-		}
-		changed := q.DeepCopy()
-		changed.Status = status
-		out = append(out, changed)
-	}
-	return out
+	return changedStatuses(qs, func(q *gantry.Queue) *gantry.QueueStatus { return &q.Status },
+		func(q *gantry.Queue) gantry.QueueStatus {
+			status := want[q.Namespace+"/"+q.Name]
+			status.Conditions = slices.Clone(q.Status.Conditions)
+			cond := metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "GlobalQueue " + q.Spec.GlobalQueue + " exists"}
+			if snap.Queues[q.Spec.GlobalQueue] == nil {
+				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, gantry.ReasonGlobalQueueNotFound, "GlobalQueue "+q.Spec.GlobalQueue+" not found"
+			}
+			apimeta.SetStatusCondition(&status.Conditions, cond)
+			return status
+		})
 }
 
 // changedCohorts are copies of the Cohorts whose status differs from want, carrying want.
 func changedCohorts(cohorts []gantry.Cohort, want map[string]gantry.CohortStatus) []client.Object {
+	return changedStatuses(cohorts, func(c *gantry.Cohort) *gantry.CohortStatus { return &c.Status },
+		func(c *gantry.Cohort) gantry.CohortStatus { return want[c.Name] })
+}
+
+// changedStatuses are copies of the objects whose status (at) differs from the one want gives them,
+// carrying it. The objects are the cache's own: read, never changed.
+func changedStatuses[T any, PT interface {
+	*T
+	client.Object
+}, S any](objs []T, at func(PT) *S, want func(PT) S) []client.Object {
 	var out []client.Object
-	for i := range cohorts {
-		c := &cohorts[i]
-		if equality.Semantic.DeepEqual(c.Status, want[c.Name]) {
+	for i := range objs {
+		obj := PT(&objs[i])
+		status := want(obj)
+		if equality.Semantic.DeepEqual(*at(obj), status) {
 			continue
 		}
-		changed := c.DeepCopy()
-		changed.Status = want[c.Name]
+		changed := obj.DeepCopyObject().(PT)
+		*at(changed) = status
 		out = append(out, changed)
 	}
 	return out

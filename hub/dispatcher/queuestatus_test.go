@@ -27,19 +27,7 @@ import (
 func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
 		Spec: gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{{Name: "w1"}}}}
-	s := runtime.NewScheme()
-	if err := gantry.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	conflicts := 1
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gq).WithStatusSubresource(gq).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			if _, ok := obj.(*gantry.GlobalQueue); ok && conflicts > 0 {
-				conflicts--
-				return apierrors.NewConflict(schema.GroupResource{Group: "gantry.dev", Resource: "globalqueues"}, obj.GetName(), nil)
-			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		}}).Build()
+	c, sw := conflictingOnce(t, gq)
 	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	d := &Dispatcher{Client: c, Clock: clock}
 	d.init()
@@ -49,7 +37,7 @@ func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 
 	d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
 	waitForSlots(t, d)
-	if conflicts != 0 {
+	if sw.conflicts != 0 {
 		t.Fatal("the status was not written")
 	}
 	select {
@@ -127,22 +115,9 @@ func TestCohortStatuses(t *testing.T) {
 // the interval, and a status that is already right is not written again.
 func TestCohortStatusIsWrittenWhenItChanges(t *testing.T) {
 	ctx := context.Background()
-	s := runtime.NewScheme()
-	if err := gantry.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
 	x := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: gantry.CohortSpec{Parent: "y"}}
 	y := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "y"}, Spec: gantry.CohortSpec{Parent: "x"}}
-	writes, conflicts := 0, 1
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(x, y).WithStatusSubresource(x, y).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			writes++
-			if conflicts > 0 {
-				conflicts--
-				return apierrors.NewConflict(schema.GroupResource{Group: "gantry.dev", Resource: "cohorts"}, obj.GetName(), nil)
-			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		}}).Build()
+	c, sw := conflictingOnce(t, x, y)
 	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	d := &Dispatcher{Client: c, Clock: clock}
 	d.init()
@@ -158,14 +133,14 @@ func TestCohortStatusIsWrittenWhenItChanges(t *testing.T) {
 		clock.Step(queueStatusInterval)
 	}
 
-	if write(); writes != 2 {
-		t.Fatalf("after a conflict: %d writes, want 2", writes)
+	if write(); sw.writes != 2 {
+		t.Fatalf("after a conflict: %d writes, want 2", sw.writes)
 	}
-	if write(); writes != 3 {
-		t.Fatalf("the retry: %d writes, want 3", writes)
+	if write(); sw.writes != 3 {
+		t.Fatalf("the retry: %d writes, want 3", sw.writes)
 	}
-	if write(); writes != 3 {
-		t.Fatalf("with nothing changed: %d writes, want still 3", writes)
+	if write(); sw.writes != 3 {
+		t.Fatalf("with nothing changed: %d writes, want still 3", sw.writes)
 	}
 	for _, name := range []string{"x", "y"} {
 		var got gantry.Cohort
@@ -288,4 +263,28 @@ func stepWhenWaited(t *testing.T, clock *clocktesting.FakeClock, d time.Duration
 func usageOf(snap *dispatch.Snapshot) *dispatch.Usage {
 	u := dispatch.UsageOf(snap)
 	return &u
+}
+
+// statusWrites counts the status writes a fake client took, and how many of the next ones conflict.
+type statusWrites struct{ writes, conflicts int }
+
+// conflictingOnce is a fake client holding the objects whose first status write conflicts, as when
+// the cache had not seen the last one.
+func conflictingOnce(t *testing.T, objs ...client.Object) (client.Client, *statusWrites) {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := gantry.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	sw := &statusWrites{conflicts: 1}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			sw.writes++
+			if sw.conflicts > 0 {
+				sw.conflicts--
+				return apierrors.NewConflict(schema.GroupResource{Group: "gantry.dev", Resource: "statuses"}, obj.GetName(), nil)
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}).Build()
+	return c, sw
 }
