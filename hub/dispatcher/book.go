@@ -32,9 +32,14 @@ type book struct {
 	entries map[string]*entry
 	order   []*entry // CompareInQueue's order over the entries not tallied
 	spare   []*entry // the order before the last merge, reused by the next
-	tallies *tallies
-	uids    map[types.UID]struct{}
-	shared  *shared
+	// parking is, for each entry of the order at the same place, what a pass reads to park it, laid
+	// out apart from the entries: a pass over quiet queues reads these in a row and goes to none of
+	// their entries. spareParking is the one before the last merge.
+	parking      []parkingMeta
+	spareParking []parkingMeta
+	tallies      *tallies
+	uids         map[types.UID]struct{}
+	shared       *shared
 	// touched are the entries taken in since a pass last read them (takeChanges), left the GlobalQueues
 	// of the entries they replaced or that left the book, as the last pass saw them; watched are the
 	// entries a pass parks none of whose copies or lapsing rejections a pass reads (see rest).
@@ -60,7 +65,17 @@ type entry struct {
 	// tallied: it is counted in the book's tallies, at talliedAt in their list, and not in the order.
 	tallied   bool
 	talliedAt int
+	// at is its place in the order, while it is in it.
+	at int
 }
+
+// parkingMeta is what a pass reads of an entry of the order to park it (see rest).
+type parkingMeta struct {
+	queue    *queueRef
+	parkable bool
+}
+
+func (e *entry) parkingMeta() parkingMeta { return parkingMeta{queue: e.queue, parkable: e.parkable()} }
 
 func newBook() *book {
 	return &book{changed: map[string]*gantry.Workload{}, entries: map[string]*entry{}, uids: map[types.UID]struct{}{},
@@ -121,8 +136,10 @@ func (b *book) sync() {
 		case e.w.Talliable():
 			b.tallies.add(e)
 		case ordered && dispatch.CompareInQueue(&old.w, &e.w) == 0:
+			at := old.at
 			*old = *e // it keeps its place in the order
-			e = old
+			e, old.at = old, at
+			b.parking[at] = old.parkingMeta()
 		default:
 			added = append(added, e)
 		}
@@ -158,19 +175,28 @@ func (b *book) forget(e *entry) {
 // entries no longer in the book.
 func (b *book) merge(added []*entry) {
 	slices.SortFunc(added, func(x, y *entry) int { return dispatch.CompareInQueue(&x.w, &y.w) })
-	out := b.spare[:0]
+	out, meta := b.spare[:0], b.spareParking[:0]
+	place := func(e *entry) {
+		e.at = len(out)
+		out, meta = append(out, e), append(meta, e.parkingMeta())
+	}
 	for _, e := range b.order {
 		if e.gone {
 			continue
 		}
 		for len(added) > 0 && dispatch.CompareInQueue(&added[0].w, &e.w) < 0 {
-			out, added = append(out, added[0]), added[1:]
+			place(added[0])
+			added = added[1:]
 		}
-		out = append(out, e)
+		place(e)
 	}
-	out = append(out, added...)
-	clear(b.order) // so that the spare holds no entry gone
+	for _, e := range added {
+		place(e)
+	}
+	clear(b.order) // so that the spares hold no entry gone
+	clear(b.parking)
 	b.order, b.spare = out, b.order[:0]
+	b.parking, b.spareParking = meta, b.parking[:0]
 }
 
 // takeChanges hands over the entries taken in since it was last called, and the GlobalQueues of those

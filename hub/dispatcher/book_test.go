@@ -54,8 +54,9 @@ func FuzzBookKeepsQueueOrder(f *testing.F) {
 					wl := cur.DeepCopy()
 					wl.Status.DispatchEpoch++
 					switch (op >> 3) % 3 {
-					case 0:
+					case 0: // waiting, nominated or not: it keeps its place, and parks or not
 						wl.Status.ClusterName, wl.Status.GlobalQueue = "", ""
+						wl.Status.NominatedClusters = [][]string{nil, {"c0"}}[version%2]
 					case 1:
 						wl.Status.ClusterName, wl.Status.GlobalQueue = "c"+strconv.Itoa(int(op)%2), "gq"
 					case 2:
@@ -123,9 +124,15 @@ func checkBook(t *testing.T, b *book, want map[string]*gantry.Workload) {
 	for _, e := range b.tallies.entries {
 		users[e.queue.queueKey]++
 	}
-	for _, e := range b.order {
+	if len(b.parking) != len(b.order) {
+		t.Fatalf("%d entries in the order, %d parking entries", len(b.order), len(b.parking))
+	}
+	for i, e := range b.order {
 		if b.entries[e.w.Key] != e {
 			t.Fatalf("%s is in the order but not the book", e.w.Key)
+		}
+		if e.at != i || b.parking[i] != e.parkingMeta() {
+			t.Fatalf("%s at %d says it is at %d, parking %+v, want %+v", e.w.Key, i, e.at, b.parking[i], e.parkingMeta())
 		}
 		users[e.queue.queueKey]++
 		if b.shared.queues[e.queue.queueKey] != e.queue {

@@ -307,7 +307,7 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	st := &hubState{workloads: d.book.order, tallies: d.book.tallies, entries: d.book.entries, globals: gqs.Items, queues: qs.Items,
+	st := &hubState{workloads: d.book.order, parking: d.book.parking, tallies: d.book.tallies, entries: d.book.entries, globals: gqs.Items, queues: qs.Items,
 		clusters: wcs.Items, cohorts: cohorts.Items, namespaces: map[string]labels.Set{}, namespaceVersions: map[string]string{}}
 	for _, ns := range nss.Items {
 		st.namespaces[ns.Name], st.namespaceVersions[ns.Name] = ns.Labels, ns.ResourceVersion

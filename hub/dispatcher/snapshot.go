@@ -36,7 +36,9 @@ type hubState struct {
 	// workloads are the book's entries in queue order, but for those its tallies count; over holds, by
 	// key, those the dispatcher's own writes stand in for (see overlay), and entries all of the book's by
 	// key.
-	workloads  []*entry
+	workloads []*entry
+	// parking is what a pass reads of each of workloads to park it; nil when it parks none.
+	parking    []parkingMeta
 	tallies    *tallies
 	over       map[string]*entry
 	entries    map[string]*entry
@@ -112,13 +114,16 @@ func buildParking(st *hubState, copies CopyReader, now time.Time, rejectionTTL t
 	if b.r.parked == nil { // every workload goes in; else what the parked leave is not known up front
 		s.Workloads, b.out.locals = make([]*dispatch.Workload, 0, len(st.workloads)), make([]*queueRef, 0, len(st.workloads))
 	}
-	overlaid := len(st.over) > 0
-	for _, e := range st.workloads {
+	overlaid, parking := len(st.over) > 0, b.r.parked != nil && len(st.parking) == len(st.workloads)
+	for i, e := range st.workloads {
+		// The dispatcher's own writes stand in for the entry where it wrote; they never do in a parked
+		// queue, which is not quiet while a write of it is in flight or settles (rest).
+		if parking && st.parking[i].parkable && b.r.parks(st.parking[i].queue) {
+			b.park(st.parking[i].queue)
+			continue
+		}
 		if o := st.over[e.w.Key]; overlaid && o != nil {
 			e = o
-		} else if b.r.parked != nil && e.parkable() && b.r.parks(e.queue) {
-			b.park(e.queue)
-			continue
 		}
 		b.include(e)
 	}
