@@ -270,7 +270,7 @@ func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	var pr *passRest
 	in := buildParking(st, d.Copies, now, d.RejectionTTL, func(s *dispatch.Snapshot, r *resolver) map[string]bool {
 		pr = d.rest.begin(restInputs{st: st, snap: s, r: r, touched: touched, left: left, watched: d.book.watched,
-			copies: d.Copies, now: now, rejectionTTL: d.RejectionTTL})
+			now: now, rejectionTTL: d.RejectionTTL})
 		return pr.parked
 	})
 	p := &planned{st: st, in: in}

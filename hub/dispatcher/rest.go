@@ -20,8 +20,9 @@ import (
 // What a component decides over, and how a pass learns that it changed:
 //   - its Workloads, admitted ones included: the book's changes since the last pass (touched, left);
 //   - the dispatcher's own writes laid over them: the overlay, this pass's and the last one's;
-//   - its nominated workloads' copies on the workers and its rejections that lapse: read again for the
-//     book's watched entries before the walk;
+//   - its nominated workloads' copies on the workers: a component with a nominated workload is walked
+//     every pass (watchedChanged says why);
+//   - its rejections that lapse: worked out again for the book's watched entries before the walk;
 //   - the specs of GlobalQueues, Queues, Cohorts and the labels of Namespaces; the clusters' connection,
 //     readiness, cordons, fences and kinds: any change there and the pass walks everything;
 //   - the clusters' capacity reports, for a component some of whose workloads waited for room a report
@@ -72,7 +73,6 @@ type restInputs struct {
 	touched      []*entry // entries the book took in since the last pass
 	left         []string // GlobalQueues of the entries they replaced or that left, as the last pass saw them
 	watched      map[*entry]struct{}
-	copies       CopyReader
 	now          time.Time
 	rejectionTTL time.Duration
 }
@@ -110,7 +110,7 @@ func (r *rest) begin(in restInputs) *passRest {
 		markEntry(o)
 	}
 	for e := range in.watched {
-		if in.st.over[e.w.Key] == nil && watchedChanged(e, in.copies, in.now, in.rejectionTTL) {
+		if in.st.over[e.w.Key] == nil && watchedChanged(e, in.now, in.rejectionTTL) {
 			markEntry(e)
 		}
 	}
@@ -173,19 +173,12 @@ func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *disp
 	}
 }
 
-// watchedChanged says whether what a pass reads of the entry's copies or lapsing rejections differs
-// from what the last pass that walked it read.
-func watchedChanged(e *entry, copies CopyReader, now time.Time, rejectionTTL time.Duration) bool {
-	if e.timed && !maps.Equal(rejectedClusters(e.wl, now, rejectionTTL), e.w.Rejected) {
-		return true
-	}
-	return !slices.EqualFunc(observeCopies(e.wl, copies), e.w.Copies, sameCopy)
-}
-
-func sameCopy(a, b dispatch.Copy) bool {
-	return a.Cluster == b.Cluster && a.Admitted == b.Admitted && a.AdmittedAt.Equal(b.AdmittedAt) && a.Rejected == b.Rejected &&
-		a.Waiting == b.Waiting && a.Expired == b.Expired && a.Reason == b.Reason && a.Message == b.Message &&
-		slices.Equal(a.WouldFitWithout, b.WouldFitWithout)
+// watchedChanged says whether the entry's component is walked for it: it is nominated, or a rejection
+// of it lapsed since the last pass that walked it. A nominated workload's copies are read on the
+// workers as the pass goes: a pass that parked its component could take in a change of a copy (one
+// admitted a moment before) without deciding on it, so such a component is never parked.
+func watchedChanged(e *entry, now time.Time, rejectionTTL time.Duration) bool {
+	return len(e.w.Nominated) > 0 || (e.timed && !maps.Equal(rejectedClusters(e.wl, now, rejectionTTL), e.w.Rejected))
 }
 
 // sameAvailability says whether the same clusters are there, each as connected, ready, cordoned,

@@ -315,3 +315,49 @@ func (w *parkingWorld) must(err error) {
 		w.t.Fatal(err)
 	}
 }
+
+// A copy admitted while a pass goes (its agent answered between the start of the pass and the read of
+// that copy) is decided on by the next pass: a nominated workload's queue is walked every pass, so no
+// pass takes in a copy's change without deciding on it.
+func TestACopyAdmittedDuringAPassIsDecidedOn(t *testing.T) {
+	w := newParkingWorld(t)
+	w.apply(opAdd, 0) // a one-GPU workload of solo, which has room
+	w.pass()          // nominated
+	w.pass()          // no copy answered yet: nothing to decide
+	var wl gantry.Workload
+	w.must(w.server.Get(w.ctx, client.ObjectKey{Namespace: "ns", Name: "wl-1"}, &wl))
+	if len(wl.Status.NominatedClusters) == 0 {
+		t.Fatalf("wl-1 was not nominated: %+v", wl.Status)
+	}
+	c := wl.Status.NominatedClusters[0]
+	racing := &racingCopies{CopyReader: w.copies, after: func() {
+		w.copies.byName[c+"/wl-1"] = admittedCopy(&wl, fmt.Sprint(wl.Status.DispatchEpoch))
+	}}
+	w.d.Copies = racing
+	for range 2 {
+		p, err := w.d.plan(w.ctx)
+		w.must(err)
+		w.d.act(w.ctx, p)
+		waitForSlots(t, w.d)
+	}
+	w.must(w.server.Get(w.ctx, client.ObjectKey{Namespace: "ns", Name: "wl-1"}, &wl))
+	if wl.Status.ClusterName != c {
+		t.Fatalf("two passes after its copy on %s was admitted, wl-1 has winner %q", c, wl.Status.ClusterName)
+	}
+}
+
+// racingCopies is a CopyReader whose first read of a copy returns what the workers showed before
+// after changed them: an agent that answers while a pass goes.
+type racingCopies struct {
+	CopyReader
+	after func()
+}
+
+func (r *racingCopies) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
+	cp := r.CopyReader.Copy(cluster, wl)
+	if r.after != nil {
+		r.after()
+		r.after = nil
+	}
+	return cp
+}

@@ -189,7 +189,8 @@ type process struct {
 // startProcess runs a Gantry binary with its output in logDir and env added to this process's
 // environment.
 func startProcess(name, binary, logDir string, env []string, args ...string) (*process, error) {
-	log, err := os.Create(filepath.Join(logDir, name+".log"))
+	// Appended to: a process started again (the hub's restart) keeps the log of the one before.
+	log, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}

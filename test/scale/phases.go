@@ -157,12 +157,26 @@ func (f *fleet) fill(ctx context.Context, r *report) error {
 			f.writeProfile(ctx, "/debug/pprof/heap", filepath.Join(f.o.profiles, "heap.pprof"))
 		}
 		r.depths = append(r.depths, row)
-		logf("depth %d: probe p50 %s, pass mean %s", depth, percentile(row.latencies, 50), row.passes.Mean())
+		logf("depth %d: probe p50 %s, pass mean %s; each probe %v; steps' p99 %s", depth, percentile(row.latencies, 50),
+			row.passes.Mean(), row.latencies, stepsP99(before, after))
 	}
 	return nil
 }
 
 const passMetric = "gantry_hub_dispatch_pass_duration_seconds"
+
+// stepsP99 says, of the steps of the dispatches between two scrapes of the hub, the 99th percentile
+// of each: which step a slow probe waited in.
+func stepsP99(before, after scrape.Families) string {
+	var parts []string
+	for _, step := range []string{"created_to_nominated", "nominated_to_winner", "winner_to_job_created"} {
+		h := after.Histogram(stepMetric, "step", step).Since(before.Histogram(stepMetric, "step", step))
+		parts = append(parts, step+" "+h.Quantile(0.99))
+	}
+	return strings.Join(parts, ", ")
+}
+
+const stepMetric = "gantry_hub_dispatch_latency_seconds"
 
 // settle waits until the hub has a Workload for each held job and has stopped writing.
 func (f *fleet) settle(ctx context.Context, depth int) error {
