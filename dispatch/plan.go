@@ -235,7 +235,7 @@ func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 			continue // no queue: the snapshot builder reports why
 		}
 		ql.countUsage(w)
-		if w.Phase == Pending && !w.Parked {
+		if w.Phase == Pending {
 			queueOf[i] = ql
 			if ql.lastPending != nil && !ql.unsorted && CompareInQueue(ql.lastPending, w) > 0 {
 				ql.unsorted = true

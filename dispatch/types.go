@@ -220,11 +220,6 @@ type Workload struct {
 
 	// Copies of the current epoch as observed on the workers.
 	Copies []Copy
-
-	// Parked: a pending workload whose queue's component (ComponentOf) was decided nothing for in the
-	// last pass and nothing it decides over changed since. It is counted for what it holds and decided
-	// nothing for: what a pass would decide for it is nothing again.
-	Parked bool
 }
 
 // Copy is the observed state of one worker copy of the workload's current epoch.

@@ -42,7 +42,7 @@ type book struct {
 	shared       *shared
 	// touched are the entries taken in since a pass last read them (takeChanges), left the GlobalQueues
 	// of the entries they replaced or that left the book, as the last pass saw them; watched are the
-	// entries a pass parks none of whose copies or lapsing rejections a pass reads (see rest).
+	// waiting entries that keep their queue walked (nominated) or whose rejections lapse (see rest).
 	touched []*entry
 	left    []string
 	watched map[*entry]struct{}

@@ -14,8 +14,9 @@ import (
 // finds again that they wait. rest lets passes leave them out: a component of the queues (a tree of
 // cohorts, or a queue without one; dispatch.ComponentOf) that the last pass walked and decided nothing
 // for is quiet, and stays so until something it decides over changes. A pass then parks the quiet
-// components' workloads that hold nothing (pending, not nominated, no rejection that lapses): it
-// counts them for the queues' statuses and decides nothing for them, which is what it would decide.
+// components' waiting workloads, none of which holds a reservation (a nominated workload keeps its
+// component walked): it counts them for the queues' statuses and decides nothing for them, which is
+// what it would decide.
 //
 // What a component decides over, and how a pass learns that it changed:
 //   - its Workloads, admitted ones included: the book's changes since the last pass (touched, left);
@@ -131,11 +132,7 @@ func (r *rest) begin(in restInputs) *passRest {
 func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *dispatch.Result) {
 	decided := map[string]bool{}
 	mark := func(key string) {
-		e := st.over[key]
-		if e == nil {
-			e = st.entries[key]
-		}
-		if e != nil && e.w.GlobalQueue != "" {
+		if e := st.entry(key); e != nil && e.w.GlobalQueue != "" {
 			decided[p.component(e.w.GlobalQueue)] = true
 		}
 	}

@@ -51,16 +51,21 @@ type hubState struct {
 	namespaceVersions map[string]string
 }
 
+// entry is the entry of the key as the pass sees it: the overlay's, else the book's; nil when there
+// is none.
+func (st *hubState) entry(key string) *entry {
+	if e := st.over[key]; e != nil {
+		return e
+	}
+	return st.entries[key]
+}
+
 // workload is the Workload of the key as the pass sees it; nil when there is none.
 func (st *hubState) workload(key string) *gantry.Workload {
-	e := st.over[key]
-	if e == nil {
-		e = st.entries[key]
+	if e := st.entry(key); e != nil {
+		return e.wl
 	}
-	if e == nil {
-		return nil
-	}
-	return e.wl
+	return nil
 }
 
 // writable is the Workload of the key if the pass may write it: it exists and is not being deleted.
@@ -184,9 +189,6 @@ func (b *snapshotBuilder) include(e *entry) {
 	// Set only when they change, so that a walk over a queue at rest leaves its memory as it was.
 	if w.GlobalQueue != queue || w.NominatedQueue != nominatedQueue {
 		w.GlobalQueue, w.NominatedQueue = queue, nominatedQueue
-	}
-	if parked := b.r.parked != nil && w.Phase == dispatch.Pending && b.r.parks(e.queue); w.Parked != parked {
-		w.Parked = parked
 	}
 	if w.Copies != nil || observed != nil {
 		w.Copies = observed
