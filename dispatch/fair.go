@@ -13,13 +13,11 @@ import (
 func (l *ledger) nominate(res *Result) {
 	for _, name := range slices.Sorted(maps.Keys(l.queues)) {
 		ql := l.queues[name]
-		if ql.nom == nil {
+		if ql.cohort == nil {
+			ql.walkAlone(res)
 			continue
 		}
-		if ql.cohort == nil {
-			for ql.nom.head() != nil {
-				ql.nom.step(res)
-			}
+		if ql.nom == nil {
 			continue
 		}
 		for n := ql.cohort; n != nil; n = n.parent {

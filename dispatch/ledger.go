@@ -50,6 +50,11 @@ type queueLedger struct {
 	scores        []weightedScorer
 	// blocked are the workloads of this pass that may preempt.
 	blocked []blocked
+	// cut is the tail of its waiting workloads the snapshot left out; nil when none.
+	cut *Cut
+	// room counts, for the whole pass, the nominations that took quota and the widenings that gave
+	// some back.
+	room *roomChanges
 	// readCapacity: a pending workload of this pass passed every quota filter on some cluster, so what
 	// it was told depends on the clusters' capacity reports.
 	readCapacity bool
@@ -120,9 +125,10 @@ func newLedger(s *Snapshot) *ledger {
 // emptyLedger lays out the snapshot's queues and cohorts, their quota and limits, with nothing used.
 func emptyLedger(s *Snapshot) *ledger {
 	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{}}
+	room := &roomChanges{}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
-			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q)}
+			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room}
 		for _, c := range q.Clusters {
 			for r := range q.Quota[c] {
 				if _, ok := ql.index[r]; !ok {

@@ -57,6 +57,9 @@ type Result struct {
 	// all got clusters, or waited for quota or for clusters to become usable, would decide the same
 	// after a new capacity report alone.
 	ReadCapacity map[string]bool
+	// Uncut are the GlobalQueues whose Cut the pass could not take: what it decided may differ from a
+	// pass over their whole tails, and must be planned again with them.
+	Uncut []string
 }
 
 // Plan runs one dispatch pass. In order: it confirms winners among admitted copies (each within the
@@ -80,6 +83,7 @@ func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	l := emptyLedger(s)
 	groups := l.countAndGroup(s)
 	l.noteLowestRunning(s)
+	l.takeCuts(s, &res)
 	var usage Usage
 	if withUsage {
 		usage = Usage{Queues: l.shares(), Cohorts: l.cohortUse()}
@@ -359,15 +363,31 @@ type nominator struct {
 	passed []int
 	total  []float64
 	raw    []float64
-	// Quota only shrinks during a pass, so a request shape that found no cluster fails again: remember
-	// a few such shapes (bursts of identical jobs are common) and skip their scan.
+	// A request shape that found no cluster fails again, for the same reason, while the pass gives no
+	// quota back, and while it takes none if it was capacity that the shape lacked (with less quota it
+	// may wait for quota instead): remember a few such shapes (bursts of identical jobs are common) and
+	// skip their scan.
 	failures  []failure
 	blockedBy string
 }
 
 type failure struct {
-	vec     []int64
-	verdict Verdict
+	vec    []int64
+	perPod int64
+	// room is the pass's room changes when the shape failed; forCapacity: it passed the quota filters
+	// on some cluster.
+	room        roomChanges
+	forCapacity bool
+	verdict     Verdict
+}
+
+// roomChanges counts what changed the quota left during a pass.
+type roomChanges struct{ taken, freed int }
+
+// stands says whether the failure holds for a workload of the same shape now.
+func (f *failure) stands(vec []int64, perPod int64, now roomChanges) bool {
+	return f.perPod == perPod && f.room.freed == now.freed && (!f.forCapacity || f.room.taken == now.taken) &&
+		slices.Equal(f.vec, vec)
 }
 
 func (ql *queueLedger) startNominating(pending []nominee) {
@@ -405,7 +425,7 @@ func (n *nominator) step(res *Result) {
 	// The memo keys on the quota vector, which does not tell GPU products or kinds apart.
 	memo := !w.widening && len(w.Rejected) == 0 && len(w.GPU.Products) == 0 && (w.Kind == "" || w.Kind == string(gantry.JobKindJob))
 	if memo {
-		if i := slices.IndexFunc(n.failures, func(f failure) bool { return slices.Equal(f.vec, vec) }); i >= 0 {
+		if i := slices.IndexFunc(n.failures, func(f failure) bool { return f.stands(vec, w.GPU.PerPod, *ql.room) }); i >= 0 {
 			v := n.failures[i].verdict
 			v.Key, v.Withdraw = w.Key, len(w.Nominated) > 0
 			if ql.addVerdict(res, w.Workload, v) {
@@ -417,6 +437,7 @@ func (n *nominator) step(res *Result) {
 	var sc scan
 	if w.widening {
 		ql.release(w.Workload)
+		ql.room.freed++
 	}
 	n.best, sc = n.candidates(w.Workload, vec, max(w.width, 1))
 	if w.widening && len(n.best) <= len(w.Nominated) {
@@ -429,8 +450,8 @@ func (n *nominator) step(res *Result) {
 		if ql.addVerdict(res, w.Workload, v) && !w.widening {
 			ql.noteQuotaBlocked(w.Workload, vec, res)
 		}
-		if memo && len(n.failures) < 16 {
-			n.failures = append(n.failures, failure{vec: slices.Clone(vec), verdict: v})
+		if memo {
+			n.remember(failure{vec: slices.Clone(vec), perPod: w.GPU.PerPod, room: *ql.room, forCapacity: sc[stageQuota] > 0, verdict: v})
 		}
 		if ql.q.StrictFIFO && sc[stageNever] > 0 {
 			n.blockedBy = w.Key
@@ -442,7 +463,17 @@ func (n *nominator) step(res *Result) {
 		ql.clusters[b.idx].add(false, vec, 1)
 		nom.Clusters[k] = ql.clusters[b.idx].name
 	}
+	ql.room.taken++
 	res.Nominations = append(res.Nominations, nom)
+}
+
+// remember keeps a shape that found no cluster, in place of one that no longer stands.
+func (n *nominator) remember(f failure) {
+	if i := slices.IndexFunc(n.failures, func(old failure) bool { return !old.stands(old.vec, old.perPod, f.room) }); i >= 0 {
+		n.failures[i] = f
+	} else if len(n.failures) < 16 {
+		n.failures = append(n.failures, f)
+	}
 }
 
 // scored is a candidate cluster, by index in the queue's clusters, and its score.

@@ -62,8 +62,10 @@ func (ql *queueLedger) noteWaitingOnNodes(w *Workload, rejected map[string]strin
 }
 
 // preempts says whether the queue has any rule that lets it preempt.
-func (ql *queueLedger) preempts() bool {
-	p := ql.q.Preemption
+func (ql *queueLedger) preempts() bool { return ql.q.preempts() }
+
+func (q *GlobalQueue) preempts() bool {
+	p := q.Preemption
 	return !allowsNone(p.WithinQueue) || !allowsNone(p.ReclaimWithinCohort) || !allowsNone(p.FairSharing)
 }
 

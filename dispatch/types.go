@@ -261,6 +261,8 @@ type Snapshot struct {
 	// is admitted, uses the quota of its GlobalQueue and is not being preempted.
 	Tallies []Tally
 	Tallied []*Workload
+	// Cuts are, by GlobalQueue, tails of waiting workloads that Workloads leaves out (see Cut).
+	Cuts map[string]Cut
 }
 
 // Tally is what admitted workloads of one GlobalQueue and one priority use on one cluster, together.

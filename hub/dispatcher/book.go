@@ -67,15 +67,22 @@ type entry struct {
 	talliedAt int
 	// at is its place in the order, while it is in it.
 	at int
+	// settled: the last pass that walked it found it waiting for quota as it shows, and decided nothing
+	// for it (see cut).
+	settled bool
 }
 
-// parkingMeta is what a pass reads of an entry of the order to park it (see rest).
+// parkingMeta is what a pass reads of an entry of the order to park it or cut it (see rest and cut).
 type parkingMeta struct {
 	queue    *queueRef
+	requests dispatch.Resources
+	settled  bool
 	parkable bool
 }
 
-func (e *entry) parkingMeta() parkingMeta { return parkingMeta{queue: e.queue, parkable: e.parkable()} }
+func (e *entry) parkingMeta() parkingMeta {
+	return parkingMeta{queue: e.queue, requests: e.w.Requests, settled: e.settled, parkable: e.parkable()}
+}
 
 func newBook() *book {
 	return &book{changed: map[string]*gantry.Workload{}, entries: map[string]*entry{}, uids: map[types.UID]struct{}{},

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -131,7 +132,7 @@ func checkBook(t *testing.T, b *book, want map[string]*gantry.Workload) {
 		if b.entries[e.w.Key] != e {
 			t.Fatalf("%s is in the order but not the book", e.w.Key)
 		}
-		if e.at != i || b.parking[i] != e.parkingMeta() {
+		if m := e.parkingMeta(); e.at != i || !sameMeta(b.parking[i], m) {
 			t.Fatalf("%s at %d says it is at %d, parking %+v, want %+v", e.w.Key, i, e.at, b.parking[i], e.parkingMeta())
 		}
 		users[e.queue.queueKey]++
@@ -203,4 +204,10 @@ func TestBookSharesRequestsAndWords(t *testing.T) {
 	if got := first.Requests[gantry.GPUResource]; got != 8000 {
 		t.Errorf("requests hold %d milli-GPUs, want 8000", got)
 	}
+}
+
+// sameMeta says whether two parking metas are alike, their requests the same shared map.
+func sameMeta(a, b parkingMeta) bool {
+	return a.queue == b.queue && a.settled == b.settled && a.parkable == b.parkable &&
+		reflect.ValueOf(a.requests).Pointer() == reflect.ValueOf(b.requests).Pointer()
 }

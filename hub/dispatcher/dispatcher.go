@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -78,6 +79,9 @@ type Dispatcher struct {
 	proposed map[string]proposal
 	// rest tells passes which queues are quiet; used by passes only.
 	rest rest
+	// cutAfter is how many settled workloads of a queue a pass walks before it cuts the rest; 0 is
+	// defaultCutAfter.
+	cutAfter int
 
 	lastQueueStatus  time.Time
 	statusesInFlight atomic.Bool // queue and cohort statuses being written in a slot
@@ -256,9 +260,12 @@ type planned struct {
 	in    *built
 	res   dispatch.Result
 	usage *dispatch.Usage // nil when the queues' statuses are not due
+	// uncut is how many times the pass was planned again with tails it had cut.
+	uncut int
 }
 
-// plan reads the hub and decides over it, leaving out the workloads of quiet queues (see rest).
+// plan reads the hub and decides over it, leaving out the workloads of quiet queues (see rest) and the
+// settled tails of deep ones (see cut).
 func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	d.init()
 	st, err := d.read(ctx)
@@ -268,19 +275,36 @@ func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	touched, left := d.book.takeChanges()
 	now := d.Clock.Now()
 	var pr *passRest
-	in := buildParking(st, d.Copies, now, d.RejectionTTL, func(s *dispatch.Snapshot, r *resolver) map[string]bool {
-		pr = d.rest.begin(restInputs{st: st, snap: s, r: r, touched: touched, left: left, watched: d.book.watched,
-			now: now, rejectionTTL: d.RejectionTTL})
-		return pr.parked
-	})
-	p := &planned{st: st, in: in}
-	if d.statusesDue() <= 0 { // the statuses take the usage from the pass's own count
-		r, u := dispatch.PlanWithUsage(in.snap)
-		p.res, p.usage = r, &u
-	} else {
-		p.res = dispatch.Plan(in.snap)
+	park := func(s *dispatch.Snapshot, r *resolver) *passRest {
+		if pr == nil {
+			pr = d.rest.begin(restInputs{st: st, snap: s, r: r, touched: touched, left: left, watched: d.book.watched,
+				now: now, rejectionTTL: d.RejectionTTL})
+			pr.cutAfter = cmp.Or(d.cutAfter, defaultCutAfter)
+		}
+		return pr
 	}
-	d.rest.end(pr, st, in.snap, &p.res)
+	withUsage := d.statusesDue() <= 0 // the statuses take the usage from the pass's own count
+	p := &planned{st: st}
+	for {
+		p.in = buildParking(st, d.Copies, now, d.RejectionTTL, park)
+		if withUsage {
+			r, u := dispatch.PlanWithUsage(p.in.snap)
+			p.res, p.usage = r, &u
+		} else {
+			p.res = dispatch.Plan(p.in.snap)
+		}
+		if len(p.res.Uncut) == 0 {
+			break
+		}
+		// The quota left might hold some of a tail cut: plan again with those tails. Each round cuts
+		// fewer queues, and one that cuts none cannot give any back.
+		for _, q := range p.res.Uncut {
+			delete(pr.cuts, q)
+		}
+		metrics.PassUncut()
+		p.uncut++
+	}
+	d.rest.end(pr, st, p.in.snap, &p.res)
 	return p, nil
 }
 

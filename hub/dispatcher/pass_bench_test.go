@@ -45,6 +45,27 @@ func BenchmarkPass100kWaitingOneQueueChanged(b *testing.B) {
 	})
 }
 
+// BenchmarkPass100kOneQueueTurnsOver is a pass over one GlobalQueue of 100,000 waiting workloads on 100
+// clusters whose quota stays full: since the last pass one of its running workloads finished and a
+// waiting one was admitted in its place, so the queue is walked, up to where its settled tail is cut.
+func BenchmarkPass100kOneQueueTurnsOver(b *testing.B) {
+	d, workloads := benchHub(b, 100, 1, 4, 100_000)
+	var running []*gantry.Workload
+	for _, wl := range workloads {
+		if wl.Status.ClusterName != "" {
+			running = append(running, wl)
+		}
+	}
+	benchPass(b, d, workloads, 0, func(i int) {
+		gone := running[i%len(running)]
+		d.book.note(keyOf(gone), nil)
+		back := gone.DeepCopy()
+		back.Name, back.UID, back.ResourceVersion = fmt.Sprintf("%s-%d", gone.Name, i), types.UID(fmt.Sprintf("%s-%d", gone.UID, i)), "1"
+		running[i%len(running)] = back
+		d.book.note(keyOf(back), back)
+	})
+}
+
 // BenchmarkPass100kWaitingWalked is the pass at rest that walks every workload, as the first pass
 // and every Resync pass do, and one after any change of a spec or a cluster's availability.
 func BenchmarkPass100kWaitingWalked(b *testing.B) {

@@ -57,6 +57,10 @@ type passRest struct {
 	specs      seenSpecs
 	components map[string]string // GlobalQueue -> component
 	parked     map[string]bool   // by GlobalQueue
+	// cuts are the walked GlobalQueues whose settled tails it may cut, after the first cutAfter settled
+	// entries of each.
+	cuts     map[string]bool
+	cutAfter int
 }
 
 func (p *passRest) component(queue string) string {
@@ -85,7 +89,7 @@ func (r *rest) begin(in restInputs) *passRest {
 		p.components[name] = dispatch.ComponentOf(in.snap, name)
 	}
 	if !r.known || !r.specs.same(p.specs) || !sameAvailability(r.clusters, in.snap.Clusters) {
-		return p
+		return p // and settles anew every workload it walks
 	}
 	dirty := map[string]bool{}
 	mark := func(queue string) {
@@ -118,11 +122,17 @@ func (r *rest) begin(in restInputs) *passRest {
 	capacityChanged := !sameCapacity(r.clusters, in.snap.Clusters)
 	for name := range in.snap.Queues {
 		part := p.component(name)
-		if pr := r.parts[part]; pr.quiet && !dirty[part] && !(capacityChanged && pr.readCapacity) {
+		switch pr := r.parts[part]; {
+		case pr.quiet && !dirty[part] && !(capacityChanged && pr.readCapacity):
 			if p.parked == nil {
 				p.parked = map[string]bool{}
 			}
 			p.parked[name] = true
+		case dispatch.CanCut(in.snap, name):
+			if p.cuts == nil {
+				p.cuts = map[string]bool{}
+			}
+			p.cuts[name] = true
 		}
 	}
 	return p
@@ -132,6 +142,7 @@ func (r *rest) begin(in restInputs) *passRest {
 func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *dispatch.Result) {
 	decided := map[string]bool{}
 	mark := func(key string) {
+		unsettle(st, key)
 		if e := st.entry(key); e != nil && e.w.GlobalQueue != "" {
 			decided[p.component(e.w.GlobalQueue)] = true
 		}

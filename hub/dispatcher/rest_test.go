@@ -36,6 +36,7 @@ import (
 func FuzzParkedPassesDecideAsFullOnes(f *testing.F) {
 	for seed := range 4 {
 		f.Add(scenario(uint64(seed), 200))
+		f.Add(deepScenario(uint64(seed), 200))
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		runParkingScenario(t, ops)
@@ -46,12 +47,60 @@ func FuzzParkedPassesDecideAsFullOnes(f *testing.F) {
 func TestPassesParkQuietQueues(t *testing.T) {
 	parked, passes := 0, 0
 	for seed := range 8 {
-		p, n := runParkingScenario(t, scenario(uint64(100+seed), 400))
-		parked, passes = parked+p, passes+n
+		c := runParkingScenario(t, scenario(uint64(100+seed), 400))
+		parked, passes = parked+c.parked, passes+c.passes
 	}
 	if parked < passes/10 {
 		t.Errorf("%d of %d passes parked a queue's workloads; want a tenth at least", parked, passes)
 	}
+}
+
+// TestPassesCutSettledTails runs scenarios that fill queue plain deep and drain it: passes must cut
+// its tail, give a cut back where quota was freed beyond what they walked, and decide as full passes do.
+func TestPassesCutSettledTails(t *testing.T) {
+	var cut, uncut, passes int
+	for seed := range 8 {
+		c := runParkingScenario(t, deepScenario(uint64(200+seed), 400))
+		cut, uncut, passes = cut+c.cut, uncut+c.uncut, passes+c.passes
+	}
+	t.Logf("of %d passes %d cut, %d planned again", passes, cut, uncut)
+	if cut < passes/4 || uncut == 0 {
+		t.Errorf("of %d passes %d cut a queue's tail and %d planned again; want a quarter and one at least", passes, cut, uncut)
+	}
+}
+
+// deepScenario is n operations for runParkingScenario that mostly add workloads to queue plain, admit
+// copies, finish workloads, fail writes and run passes; a few are of any kind.
+func deepScenario(seed uint64, n int) []byte {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ops := make([]byte, 0, 2*n)
+	for range n {
+		var op parkingOp
+		arg := rng.IntN(256)
+		switch r := rng.IntN(20); {
+		case r < 6:
+			op, arg = opAdd, arg&^3|3 // plain
+		case r < 10:
+			op = opCopy
+			if r < 9 {
+				arg = arg / 3 * 3 // admitted
+			}
+		case r < 12:
+			op = opFinish
+		case r < 16:
+			op = opPass
+		case r < 17:
+			op = opFailWrite
+		case r < 18:
+			op = opCapacity
+		case r < 19:
+			op, arg = opQuota, arg&^3|3 // plain's
+		default:
+			op = parkingOp(rng.IntN(int(opCount)))
+		}
+		ops = append(ops, byte(op), byte(arg))
+	}
+	return ops
 }
 
 // scenario is n random operations for runParkingScenario, a pass about every third.
@@ -84,9 +133,10 @@ const (
 	opCount
 )
 
-// parkingWorld is a hub of three clusters and three GlobalQueues, solo (StrictFIFO) on its own and
-// left and right in cohort co, each with a Queue of the same name in namespace ns. The dispatcher's
-// cache is the server itself: it shows every write at once.
+// parkingWorld is a hub of three clusters and four GlobalQueues, solo (StrictFIFO) and plain on their
+// own and left and right in cohort co, each with a Queue of the same name in namespace ns. The
+// dispatcher's cache is the server itself: it shows every write at once. Its passes cut a queue's
+// tail after one settled workload.
 type parkingWorld struct {
 	t      *testing.T
 	ctx    context.Context
@@ -100,7 +150,7 @@ type parkingWorld struct {
 	failures []outcome // of the next Workload status writes
 }
 
-var parkingQueues = []string{"solo", "left", "right"}
+var parkingQueues = []string{"solo", "left", "right", "plain"}
 var parkingClusters = []string{"w1", "w2", "w3"}
 
 func newParkingWorld(t *testing.T) *parkingWorld {
@@ -121,7 +171,7 @@ func newParkingWorld(t *testing.T) *parkingWorld {
 		}
 		return gq
 	}
-	gqs := []*gantry.GlobalQueue{quota("", 8, 8, 0), quota("co", 4, 4, 4), quota("co", 0, 4, 8)}
+	gqs := []*gantry.GlobalQueue{quota("", 8, 8, 0), quota("co", 4, 4, 4), quota("co", 0, 4, 8), quota("", 6, 4, 2)}
 	gqs[0].Spec.QueueingStrategy = gantry.StrictFIFO
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
 		&gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "co"}}}
@@ -140,7 +190,7 @@ func newParkingWorld(t *testing.T) *parkingWorld {
 		WithStatusSubresource(&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.Cohort{}, &gantry.WorkerCluster{}).Build()
 	w := &parkingWorld{t: t, ctx: context.Background(), server: server, clock: clocktesting.NewFakeClock(at.Time), copies: copies}
 	cache := interceptor.NewClient(server, interceptor.Funcs{SubResourceUpdate: w.update})
-	w.d = &Dispatcher{Client: cache, APIReader: server, Copies: copies, Recorder: &events.FakeRecorder{}, Clock: w.clock}
+	w.d = &Dispatcher{Client: cache, APIReader: server, Copies: copies, Recorder: &events.FakeRecorder{}, Clock: w.clock, cutAfter: 1}
 	return w
 }
 
@@ -165,32 +215,43 @@ func capacityWith(free int64) *gantry.CapacitySummary {
 		Free: free, LargestFreeOnNode: min(free, 8), LargestAllocatableOnNode: 8}}}
 }
 
-// runParkingScenario plays the operations, two bytes each, and says how many of its passes parked a
-// queue's workloads, and how many passes it ran.
-func runParkingScenario(t *testing.T, ops []byte) (parked, passes int) {
+// scenarioCounts are how many passes a scenario ran, and of them how many parked a queue's workloads,
+// cut a queue's tail, and planned again without a cut.
+type scenarioCounts struct{ passes, parked, cut, uncut int }
+
+// runParkingScenario plays the operations, two bytes each, and counts its passes.
+func runParkingScenario(t *testing.T, ops []byte) scenarioCounts {
 	w := newParkingWorld(t)
+	var c scenarioCounts
 	for i := 0; i+1 < len(ops); i += 2 {
 		op, arg := parkingOp(ops[i]%byte(opCount)), int(ops[i+1])
-		if op == opPass {
-			passes++
-			if w.pass() {
-				parked++
-			}
+		if op != opPass {
+			w.apply(op, arg)
 			continue
 		}
-		w.apply(op, arg)
+		c.passes++
+		p := w.pass()
+		if len(p.in.parked) > 0 {
+			c.parked++
+		}
+		if len(p.in.snap.Cuts) > 0 {
+			c.cut++
+		}
+		if p.uncut > 0 {
+			c.uncut++
+		}
 	}
-	return parked, passes
+	return c
 }
 
 func (w *parkingWorld) apply(op parkingOp, arg int) {
 	switch op {
 	case opAdd:
 		w.next++
-		wl := hubWorkload("ns", fmt.Sprintf("wl-%d", w.next), parkingQueues[arg%3])
+		wl := hubWorkload("ns", fmt.Sprintf("wl-%d", w.next), parkingQueues[arg%4])
 		wl.Spec.PodSets[0].Count = 1
-		wl.Spec.PodSets[0].Requests = corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(int64(1+arg/3%4), resource.DecimalSI)}
-		wl.Spec.Priority = int32(arg / 12 % 3)
+		wl.Spec.PodSets[0].Requests = corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(int64(1+arg/4%4), resource.DecimalSI)}
+		wl.Spec.Priority = int32(arg / 16 % 3)
 		wl.CreationTimestamp = metav1.NewTime(w.clock.Now())
 		w.must(w.server.Create(w.ctx, wl))
 	case opCopy:
@@ -212,8 +273,15 @@ func (w *parkingWorld) apply(op parkingOp, arg int) {
 		w.updateCluster(parkingClusters[arg%3], func(wc *gantry.WorkerCluster) { wc.Status.Capacity = capacityWith(int64(arg / 3 % 17)) })
 	case opQuota:
 		var gq gantry.GlobalQueue
-		w.must(w.server.Get(w.ctx, client.ObjectKey{Name: parkingQueues[arg%3]}, &gq))
-		gq.Spec.Clusters[arg/3%3].Quota[gantry.GPUResource] = *resource.NewQuantity(int64(arg/9%9), resource.DecimalSI)
+		w.must(w.server.Get(w.ctx, client.ObjectKey{Name: parkingQueues[arg%4]}, &gq))
+		gq.Spec.Clusters[arg/4%3].Quota[gantry.GPUResource] = *resource.NewQuantity(int64(arg/12%9), resource.DecimalSI)
+		if arg >= 128 { // and the queue's mode
+			if gq.Spec.Dispatch.Mode == gantry.DispatchIncremental {
+				gq.Spec.Dispatch.Mode = gantry.DispatchAllAtOnce
+			} else {
+				gq.Spec.Dispatch.Mode = gantry.DispatchIncremental
+			}
+		}
 		w.must(w.server.Update(w.ctx, &gq))
 	case opClock:
 		w.clock.Step(time.Duration(arg) * 5 * time.Second) // rejections lapse after 10 minutes
@@ -271,9 +339,9 @@ func (w *parkingWorld) updateCluster(name string, change func(*gantry.WorkerClus
 	w.must(w.server.Status().Update(w.ctx, &wc))
 }
 
-// pass plans a pass, checks it against a pass over every workload, writes what it decided and says
-// whether it parked any workload.
-func (w *parkingWorld) pass() bool {
+// pass plans a pass, checks it against a pass over every workload, writes what it decided and returns
+// what it planned.
+func (w *parkingWorld) pass() *planned {
 	w.t.Helper()
 	p, err := w.d.plan(w.ctx)
 	if err != nil {
@@ -295,7 +363,7 @@ func (w *parkingWorld) pass() bool {
 	}
 	w.d.act(w.ctx, p)
 	waitForSlots(w.t, w.d)
-	return len(p.in.parked) > 0
+	return p
 }
 
 // comparable is the result in an order of its own; ReadCapacity is left out (a parked queue is not

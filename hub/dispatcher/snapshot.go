@@ -104,34 +104,44 @@ func buildSnapshot(st *hubState, copies CopyReader, now time.Time, rejectionTTL 
 	return buildParking(st, copies, now, rejectionTTL, nil)
 }
 
-// parker tells, once a pass has read the clusters and the queues, which GlobalQueues it parks (rest).
-type parker func(s *dispatch.Snapshot, r *resolver) map[string]bool
+// parker tells, once a pass has read the clusters and the queues, which GlobalQueues it parks and
+// which it may cut (rest).
+type parker func(s *dispatch.Snapshot, r *resolver) *passRest
 
-// buildParking is buildSnapshot leaving out the parkable workloads of the GlobalQueues park names; they
-// are counted in the built's parked Queues. A nil park parks nothing.
+// buildParking is buildSnapshot leaving out the parkable workloads of the GlobalQueues park parks, and
+// the settled tails of those it may cut (cut); both are counted in the built's parked Queues. A nil
+// park parks and cuts nothing.
 func buildParking(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration, park parker) *built {
 	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{},
 		Cohorts: cohortsOf(st.cohorts)}
 	b := &snapshotBuilder{out: &built{snap: s}, r: newResolver(st, s.Queues), copies: copies, now: now, rejectionTTL: rejectionTTL}
 	if park != nil {
-		b.r.parked = park(s, b.r)
+		b.rest = park(s, b.r)
+		b.r.parked = b.rest.parked
 	}
-	if b.r.parked == nil { // every workload goes in; else what the parked leave is not known up front
+	leaving := b.rest != nil && (b.rest.parked != nil || b.rest.cuts != nil)
+	if !leaving { // every workload goes in; else what the parked leave is not known up front
 		s.Workloads, b.out.locals = make([]*dispatch.Workload, 0, len(st.workloads)), make([]*queueRef, 0, len(st.workloads))
 	}
-	overlaid, parking := len(st.over) > 0, b.r.parked != nil && len(st.parking) == len(st.workloads)
+	overlaid, parking := len(st.over) > 0, leaving && len(st.parking) == len(st.workloads)
 	for i, e := range st.workloads {
 		// The dispatcher's own writes stand in for the entry where it wrote; they never do in a parked
-		// queue, which is not quiet while a write of it is in flight or settles (rest).
-		if parking && st.parking[i].parkable && b.r.parks(st.parking[i].queue) {
-			b.park(st.parking[i].queue)
-			continue
+		// queue, which is not quiet while a write of it is in flight or settles (rest), nor for a
+		// settled entry, which no pass decided for since.
+		if parking && st.parking[i].parkable {
+			if m := &st.parking[i]; b.r.parks(m.queue) || b.cuts(m, e) {
+				b.park(m.queue)
+				continue
+			}
 		}
 		if o := st.over[e.w.Key]; overlaid && o != nil {
 			e = o
+		} else if b.rest != nil && i < len(st.parking) {
+			b.settle(e, &st.parking[i])
 		}
 		b.include(e)
 	}
+	b.takeCuts()
 	if st.tallies != nil {
 		pt := st.tallies.forPass(st.over, st.entries)
 		for _, e := range pt.standIns {
@@ -152,8 +162,11 @@ func (b *snapshotBuilder) park(q *queueRef) {
 }
 
 type snapshotBuilder struct {
-	out          *built
-	r            *resolver
+	out *built
+	r   *resolver
+	// rest is what the pass parks and may cut (nil: nothing); cutting the tails it cuts, by GlobalQueue.
+	rest         *passRest
+	cutting      map[string]*tail
 	copies       CopyReader
 	now          time.Time
 	rejectionTTL time.Duration
@@ -326,8 +339,13 @@ type queueRef struct {
 	users int // entries of the book that name it
 	// parkedBy is the pass that worked out parks: whether it parks the Queue's parkable workloads;
 	// countedBy the pass that counted how many it parked.
-	parkedBy  *resolver
-	parks     bool
+	parkedBy *resolver
+	parks    bool
+	// cuttable: its entries may settle; tail is what the pass cuts of its GlobalQueue's settled entries
+	// (nil: none). cutBy is the pass that looked them up.
+	cutBy     *resolver
+	cuttable  bool
+	tail      *tail
 	countedBy *resolver
 	parked    int
 }

@@ -75,6 +75,7 @@ func Bounded(known []string, v string) string {
 type events struct {
 	passDuration       prometheus.Histogram
 	writesQueued       prometheus.Gauge
+	passesUncut        prometheus.Counter
 	nominations        prometheus.Counter
 	winners            prometheus.Counter
 	admissionLatency   prometheus.Histogram
@@ -98,6 +99,10 @@ func newEvents() *events {
 		writesQueued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gantry_hub_dispatch_writes_queued",
 			Help: "Workload status writes and reads the dispatcher decided on that wait for a free writer.",
+		}),
+		passesUncut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gantry_hub_dispatch_passes_uncut_total",
+			Help: "Dispatch passes planned again with the waiting workloads they had left out of a deep queue, as the quota left might hold some.",
 		}),
 		nominations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gantry_hub_nominations_total",
@@ -151,7 +156,7 @@ func newEvents() *events {
 }
 
 func (e *events) collectors() []prometheus.Collector {
-	return []prometheus.Collector{e.passDuration, e.writesQueued, e.nominations, e.winners, e.admissionLatency, e.dispatchLatency,
+	return []prometheus.Collector{e.passDuration, e.writesQueued, e.passesUncut, e.nominations, e.winners, e.admissionLatency, e.dispatchLatency,
 		e.clusterNominations, e.clusterWinners, e.rejections, e.withdrawals, e.evictions, e.finished, e.apiWrites}
 }
 
@@ -168,6 +173,9 @@ func DispatchPass(d time.Duration) { ev.passDuration.Observe(d.Seconds()) }
 
 // WritesQueued records how many of the dispatcher's writes and reads wait for a free writer.
 func WritesQueued(n int) { ev.writesQueued.Set(float64(n)) }
+
+// PassUncut records a dispatch pass planned again with a queue's tail it had cut.
+func PassUncut() { ev.passesUncut.Inc() }
 
 // Nominated records a nomination persisted, with the clusters it asks.
 func Nominated(clusters []string) {

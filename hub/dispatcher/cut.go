@@ -1,0 +1,130 @@
+package dispatcher
+
+import (
+	"maps"
+	"reflect"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
+)
+
+// A queue that drains is walked every pass (a workload of it finished, so it is not quiet), and a deep
+// one is mostly workloads that wait for quota and will again: a pass walks its first waiting ones and
+// cuts the tail of those settled (dispatch.Cut). An entry is settled when the last pass that walked it
+// found it waiting for quota as it shows, and decided nothing for it. Unchanged since (a change makes
+// a new entry), and with the specs and clusters as they were (a change of those makes the pass walk
+// and settle every workload anew), it would be told what it shows again if the quota left at its turn
+// holds none of it; the pass checks that for the tail's least requests where the tail starts. A pass
+// walks the first cutAfter settled entries of each queue it cuts, so that the quota a finished
+// workload gives back goes to the waiting ones that take it without planning again.
+
+// defaultCutAfter is how many settled entries of a queue a pass walks before it cuts the rest.
+const defaultCutAfter = 64
+
+// tail is what a pass cuts of one GlobalQueue's settled entries.
+type tail struct {
+	kept int // settled entries walked
+	cut  dispatch.Cut
+	// shapes are the requests (the book's shared maps, by identity) already in cut.Least: a deep queue
+	// has few, and each is folded in once.
+	shapes []uintptr
+}
+
+// add cuts the entry, whose requests are r.
+func (t *tail) add(r dispatch.Resources, e *entry) {
+	p := reflect.ValueOf(r).Pointer()
+	if t.cut.First == nil {
+		t.cut.First, t.cut.Least, t.shapes = &e.w, maps.Clone(r), append(t.shapes, p)
+		return
+	}
+	for _, s := range t.shapes {
+		if s == p {
+			return
+		}
+	}
+	dispatch.LeastOf(t.cut.Least, r)
+	if len(t.shapes) < 8 {
+		t.shapes = append(t.shapes, p)
+	}
+}
+
+// cuttable says whether the Queue's entries may settle: its GlobalQueue can take a cut
+// (dispatch.CanCut). tailOf is the tail this pass cuts of its GlobalQueue; nil when none.
+func (b *snapshotBuilder) cuttable(q *queueRef) bool {
+	b.lookUpTail(q)
+	return q.cuttable
+}
+
+func (b *snapshotBuilder) tailOf(q *queueRef) *tail {
+	b.lookUpTail(q)
+	return q.tail
+}
+
+func (b *snapshotBuilder) lookUpTail(q *queueRef) {
+	if q.cutBy == b.r {
+		return
+	}
+	gq, why := b.r.resolve(q)
+	q.cutBy, q.tail = b.r, nil
+	q.cuttable = why == "" && dispatch.CanCut(b.out.snap, gq)
+	if q.cuttable && b.rest.cuts[gq] {
+		if b.cutting == nil {
+			b.cutting = map[string]*tail{}
+		}
+		if b.cutting[gq] == nil {
+			b.cutting[gq] = &tail{}
+		}
+		q.tail = b.cutting[gq]
+	}
+}
+
+// cuts says whether the pass cuts the parkable entry e, whose meta m is, and counts it in its tail if so.
+func (b *snapshotBuilder) cuts(m *parkingMeta, e *entry) bool {
+	if !m.settled {
+		return false
+	}
+	t := b.tailOf(m.queue)
+	switch {
+	case t == nil:
+		return false
+	case t.kept < b.rest.cutAfter:
+		t.kept++
+		return false
+	}
+	t.add(m.requests, e)
+	return true
+}
+
+// settle marks the book's entry e, whose meta m is, settled if the pass decides nothing for it
+// (rest.end unsettles those it decides for): it may wait, shows that it waits for quota and its
+// GlobalQueue can take a cut. Rejections that lapse since only give it more clusters to wait on.
+func (b *snapshotBuilder) settle(e *entry, m *parkingMeta) {
+	settled := m.parkable && e.w.PendingReason == gantry.ReasonWaitingForQuota && b.cuttable(m.queue)
+	if e.settled != settled { // written only when it changes, as include does
+		e.settled, m.settled = settled, settled
+	}
+}
+
+// takeCuts hands the tails cut to the snapshot.
+func (b *snapshotBuilder) takeCuts() {
+	for gq, t := range b.cutting {
+		if t.cut.First != nil {
+			if b.out.snap.Cuts == nil {
+				b.out.snap.Cuts = map[string]dispatch.Cut{}
+			}
+			b.out.snap.Cuts[gq] = t.cut
+		}
+	}
+}
+
+// unsettle marks the book's entry of the key as not settled: a pass decided for it.
+func unsettle(st *hubState, key string) {
+	e := st.entries[key]
+	if e == nil || !e.settled {
+		return
+	}
+	e.settled = false
+	if !e.tallied && e.at < len(st.parking) && st.workloads[e.at] == e {
+		st.parking[e.at].settled = false
+	}
+}
