@@ -6,16 +6,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TrimJob drops what the hub's cache of batch Jobs does not keep: the managed fields and the pod
-// template, about two thirds of what a queued Job's fields take in memory (docs/performance.md). The
-// hub reads a Job's pods only to build its Workload and to create its Job on the winner, once each,
-// and takes them then from the templates it kept of the newest jobs or from the API server
-// (Templates.Whole). Every other reader uses what stays: metadata, the Job's own spec fields and its
-// status. A status write of a trimmed Job is safe: the API server keeps the spec it has.
+// TrimJob drops what the hub's cache of batch Jobs does not keep: the managed fields, the pod
+// template and the selector, about two thirds of what a queued Job's fields take in memory
+// (docs/performance.md). The hub reads a Job's pods only to build its Workload and to create its Job
+// on the winner, once each, and takes them then from the templates it kept of the newest jobs or from
+// the API server (Templates.Whole); the selector, which the API server generated for the hub's pods
+// that never exist, not at all (the Job on the winner gets its own). Every other reader uses what
+// stays: metadata, the Job's other spec fields and its status. A status write of a trimmed Job is
+// safe: the API server keeps the spec it has.
 func TrimJob(obj any) (any, error) {
 	if job, ok := obj.(*batchv1.Job); ok {
 		job.ManagedFields = nil
 		job.Spec.Template = corev1.PodTemplateSpec{}
+		job.Spec.Selector = nil
 	}
 	return obj, nil
 }

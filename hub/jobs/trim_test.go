@@ -34,9 +34,10 @@ func queuedJob() *batchv1.Job {
 }
 
 // The cache keeps what every reader but the Workload's builder and the Job's creation reads.
-func TestTrimJobKeepsAllButThePodTemplate(t *testing.T) {
+func TestTrimJobKeepsAllButThePodTemplateAndSelector(t *testing.T) {
 	job := queuedJob()
 	job.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	job.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: "u1"}}
 	out, err := TrimJob(job.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestTrimJobKeepsAllButThePodTemplate(t *testing.T) {
 		t.Fatalf("Trimmed says %v of the trimmed Job and %v of the whole one", Trimmed(trimmed), Trimmed(job))
 	}
 	want := job.DeepCopy()
-	want.ManagedFields, want.Spec.Template = nil, corev1.PodTemplateSpec{}
+	want.ManagedFields, want.Spec.Template, want.Spec.Selector = nil, corev1.PodTemplateSpec{}, nil
 	if !equalJSON(t, trimmed, want) {
 		t.Fatalf("trimmed to %+v, want %+v", trimmed, want)
 	}

@@ -128,14 +128,7 @@ func TestCohortsOnAParentCycleAreNotActive(t *testing.T) {
 	cohortActive(t, "cycle-y", metav1.ConditionFalse, gantry.ReasonParentCycle)
 	cohortActive(t, "below-cycle", metav1.ConditionTrue, gantry.ReasonInTree)
 
-	var y gantry.Cohort
-	if err := hubEnv.client.Get(context.Background(), client.ObjectKey{Name: "cycle-y"}, &y); err != nil {
-		t.Fatal(err)
-	}
-	y.Spec.Parent = ""
-	if err := hubEnv.client.Update(context.Background(), &y); err != nil {
-		t.Fatal(err)
-	}
+	updateSpec(t, &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "cycle-y"}}, func(y *gantry.Cohort) { y.Spec.Parent = "" })
 	cohortActive(t, "cycle-x", metav1.ConditionTrue, gantry.ReasonInTree)
 	cohortActive(t, "cycle-y", metav1.ConditionTrue, gantry.ReasonInTree)
 }
@@ -153,14 +146,9 @@ func newCohort(t *testing.T, name, parent string) {
 // joinCohort puts the GlobalQueue in the cohort.
 func joinCohort(t *testing.T, globalQueue, cohort string) {
 	t.Helper()
-	var gq gantry.GlobalQueue
-	if err := hubEnv.client.Get(context.Background(), client.ObjectKey{Name: globalQueue}, &gq); err != nil {
-		t.Fatal(err)
-	}
-	gq.Spec.Cohort = cohort
-	if err := hubEnv.client.Update(context.Background(), &gq); err != nil {
-		t.Fatal(err)
-	}
+	updateSpec(t, &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: globalQueue}}, func(gq *gantry.GlobalQueue) {
+		gq.Spec.Cohort = cohort
+	})
 }
 
 // cohortActive waits until the Cohort's Active condition has the status and reason, and returns it.

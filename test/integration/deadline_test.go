@@ -24,14 +24,9 @@ func TestAJobPastItsAdmissionDeadlineEndsAsInadmissible(t *testing.T) {
 	ctx := context.Background()
 	startHub(t)
 	newGlobalQueue(t, "deadline", map[string]int64{"worker-1": 8, "worker-2": 8})
-	var gq gantry.GlobalQueue
-	if err := hubEnv.client.Get(ctx, client.ObjectKey{Name: "deadline"}, &gq); err != nil {
-		t.Fatal(err)
-	}
-	gq.Spec.AdmissionDeadline = &metav1.Duration{Duration: 3 * time.Second}
-	if err := hubEnv.client.Update(ctx, &gq); err != nil {
-		t.Fatal(err)
-	}
+	updateSpec(t, &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "deadline"}}, func(gq *gantry.GlobalQueue) {
+		gq.Spec.AdmissionDeadline = &metav1.Duration{Duration: 3 * time.Second}
+	})
 	ns := newNamespace(t, "deadline")
 	dumpOnFailure(t, ns)
 

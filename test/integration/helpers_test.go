@@ -24,6 +24,19 @@ import (
 const waitTimeout = 30 * time.Second
 
 // eventually polls cond until it returns nil or the timeout passes, then fails with the last error.
+// updateSpec changes the hub object of obj's kind and key, read afresh, and writes it; a conflict with
+// the hub's own status writes reads it again.
+func updateSpec[T client.Object](t *testing.T, obj T, change func(T)) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("updating %T %s", obj, client.ObjectKeyFromObject(obj)), func() error {
+		if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return hubEnv.client.Update(context.Background(), obj)
+	})
+}
+
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)

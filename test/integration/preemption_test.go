@@ -11,7 +11,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
@@ -157,12 +156,5 @@ func withPriorityClass(job *batchv1.Job, class string) *batchv1.Job {
 
 func setPreemption(t *testing.T, globalQueue string, p gantry.PreemptionPolicy) {
 	t.Helper()
-	var gq gantry.GlobalQueue
-	if err := hubEnv.client.Get(context.Background(), client.ObjectKey{Name: globalQueue}, &gq); err != nil {
-		t.Fatal(err)
-	}
-	gq.Spec.Preemption = p
-	if err := hubEnv.client.Update(context.Background(), &gq); err != nil {
-		t.Fatal(err)
-	}
+	updateSpec(t, &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: globalQueue}}, func(gq *gantry.GlobalQueue) { gq.Spec.Preemption = p })
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -69,14 +68,9 @@ func TestQuotaHoldsWhenTheQueueOfARunningJobNamesAnotherGlobalQueue(t *testing.T
 	if got := runsOn(t, running); got != "worker-1" {
 		t.Fatalf("running job on %s", got)
 	}
-	var q gantry.Queue
-	if err := hubEnv.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "q"}, &q); err != nil {
-		t.Fatal(err)
-	}
-	q.Spec.GlobalQueue = elsewhere.Name
-	if err := hubEnv.client.Update(context.Background(), &q); err != nil {
-		t.Fatal(err)
-	}
+	updateSpec(t, &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "q"}}, func(q *gantry.Queue) {
+		q.Spec.GlobalQueue = elsewhere.Name
+	})
 	next := onQueue(gpuJob(ns, "next", 1, 8), second.Name)
 	submit(t, next)
 	waitsForQuota(t, next)

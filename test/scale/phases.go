@@ -163,7 +163,10 @@ func (f *fleet) fill(ctx context.Context, r *report) error {
 	return nil
 }
 
-const passMetric = "gantry_hub_dispatch_pass_duration_seconds"
+const (
+	passMetric  = "gantry_hub_dispatch_pass_duration_seconds"
+	uncutMetric = "gantry_hub_dispatch_passes_uncut_total"
+)
 
 // stepsP99 says, of the steps of the dispatches between two scrapes of the hub, the 99th percentile
 // of each: which step a slow probe waited in.

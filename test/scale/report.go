@@ -63,7 +63,9 @@ type drainRow struct {
 	// per job that reached a worker: CPU of the hub, and of the real workers' agents per job that ran there; writes the hub
 	// sent to the hub and to workers; the real workers' agents' writes per job that ran there (their API
 	// servers' count less the hub's and the player's), the in-memory workers' agents' likewise.
-	hubCPU, agentCPU                   time.Duration
+	hubCPU, agentCPU time.Duration
+	// uncut is how many of the drain's passes were planned again with a queue's tail they had cut.
+	uncut                              int
 	hubToHub, hubToWorkers, agentWrite float64
 	memoryAgentWrite                   float64
 	// harnessCPU is this process's CPU per job: what the in-memory workers take of the machine.
@@ -77,6 +79,7 @@ func (d *drainRow) measure(before, after costs, total int, realWorkers, memoryWo
 	// reach a worker before the last of those does.
 	n := float64(max(total, d.realJobs+d.memoryJobs))
 	d.passes = after.hubMetrics.Histogram(passMetric).Since(before.hubMetrics.Histogram(passMetric))
+	d.uncut = int(after.hubMetrics.Sum(uncutMetric) - before.hubMetrics.Sum(uncutMetric))
 	d.hubCPU = time.Duration(float64(after.hub.cpu-before.hub.cpu) / n)
 	d.harnessCPU = time.Duration(float64(after.harness.cpu-before.harness.cpu) / n)
 	hubWrites := func(m scrape.Families, target string) float64 {
@@ -153,7 +156,8 @@ func (r *report) print(w io.Writer) {
 			what = "the first of the queue"
 		}
 		p("| drain, %s: %d jobs dispatched in | %s (%.1f jobs/s) | |", what, d.jobs, d.took.Round(time.Second), float64(d.jobs)/d.took.Seconds())
-		p("| drain: dispatch pass mean / p99 (%d passes) | %s / %s | < 100 ms |", d.passes.Count, ms(d.passes.Mean()), d.passes.Quantile(0.99))
+		p("| drain: dispatch pass mean / p99 (%d passes, %d planned again with a tail they had cut) | %s / %s | < 100 ms |",
+			d.passes.Count, d.uncut, ms(d.passes.Mean()), d.passes.Quantile(0.99))
 		p("| drain: jobs that reached real / in-memory workers meanwhile (the per-job figures below are per one of these) | %d / %d | |", d.realJobs, d.memoryJobs)
 		p("| drain: CPU per job, hub + agents (real workers' gantry-agent, per job run there) | %s + %s = %s | < 5 ms |",
 			ms(d.hubCPU), ms(d.agentCPU), ms(d.hubCPU+d.agentCPU))
