@@ -16,15 +16,19 @@ import (
 // and settle every workload anew), it would be told what it shows again if the quota left at its turn
 // holds none of it; the pass checks that for the tail's least requests where the tail starts. A pass
 // walks the first cutAfter settled entries of each queue it cuts, so that the quota a finished
-// workload gives back goes to the waiting ones that take it without planning again.
+// workload gives back goes to the waiting ones that take it without planning again; where that was
+// too few, it plans again walking eight times as many, and the next pass starts from half of those.
 
-// defaultCutAfter is how many settled entries of a queue a pass walks before it cuts the rest.
+// defaultCutAfter is how many settled entries of a queue a pass walks at least before it cuts the rest.
 const defaultCutAfter = 64
+
+// cutGrowth is how many times as many settled entries a pass walks when it plans again.
+const cutGrowth = 8
 
 // tail is what a pass cuts of one GlobalQueue's settled entries.
 type tail struct {
-	kept int // settled entries walked
-	cut  dispatch.Cut
+	walks, kept int // settled entries to walk, and walked
+	cut         dispatch.Cut
 	// shapes are the requests (the book's shared maps, by identity) already in cut.Least: a deep queue
 	// has few, and each is folded in once.
 	shapes []uintptr
@@ -67,12 +71,12 @@ func (b *snapshotBuilder) lookUpTail(q *queueRef) {
 	gq, why := b.r.resolve(q)
 	q.cutBy, q.tail = b.r, nil
 	q.cuttable = why == "" && dispatch.CanCut(b.out.snap, gq)
-	if q.cuttable && b.rest.cuts[gq] {
+	if _, cuts := b.rest.cuts[gq]; cuts && q.cuttable {
 		if b.cutting == nil {
 			b.cutting = map[string]*tail{}
 		}
 		if b.cutting[gq] == nil {
-			b.cutting[gq] = &tail{}
+			b.cutting[gq] = &tail{walks: b.rest.cuts[gq]}
 		}
 		q.tail = b.cutting[gq]
 	}
@@ -87,7 +91,7 @@ func (b *snapshotBuilder) cuts(m *parkingMeta, e *entry) bool {
 	switch {
 	case t == nil:
 		return false
-	case t.kept < b.rest.cutAfter:
+	case t.kept < t.walks:
 		t.kept++
 		return false
 	}

@@ -275,11 +275,11 @@ func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	touched, left := d.book.takeChanges()
 	now := d.Clock.Now()
 	var pr *passRest
+	d.rest.cutAfter = cmp.Or(d.cutAfter, defaultCutAfter)
 	park := func(s *dispatch.Snapshot, r *resolver) *passRest {
 		if pr == nil {
 			pr = d.rest.begin(restInputs{st: st, snap: s, r: r, touched: touched, left: left, watched: d.book.watched,
 				now: now, rejectionTTL: d.RejectionTTL})
-			pr.cutAfter = cmp.Or(d.cutAfter, defaultCutAfter)
 		}
 		return pr
 	}
@@ -296,10 +296,10 @@ func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 		if len(p.res.Uncut) == 0 {
 			break
 		}
-		// The quota left might hold some of a tail cut: plan again with those tails. Each round cuts
-		// fewer queues, and one that cuts none cannot give any back.
+		// The quota left might hold some of a tail cut: plan again walking more of those queues. Each
+		// round walks more, and a queue whose settled entries are all walked has no tail to give back.
 		for _, q := range p.res.Uncut {
-			delete(pr.cuts, q)
+			pr.cuts[q] *= cutGrowth
 		}
 		metrics.PassUncut()
 		p.uncut++

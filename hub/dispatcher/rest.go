@@ -33,7 +33,11 @@ import (
 // A queue that may preempt proposes a verdict for each of its waiting workloads in every pass (a
 // preemption may say more of them): its component is never quiet while it has any.
 type rest struct {
-	known    bool // false: the next pass walks everything
+	known bool // false: the next pass walks everything
+	// walks are, by GlobalQueue, how many settled entries passes walk before they cut the rest, where
+	// more than cutAfter: a pass that had to walk more walks half as many more in the next one.
+	walks    map[string]int
+	cutAfter int
 	specs    seenSpecs
 	clusters map[string]dispatch.Cluster
 	// overQueues are the GlobalQueues of the workloads the last pass's overlay covered.
@@ -57,10 +61,9 @@ type passRest struct {
 	specs      seenSpecs
 	components map[string]string // GlobalQueue -> component
 	parked     map[string]bool   // by GlobalQueue
-	// cuts are the walked GlobalQueues whose settled tails it may cut, after the first cutAfter settled
-	// entries of each.
-	cuts     map[string]bool
-	cutAfter int
+	// cuts are the walked GlobalQueues whose settled tails it may cut, each with how many of its
+	// settled entries it walks first.
+	cuts map[string]int
 }
 
 func (p *passRest) component(queue string) string {
@@ -130,9 +133,9 @@ func (r *rest) begin(in restInputs) *passRest {
 			p.parked[name] = true
 		case dispatch.CanCut(in.snap, name):
 			if p.cuts == nil {
-				p.cuts = map[string]bool{}
+				p.cuts = map[string]int{}
 			}
-			p.cuts[name] = true
+			p.cuts[name] = max(r.walks[name], r.cutAfter)
 		}
 	}
 	return p
@@ -175,6 +178,15 @@ func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *disp
 		parts[part] = pr
 	}
 	r.known, r.specs, r.clusters, r.parts = true, p.specs, snap.Clusters, parts
+	clear(r.walks)
+	for q, n := range p.cuts {
+		if n /= 2; n > r.cutAfter {
+			if r.walks == nil {
+				r.walks = map[string]int{}
+			}
+			r.walks[q] = n
+		}
+	}
 	r.overQueues = r.overQueues[:0]
 	for _, o := range st.over {
 		r.overQueues = append(r.overQueues, o.w.GlobalQueue, o.recordedQueue)
