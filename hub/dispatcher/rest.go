@@ -34,8 +34,8 @@ import (
 // preemption may say more of them): its component is never quiet while it has any.
 type rest struct {
 	known bool // false: the next pass walks everything
-	// walks are, by GlobalQueue, how many settled entries passes walk before they cut the rest, where
-	// more than cutAfter: a pass that had to walk more walks half as many more in the next one.
+	// walks are, by GlobalQueue, how many settled entries the next pass walks before it cuts the rest,
+	// where more than cutAfter: half as many as the last pass walked after it had to plan again.
 	walks    map[string]int
 	cutAfter int
 	specs    seenSpecs
