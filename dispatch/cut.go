@@ -72,8 +72,9 @@ func (ql *queueLedger) walkAlone(res *Result) {
 	}
 }
 
-// checkCut gives the cut back when the quota left on some cluster might hold the least of its tail,
-// or might grow before the walk ends: a workload still to be walked widens, giving back what it holds.
+// checkCut gives the cut back when the quota left on some cluster might hold the least of its tail (it
+// passes the quota filter there), or might grow before the walk ends: a workload still to be walked
+// widens, giving back what it holds.
 func (ql *queueLedger) checkCut(cut *Cut, res *Result) {
 	if n := ql.nom; n != nil && slices.ContainsFunc(n.pending[n.next:], func(w nominee) bool { return w.widening }) {
 		res.Uncut = append(res.Uncut, ql.q.Name)
@@ -81,7 +82,7 @@ func (ql *queueLedger) checkCut(cut *Cut, res *Result) {
 	}
 	vec := ql.vector(cut.Least)
 	for i := range ql.clusters {
-		if ql.clusters[i].fits(vec, true) {
+		if (quotaRoom{}).admits(nil, vec, &ql.clusters[i]) {
 			res.Uncut = append(res.Uncut, ql.q.Name)
 			return
 		}

@@ -58,7 +58,7 @@ type Result struct {
 	// after a new capacity report alone.
 	ReadCapacity map[string]bool
 	// Uncut are the GlobalQueues whose Cut the pass could not take: what it decided may differ from a
-	// pass over their whole tails, and must be planned again with them.
+	// pass over their whole tails, and must be planned again with less of them cut.
 	Uncut []string
 }
 

@@ -101,6 +101,7 @@ func (d *Dispatcher) init() {
 		}
 		d.writers = make(chan struct{}, d.Writers)
 		d.book = newBook()
+		d.rest.cutAfter = cmp.Or(d.cutAfter, defaultCutAfter)
 		if d.Resync == 0 {
 			d.Resync = time.Minute
 		}
@@ -275,7 +276,6 @@ func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	touched, left := d.book.takeChanges()
 	now := d.Clock.Now()
 	var pr *passRest
-	d.rest.cutAfter = cmp.Or(d.cutAfter, defaultCutAfter)
 	park := func(s *dispatch.Snapshot, r *resolver) *passRest {
 		if pr == nil {
 			pr = d.rest.begin(restInputs{st: st, snap: s, r: r, touched: touched, left: left, watched: d.book.watched,
