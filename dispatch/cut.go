@@ -10,7 +10,7 @@ import "slices"
 // where the tail starts, that the quota left there holds none of it. Quota only shrinks as a walk goes
 // on, so none of the tail would have found any later either: walked, each would have waited for quota
 // again and been told what it shows. Where the check fails, the pass says so (Result.Uncut) and its
-// result is not to be used: the snapshot's builder plans again with the tail.
+// result is not to be used: the snapshot's builder plans again with less of the tail cut.
 
 // Cut is the tail of one queue's waiting workloads that a snapshot leaves out.
 type Cut struct {
