@@ -2,6 +2,7 @@ package jobkind
 
 import (
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -102,7 +103,12 @@ func (Job) State(obj client.Object) State {
 			st.Started, st.Finished, st.Succeeded = true, true, true
 		case batchv1.JobFailed:
 			st.Started, st.Finished = true, true
+		case batchv1.JobSuccessCriteriaMet, batchv1.JobFailureTarget:
+			st.EndingSince = c.LastTransitionTime.Time
 		}
+	}
+	if st.Finished {
+		st.EndingSince = time.Time{}
 	}
 	return st
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -112,6 +113,9 @@ type State struct {
 	// Finished: it ended; Succeeded says how.
 	Finished  bool
 	Succeeded bool
+	// EndingSince: when its end was decided while it is not finished yet (a batch Job's
+	// SuccessCriteriaMet or FailureTarget: its pods are being stopped, and Complete or Failed follows).
+	EndingSince time.Time
 	// Suspended: its spec.suspend is true.
 	Suspended bool
 }

@@ -327,6 +327,8 @@ func (d *decider) recordJobCreated(cluster string) {
 // mirror copies the worker job's status to the hub job, and finishes the Workload once the job ended
 // and its final status is mirrored. Its end is mirrored at once, its start within MirrorInterval of
 // the last mirror, its progress within MirrorProgressInterval, the rest within MirrorRestInterval.
+// A job whose end was decided (jobkind.State.EndingSince) waits up to MirrorProgressInterval from
+// then for its end, which usually follows as soon as its pods are gone: one write for both.
 func (d *decider) mirror(w Cluster, job client.Object) {
 	k := jobkind.Of(d.wl)
 	hubJob, last := d.v.HubJob, d.v.LastMirror
@@ -348,6 +350,9 @@ func (d *decider) mirror(w Cluster, job client.Object) {
 		return
 	case last != nil && !st.Finished && d.v.Now.Sub(last.At) < interval:
 		d.plan.requeue(interval - d.v.Now.Sub(last.At))
+		return
+	case !st.Finished && d.v.Now.Before(st.EndingSince.Add(MirrorProgressInterval)):
+		d.plan.requeue(min(st.EndingSince.Add(MirrorProgressInterval).Sub(d.v.Now), MirrorProgressInterval))
 		return
 	default:
 		d.plan.HubJobStatus = mirrored

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,6 +151,21 @@ func TestDecide(t *testing.T) {
 				s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: []types.UID{"pod"}}
 			}, MirrorProgressInterval),
 			want: outcome{Requeue: MirrorRestInterval - MirrorProgressInterval},
+		},
+		"winner: a Job whose end was decided waits for its end": {
+			view: mirrorOfStarted(endingSince(now.Add(-3*time.Second)), time.Minute),
+			want: outcome{Requeue: MirrorProgressInterval - 3*time.Second},
+		},
+		"winner: a Job whose end was decided is mirrored when its end is slow to come": {
+			view: mirrorOfStarted(endingSince(now.Add(-MirrorProgressInterval)), time.Minute),
+			want: outcome{HubJob: "mirrored"},
+		},
+		"winner: a Job whose end was decided is mirrored with its end": {
+			view: mirrorOfStarted(func(s *batchv1.JobStatus) {
+				endingSince(now.Add(-time.Second))(s)
+				s.Conditions = append(s.Conditions, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})
+			}, time.Minute),
+			want: outcome{HubJob: "mirrored", Changed: []string{"Finished=True/Succeeded", "Pending=False/Succeeded"}},
 		},
 		"winner: no mirror over a cache that does not show the last one": {
 			view: func() View {
@@ -411,6 +427,15 @@ func TestPreemptionIsRecordedAsAnEviction(t *testing.T) {
 	}
 	if len(p.Events) != 1 || !strings.Contains(p.Events[0].Message, "Preempted on w1 for ns/urgent") {
 		t.Errorf("events = %+v", p.Events)
+	}
+}
+
+// endingSince edits a running Job's status into one whose success was decided at since.
+func endingSince(since time.Time) func(*batchv1.JobStatus) {
+	return func(s *batchv1.JobStatus) {
+		s.Active, s.Succeeded = 0, 1
+		s.Conditions = []batchv1.JobCondition{{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(since)}}
 	}
 }
 
