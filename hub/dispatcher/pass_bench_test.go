@@ -66,6 +66,22 @@ func BenchmarkPass100kOneQueueTurnsOver(b *testing.B) {
 	})
 }
 
+// BenchmarkPass100kOneQueueQuotaGrows is the pass over one queue of 100,000 waiting after its quota
+// grew on a cluster, by too little for any of them: it is walked up to its settled tail, not whole.
+func BenchmarkPass100kOneQueueQuotaGrows(b *testing.B) {
+	d, workloads := benchHub(b, 100, 1, 4, 100_000)
+	c := d.Client.(*benchClient)
+	benchPass(b, d, workloads, 0, func(i int) {
+		gq := c.globals[0].DeepCopy() // a new object, as the cache hands out after an update
+		quota := gq.Spec.Clusters[i%len(gq.Spec.Clusters)].Quota
+		gpus := quota[gantry.GPUResource]
+		gpus.Add(resource.MustParse("1m"))
+		quota[gantry.GPUResource] = gpus
+		gq.ResourceVersion = fmt.Sprint(i + 2)
+		c.globals = []gantry.GlobalQueue{*gq}
+	})
+}
+
 // BenchmarkPass100kWaitingWalked is the pass at rest that walks every workload, as the first pass
 // and every Resync pass do, and one after any change of a spec or a cluster's availability.
 func BenchmarkPass100kWaitingWalked(b *testing.B) {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
 )
 
@@ -25,7 +26,8 @@ import (
 //     every pass (watchedChanged says why);
 //   - its rejections that lapse: worked out again for the book's watched entries before the walk;
 //   - the specs of GlobalQueues, Queues, Cohorts and the labels of Namespaces; the clusters' connection,
-//     readiness, cordons, fences and kinds: any change there and the pass walks everything;
+//     readiness, cordons, fences and kinds: any change there and the pass walks everything, but for
+//     quota that only grew, of a GlobalQueue without a cohort, which has its own component walked;
 //   - the clusters' capacity reports, for a component some of whose workloads waited for room a report
 //     shows (dispatch.Result.ReadCapacity);
 //   - time, for rejections that lapse (watched) and as a safety net: every Resync pass walks everything.
@@ -91,7 +93,8 @@ func (r *rest) begin(in restInputs) *passRest {
 	for name := range in.snap.Queues {
 		p.components[name] = dispatch.ComponentOf(in.snap, name)
 	}
-	if !r.known || !r.specs.same(p.specs) || !sameAvailability(r.clusters, in.snap.Clusters) {
+	grown, changed := r.specs.changes(p.specs)
+	if !r.known || changed || !sameAvailability(r.clusters, in.snap.Clusters) {
 		return p // and settles anew every workload it walks
 	}
 	dirty := map[string]bool{}
@@ -99,6 +102,9 @@ func (r *rest) begin(in restInputs) *passRest {
 		if queue != "" {
 			dirty[p.component(queue)] = true
 		}
+	}
+	for _, q := range grown {
+		mark(q)
 	}
 	markEntry := func(e *entry) {
 		gq, _ := in.r.resolve(e.queue)
@@ -259,17 +265,51 @@ func specsOf(st *hubState) seenSpecs {
 	return out
 }
 
-// same says whether the specs are those seen before: the same objects, each at the same version or
-// with the same spec (a status write changes the version alone).
-func (s seenSpecs) same(now seenSpecs) bool {
+// changes compares the specs with those seen before: the same objects, each at the same version or
+// with the same spec (a status write changes the version alone), but for grown, the GlobalQueues
+// without a cohort whose quota only grew; changed says whether anything else differs. A queue's
+// waiting workloads that waited for quota stay settled when its quota grows: its cut is checked
+// against the quota as it is now, and more quota turns none of them into a workload that can never
+// be held or waits for anything else.
+func (s seenSpecs) changes(now seenSpecs) (grown []string, changed bool) {
 	if len(s) != len(now) {
-		return false
+		return nil, true
 	}
 	for k, n := range now {
 		o, ok := s[k]
-		if !ok || (o.resourceVersion != n.resourceVersion && !equality.Semantic.DeepEqual(o.spec, n.spec)) {
-			return false
+		switch {
+		case !ok:
+			return nil, true
+		case o.resourceVersion == n.resourceVersion || equality.Semantic.DeepEqual(o.spec, n.spec):
+		case k.kind == "GlobalQueue" && quotaGrew(o.spec.(*gantry.GlobalQueueSpec), n.spec.(*gantry.GlobalQueueSpec)):
+			grown = append(grown, k.name)
+		default:
+			return nil, true
 		}
 	}
-	return true
+	return grown, false
+}
+
+// quotaGrew says whether a GlobalQueue without a cohort changed from was to now only by quota that
+// grew: on the same clusters, each resource limited now was limited before, and to no more.
+func quotaGrew(was, now *gantry.GlobalQueueSpec) bool {
+	if was.Cohort != "" || now.Cohort != "" || len(was.Clusters) != len(now.Clusters) {
+		return false
+	}
+	for i := range now.Clusters {
+		o, n := &was.Clusters[i], &now.Clusters[i]
+		if o.Name != n.Name || !equality.Semantic.DeepEqual(o.BorrowingLimit, n.BorrowingLimit) ||
+			!equality.Semantic.DeepEqual(o.LendingLimit, n.LendingLimit) {
+			return false
+		}
+		for r, q := range n.Quota {
+			if before, limited := o.Quota[r]; !limited || before.Cmp(q) > 0 {
+				return false
+			}
+		}
+	}
+	// Everything else as it was.
+	a, b := *was, *now
+	a.Clusters, b.Clusters = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
 }

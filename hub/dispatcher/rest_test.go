@@ -429,3 +429,72 @@ func (r *racingCopies) Copy(cluster string, wl *gantry.Workload) *gantry.Workloa
 	}
 	return cp
 }
+
+// A queue whose quota grew is still cut at its settled tail, and decides as a full pass does; one
+// whose quota shrank is walked whole.
+func TestAQueueWhoseQuotaGrewIsCutAtItsSettledTail(t *testing.T) {
+	w := newParkingWorld(t)
+	for range 40 {
+		w.apply(opAdd, 3) // a one-GPU workload of plain, whose quota is 6, 4 and 2
+	}
+	w.pass() // nominates twelve, the others wait for quota
+	w.pass() // and are settled
+	setQuota := func(n int64) {
+		var gq gantry.GlobalQueue
+		w.must(w.server.Get(w.ctx, client.ObjectKey{Name: "plain"}, &gq))
+		gq.Spec.Clusters[0].Quota[gantry.GPUResource] = *resource.NewQuantity(n, resource.DecimalSI)
+		w.must(w.server.Update(w.ctx, &gq))
+	}
+	setQuota(8)
+	if p := w.pass(); len(p.in.snap.Cuts) == 0 {
+		t.Errorf("the pass after plain's quota grew walked all %d of its workloads", len(p.in.snap.Workloads))
+	}
+	setQuota(7)
+	if p := w.pass(); len(p.in.snap.Cuts) > 0 {
+		t.Error("the pass after plain's quota shrank cut its tail")
+	}
+}
+
+func TestQuotaGrew(t *testing.T) {
+	gpus := func(n int64) corev1.ResourceList {
+		return corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+	spec := func(edit func(*gantry.GlobalQueueSpec)) *gantry.GlobalQueueSpec {
+		s := &gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{},
+			Clusters: []gantry.ClusterQuota{{Name: "w1", Quota: gpus(4)}, {Name: "w2", Quota: gpus(4)}}}
+		if edit != nil {
+			edit(s)
+		}
+		return s
+	}
+	cases := map[string]struct {
+		was, now *gantry.GlobalQueueSpec
+		want     bool
+	}{
+		"the same":             {was: spec(nil), now: spec(nil), want: true},
+		"grown on one cluster": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[1].Quota = gpus(6) }), want: true},
+		"a limit removed":      {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[0].Quota = nil }), want: true},
+		"shrunk":               {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[1].Quota = gpus(3) })},
+		"a limit added": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) {
+			s.Clusters[0].Quota[corev1.ResourceCPU] = resource.MustParse("100")
+		})},
+		"a cluster added": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) {
+			s.Clusters = append(s.Clusters, gantry.ClusterQuota{Name: "w3", Quota: gpus(4)})
+		})},
+		"a cluster renamed": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[1].Name = "w3" })},
+		"in a cohort": {was: spec(func(s *gantry.GlobalQueueSpec) { s.Cohort = "co" }),
+			now: spec(func(s *gantry.GlobalQueueSpec) { s.Cohort = "co"; s.Clusters[1].Quota = gpus(6) })},
+		"a borrowing limit": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[0].BorrowingLimit = gpus(1) })},
+		"grown, and StrictFIFO": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) {
+			s.Clusters[1].Quota, s.QueueingStrategy = gpus(6), gantry.StrictFIFO
+		})},
+		"grown, and another namespace selector": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) {
+			s.Clusters[1].Quota, s.NamespaceSelector = gpus(6), nil
+		})},
+	}
+	for name, tc := range cases {
+		if got := quotaGrew(tc.was, tc.now); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}
