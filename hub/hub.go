@@ -282,11 +282,7 @@ func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
 	if !ok {
 		return nil
 	}
-	var cp gantry.Workload
-	if err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(wl), &cp, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	return &cp
+	return c.CopyInPlace(client.ObjectKeyFromObject(wl))
 }
 
 // setupSets registers the WorkerClusterSet controller; it watches ClusterProfiles and OCM's

@@ -22,7 +22,7 @@ import (
 // CopyReader reads a workload's copy on a connected cluster.
 type CopyReader interface {
 	// Copy returns the copy of the hub Workload on the cluster, or nil when there is none or the cluster
-	// is not connected.
+	// is not connected. It may be the cache's own object: it is read, never changed.
 	Copy(cluster string, wl *gantry.Workload) *gantry.Workload
 	IsConnected(cluster string) bool
 	// Tried says whether the hub has tried to connect the cluster since it started.

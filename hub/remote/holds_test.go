@@ -42,3 +42,20 @@ func TestAConnectionTellsWhatItsCacheHolds(t *testing.T) {
 		}
 	}
 }
+
+// A connection hands out the copy its informer's store holds, the object itself, and nil for one it
+// does not hold.
+func TestAConnectionHandsOutTheCopyItHolds(t *testing.T) {
+	copies := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	held := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-a"}}
+	if err := copies.Add(held); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{copies: copies}
+	if got := c.CopyInPlace(types.NamespacedName{Namespace: "ns", Name: "job-a"}); got != held {
+		t.Errorf("the copy it holds: %p, want the store's %p", got, held)
+	}
+	if got := c.CopyInPlace(types.NamespacedName{Namespace: "ns", Name: "job-b"}); got != nil {
+		t.Errorf("a copy it does not hold: %+v", got)
+	}
+}

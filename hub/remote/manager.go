@@ -146,6 +146,24 @@ func (c *Cluster) HoldsJob(kind gantry.JobKind, key types.NamespacedName) bool {
 	return served && holds(store, key)
 }
 
+// CopyInPlace is the Workload copy under the key as the cache holds it, not copied: the caller must not
+// change it. Nil when the cache holds none.
+func (c *Cluster) CopyInPlace(key types.NamespacedName) *gantry.Workload {
+	if c.copies == nil {
+		var cp gantry.Workload
+		if c.Client.Get(context.Background(), key, &cp, client.UnsafeDisableDeepCopy) != nil {
+			return nil
+		}
+		return &cp
+	}
+	obj, ok, err := c.copies.GetByKey(key.Namespace + "/" + key.Name)
+	if !ok || err != nil {
+		return nil
+	}
+	cp, _ := obj.(*gantry.Workload)
+	return cp
+}
+
 // holds looks the key up in the store, as the cache's reader does, but copies nothing; a nil store
 // may hold anything.
 func holds(store toolscache.Store, key types.NamespacedName) bool {
