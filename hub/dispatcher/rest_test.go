@@ -498,3 +498,27 @@ func TestQuotaGrew(t *testing.T) {
 		}
 	}
 }
+
+// A queue whose pass planned again, walking eight times as many settled workloads, has its next passes
+// start from half as many, then half of that, down to the least a pass walks.
+func TestAQueueThatPlannedAgainIsWalkedFurtherForAWhile(t *testing.T) {
+	w := newParkingWorld(t) // a pass walks one settled workload at least
+	for range 40 {
+		w.apply(opAdd, 3) // a one-GPU workload of plain, whose quota is 6, 4 and 2
+	}
+	w.pass()
+	w.pass()
+	var gq gantry.GlobalQueue
+	w.must(w.server.Get(w.ctx, client.ObjectKey{Name: "plain"}, &gq))
+	gq.Spec.Clusters[0].Quota[gantry.GPUResource] = *resource.NewQuantity(8, resource.DecimalSI)
+	w.must(w.server.Update(w.ctx, &gq))
+	if p := w.pass(); p.uncut != 1 {
+		t.Fatalf("the pass after two GPUs more planned again %d times, want once (it walked one settled workload)", p.uncut)
+	}
+	for _, want := range []int{cutGrowth / 2, cutGrowth / 4, 0} {
+		if got := w.d.rest.walks["plain"]; got != want {
+			t.Errorf("plain's next pass walks %d settled workloads first, want %d", got, want)
+		}
+		w.pass()
+	}
+}
