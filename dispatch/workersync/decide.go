@@ -327,15 +327,16 @@ func (d *decider) recordJobCreated(cluster string) {
 // mirror copies the worker job's status to the hub job, and finishes the Workload once the job ended
 // and its final status is mirrored. Its end is mirrored at once, its start within MirrorInterval of
 // the last mirror, its progress within MirrorProgressInterval, the rest within MirrorRestInterval.
-// A job whose end was decided (jobkind.State.EndingSince) waits up to MirrorProgressInterval from
-// then for its end, which usually follows as soon as its pods are gone: one write for both.
+// A job whose end was decided (jobkind.State.EndingSince) and whose start the hub shows waits up to
+// MirrorProgressInterval from then for its end, which usually follows as soon as its pods are gone:
+// one write for both. Its start is never held back: the hub counts a started job as one that ran.
 func (d *decider) mirror(w Cluster, job client.Object) {
 	k := jobkind.Of(d.wl)
 	hubJob, last := d.v.HubJob, d.v.LastMirror
-	st := k.State(job)
+	st, shown := k.State(job), k.State(hubJob)
 	interval := MirrorRestInterval
 	switch {
-	case k.State(hubJob).Started != st.Started:
+	case shown.Started != st.Started:
 		interval = MirrorInterval
 	case k.Progress(hubJob) != k.Progress(job):
 		interval = MirrorProgressInterval
@@ -351,7 +352,7 @@ func (d *decider) mirror(w Cluster, job client.Object) {
 	case last != nil && !st.Finished && d.v.Now.Sub(last.At) < interval:
 		d.plan.requeue(interval - d.v.Now.Sub(last.At))
 		return
-	case !st.Finished && d.v.Now.Before(st.EndingSince.Add(MirrorProgressInterval)):
+	case !st.Finished && shown.Started && d.v.Now.Before(st.EndingSince.Add(MirrorProgressInterval)):
 		d.plan.requeue(min(st.EndingSince.Add(MirrorProgressInterval).Sub(d.v.Now), MirrorProgressInterval))
 		return
 	default:

@@ -160,6 +160,14 @@ func TestDecide(t *testing.T) {
 			view: mirrorOfStarted(endingSince(now.Add(-MirrorProgressInterval)), time.Minute),
 			want: outcome{HubJob: "mirrored"},
 		},
+		"winner: a Job whose end was decided before its start was mirrored is mirrored at once": {
+			view: func() View {
+				v := mirrorOfStarted(endingSince(now.Add(-time.Second)), time.Minute)
+				v.HubJob.(*batchv1.Job).Status = batchv1.JobStatus{} // the hub does not show the start yet
+				return v
+			}(),
+			want: outcome{HubJob: "mirrored"},
+		},
 		"winner: a Job whose end was decided is mirrored with its end": {
 			view: mirrorOfStarted(func(s *batchv1.JobStatus) {
 				endingSince(now.Add(-time.Second))(s)
