@@ -14,8 +14,9 @@ import (
 // found it waiting for quota as it shows, and decided nothing for it. Unchanged since (a change makes
 // a new entry), and with the specs and clusters as they were (a change of those makes the pass walk
 // and settle every workload anew; more quota for its queue alone does not: seenSpecs.changes), it
-// would be told what it shows again if the quota left at its turn holds none of it; the pass checks that for the tail's least requests where the tail starts. A pass
-// walks the first cutAfter settled entries of each queue it cuts, so that the quota a finished
+// would be told what it shows again if the quota left at its turn holds none of it; the pass checks
+// that for the tail's least requests where the tail starts. A pass walks the first cutAfter settled
+// entries of each queue it cuts, so that the quota a finished
 // workload gives back goes to the waiting ones that take it without planning again; where that was
 // too few, it plans again walking eight times as many, and the next pass starts from half of those.
 
