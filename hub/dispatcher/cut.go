@@ -16,9 +16,9 @@ import (
 // and settle every workload anew; more quota for its queue alone does not: seenSpecs.changes), it
 // would be told what it shows again if the quota left at its turn holds none of it; the pass checks
 // that for the tail's least requests where the tail starts. A pass walks the first cutAfter settled
-// entries of each queue it cuts, so that the quota a finished
-// workload gives back goes to the waiting ones that take it without planning again; where that was
-// too few, it plans again walking eight times as many, and the next pass starts from half of those.
+// entries of each queue it cuts, so that the quota a finished workload gives back goes to the waiting
+// ones that take it without planning again; where that was too few, it plans again walking eight
+// times as many, and the next pass starts from half of those.
 
 // defaultCutAfter is how many settled entries of a queue a pass walks at least before it cuts the rest.
 const defaultCutAfter = 64
