@@ -120,6 +120,12 @@ func hubJob() *batchv1.Job {
 		Spec: batchv1.JobSpec{ManagedBy: ptr.To(gantry.JobManagedBy), Suspend: ptr.To(true)}}
 }
 
+// resubmitted makes j another job under the same name: deleted and submitted again, with a new UID.
+func resubmitted(j *batchv1.Job) *batchv1.Job {
+	j.UID = "job-uid-2"
+	return j
+}
+
 // up and down are a connected and a disconnected cluster.
 func up(name string) Cluster { return Cluster{Name: name, Connected: true} }
 

@@ -28,6 +28,7 @@ const (
 
 // Decide returns what to do for the Workload of v.
 func Decide(v View) Plan {
+	v.HubJob = HubJobOf(v.Workload, v.HubJob)
 	d := &decider{v: v, wl: v.Workload, status: v.Workload.Status.DeepCopy()}
 	d.removeLeftovers()
 	switch {

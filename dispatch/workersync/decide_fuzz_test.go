@@ -17,8 +17,9 @@ import (
 // running twice or being lost: a Job is created only on the winner and only while none is recorded as
 // created; the winner is cleared, and the Workload let go while its Job may run, only behind a live
 // check of the winner; nothing is written to a cluster that is not connected; deletes name exactly
-// objects in the view; a TrainJob is suspended only on its way out, pods first, in the same plan; the
-// view is never modified.
+// objects in the view; a TrainJob is suspended only on its way out, pods first, in the same plan; a job
+// of another UID under the hub job's name is never written to nor built from; the view is never
+// modified.
 func FuzzDecideNeverRunsTwice(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	f.Add([]byte{255, 128, 7, 3, 1, 0, 200, 99, 42, 17, 5, 250, 33, 64})
@@ -49,6 +50,9 @@ func checkPlan(t *testing.T, v View, p Plan) {
 		}
 		switch a.Op {
 		case CreateJob:
+			if v.HubJob.GetUID() != metav1.GetControllerOf(wl).UID {
+				t.Fatalf("%s: built from a job of another UID under the name", a)
+			}
 			if a.Cluster != st.ClusterName || recorded || finished || wl.DeletionTimestamp != nil || c.Job != nil {
 				t.Fatalf("%s: winner %q, recorded %v, finished %v, deleting %v, job in view %v",
 					a, st.ClusterName, recorded, finished, wl.DeletionTimestamp != nil, c.Job != nil)
@@ -80,7 +84,10 @@ func checkPlan(t *testing.T, v View, p Plan) {
 			}
 		}
 	}
-	if p.Status != nil && st.ClusterName != "" && p.Status.ClusterName != st.ClusterName {
+	if p.HubJobStatus != nil && p.HubJobStatus.GetUID() != metav1.GetControllerOf(wl).UID {
+		t.Fatalf("writes the status of a job of another UID under the name")
+	}
+		if p.Status != nil && st.ClusterName != "" && p.Status.ClusterName != st.ClusterName {
 		last := p.Status.Evictions[len(p.Status.Evictions)-1]
 		w := v.Clusters[st.ClusterName]
 		confirmed := p.ConfirmGone == st.ClusterName || w.Fenced || (!w.Connected && !w.FenceDue.IsZero() && !v.Now.Before(w.FenceDue))
@@ -161,6 +168,9 @@ func randomView(b *byteSource) View {
 	}
 	if b.next(4) == 0 { // drawn last, as preemption
 		asTrainJobs(&v)
+	}
+	if b.next(4) == 0 && v.HubJob != nil { // the job deleted and submitted again under its name
+		v.HubJob.SetUID("job-uid-2")
 	}
 	return v
 }

@@ -321,6 +321,24 @@ func TestDecide(t *testing.T) {
 			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), hubJob(), up("w1")),
 			want: outcome{ConfirmGone: "w1", HubJob: "Failed/" + gantry.ReasonRanBefore, RemoveFinalizer: true},
 		},
+		"deleting after its job was deleted and submitted again under the name: the new job is not marked": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), resubmitted(hubJob()), up("w1")),
+			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
+		},
+		"the winner's Job lost while a new job of the name waits: the new job is not marked": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), resubmitted(hubJob()), up("w1")),
+			want: outcome{ConfirmGone: "w1", Changed: []string{"Finished=True/" + gantry.ReasonRemoteJobLost, "Pending=False/" + gantry.ReasonRemoteJobLost},
+				Events: []string{"Warning Finished"}},
+		},
+		"a winner and no Job yet, and the job under the name is another one: its Job is not built from it": {
+			view: view(workload().nominated(2, "w1").winner("w1").obj(), resubmitted(hubJob()), up("w1")),
+			want: outcome{},
+		},
+		"a running Job, and the job under the name is another one: nothing is mirrored to it": {
+			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), resubmitted(hubJob()),
+				up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2)))),
+			want: outcome{},
+		},
 		"deleting by hand while the hub job stands, the winner fenced: the job is marked RanBefore": {
 			view: func() View {
 				c := down("w1")

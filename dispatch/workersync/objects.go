@@ -83,6 +83,17 @@ func epochOf(labels map[string]string) int64 {
 	return e
 }
 
+// HubJobOf is job when it is the hub job the Workload stands for, the one its controller reference
+// names by UID; nil for another job under the same name (resubmitted after the Workload's own was
+// deleted), which this Workload must never mark, mirror to or build the winner's Job from.
+func HubJobOf(wl *gantry.Workload, job client.Object) client.Object {
+	ref := metav1.GetControllerOf(wl)
+	if job == nil || ref == nil || ref.UID != job.GetUID() {
+		return nil
+	}
+	return job
+}
+
 // JobNameOf returns the name of the hub job that owns the Workload; empty when none does.
 func JobNameOf(wl *gantry.Workload) string {
 	gvk := jobkind.Of(wl).GroupVersionKind()

@@ -33,6 +33,7 @@ type View struct {
 	// Workload is the hub Workload; never nil.
 	Workload *gantry.Workload
 	// HubJob is the job the Workload stands for, of the Workload's kind (jobkind.Of); nil when it is gone.
+	// A job of its name with another UID than the Workload's owner is not its job (HubJobOf).
 	HubJob client.Object
 	// Clusters holds every cluster the Workload may have objects on, by name: those it names, and the
 	// connected ones whose caches hold an object under its names.

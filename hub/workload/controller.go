@@ -227,6 +227,8 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 		hubJob := jobkind.Of(wl).New()
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: name}, hubJob)
 		switch {
+		case err == nil && workersync.HubJobOf(wl, hubJob) == nil:
+			// Another job under its name, resubmitted while this Workload lets go: not its job.
 		case err == nil:
 			if v.HubJob, err = r.jobToCreate(ctx, wl, hubJob); err != nil {
 				return v, err
