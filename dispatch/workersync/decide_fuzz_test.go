@@ -87,7 +87,7 @@ func checkPlan(t *testing.T, v View, p Plan) {
 	if p.HubJobStatus != nil && p.HubJobStatus.GetUID() != metav1.GetControllerOf(wl).UID {
 		t.Fatalf("writes the status of a job of another UID under the name")
 	}
-		if p.Status != nil && st.ClusterName != "" && p.Status.ClusterName != st.ClusterName {
+	if p.Status != nil && st.ClusterName != "" && p.Status.ClusterName != st.ClusterName {
 		last := p.Status.Evictions[len(p.Status.Evictions)-1]
 		w := v.Clusters[st.ClusterName]
 		confirmed := p.ConfirmGone == st.ClusterName || w.Fenced || (!w.Connected && !w.FenceDue.IsZero() && !v.Now.Before(w.FenceDue))
