@@ -150,6 +150,10 @@ const (
 	// invalid there (its controller's webhook, a policy of the cluster): nothing of it runs there, and
 	// the hub dispatches it again.
 	ReasonRemoteJobRefused = "RemoteJobRefused"
+	// ReasonJobChanged: the job's spec changed after a winner was chosen and before its Job was created
+	// there; nothing was created from the changed spec, and the hub takes the Workload back so that it is
+	// made anew from the job as it is now.
+	ReasonJobChanged = "JobChanged"
 	// ReasonReservationExpired: the agent admitted the copy, but the hub created no Job for it within
 	// the agent's reservation TTL; the room is released, and the copy waits for a new dispatch epoch.
 	ReasonReservationExpired = "ReservationExpired"

@@ -89,6 +89,12 @@ type WorkloadSpec struct {
 	// gantry.dev/admission-deadline), over its GlobalQueue's.
 	// +optional
 	AdmissionDeadline *metav1.Duration `json:"admissionDeadline,omitempty"`
+	// JobGeneration is the job's metadata.generation this spec was last found to describe. A job whose
+	// spec moved on is compared again: while it waits, its Workload is made anew when it changed; the
+	// Job created on a winner is built only from the generation the Workload describes. 0: unknown.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	JobGeneration int64 `json:"jobGeneration,omitempty"`
 }
 
 // PodSetAdmission is where an agent placed one pod set.

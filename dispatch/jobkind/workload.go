@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -53,8 +54,70 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 			Finalizers:      []string{gantry.WorkloadFinalizer},
 		},
 		Spec: gantry.WorkloadSpec{JobKind: k.Name(), QueueName: labels[gantry.QueueLabel], Priority: priority,
-			PodSets: podSets, TopologyKey: topologyKey, AdmissionDeadline: deadline},
+			PodSets: podSets, TopologyKey: topologyKey, AdmissionDeadline: deadline, JobGeneration: obj.GetGeneration()},
 	}, nil
+}
+
+// Changes says how the demand of want differs from that of have, field by field, for a person to read;
+// empty when they describe the same job (the generation each was built from aside).
+func Changes(have, want *gantry.WorkloadSpec) []string {
+	var out []string
+	differs := func(what string, a, b any) {
+		if !equality.Semantic.DeepEqual(a, b) {
+			out = append(out, fmt.Sprintf("%s %s -> %s", what, show(a), show(b)))
+		}
+	}
+	differs("queue", have.QueueName, want.QueueName)
+	differs("priority", have.Priority, want.Priority)
+	differs("topology key", have.TopologyKey, want.TopologyKey)
+	differs("admission deadline", have.AdmissionDeadline, want.AdmissionDeadline)
+	if len(have.PodSets) != len(want.PodSets) {
+		return append(out, fmt.Sprintf("%d pod sets -> %d", len(have.PodSets), len(want.PodSets)))
+	}
+	for i := range have.PodSets {
+		a, b := &have.PodSets[i], &want.PodSets[i]
+		name := "pod set " + a.Name
+		differs("pod set name", a.Name, b.Name)
+		differs(name+" pods", a.Count, b.Count)
+		differs(name+" requests", a.Requests, b.Requests)
+		differs(name+" node selector", a.NodeSelector, b.NodeSelector)
+		differs(name+" tolerations", a.Tolerations, b.Tolerations)
+		differs(name+" node affinity", a.RequiredNodeAffinity, b.RequiredNodeAffinity)
+		differs(name+" GPU products", a.GPUProducts, b.GPUProducts)
+		differs(name+" deferred", a.Deferred, b.Deferred)
+	}
+	return out
+}
+
+// show writes a field's value as a person reads it: a ResourceList as name=quantity pairs, a pointer
+// as what it points to.
+func show(v any) string {
+	switch x := v.(type) {
+	case corev1.ResourceList:
+		names := make([]string, 0, len(x))
+		for n := range x {
+			names = append(names, string(n))
+		}
+		slices.Sort(names)
+		for i, n := range names {
+			q := x[corev1.ResourceName(n)]
+			names[i] = n + "=" + q.String()
+		}
+		return "{" + strings.Join(names, ",") + "}"
+	case *metav1.Duration:
+		if x == nil {
+			return "none"
+		}
+		return x.Duration.String()
+	case *corev1.NodeSelector:
+		if x == nil {
+			return "none"
+		}
+		return fmt.Sprintf("%d terms", len(x.NodeSelectorTerms))
+	case string:
+		return fmt.Sprintf("%q", x)
+	}
+	return fmt.Sprint(v)
 }
 
 // podSetOf is the Workload's pod set for one of the job's: the pods' requests and node constraints, and

@@ -193,3 +193,40 @@ func TestLimitsAloneAreRequested(t *testing.T) {
 		t.Error("the JobSet's template was changed")
 	}
 }
+
+// Changes names each field of the demand that differs, and nothing for equal demands built at other
+// generations of the job or with quantities written otherwise.
+func TestChanges(t *testing.T) {
+	base := func() *gantry.WorkloadSpec {
+		return &gantry.WorkloadSpec{QueueName: "gpu", JobGeneration: 1, PodSets: []gantry.PodSet{{Name: "main", Count: 1,
+			Requests: corev1.ResourceList{gantry.GPUResource: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1")}}}}
+	}
+	cases := map[string]struct {
+		edit func(*gantry.WorkloadSpec)
+		want []string
+	}{
+		"another generation, quantities written otherwise": {edit: func(s *gantry.WorkloadSpec) {
+			s.JobGeneration = 7
+			s.PodSets[0].Requests[corev1.ResourceCPU] = resource.MustParse("1000m")
+		}},
+		"parallelism": {edit: func(s *gantry.WorkloadSpec) { s.PodSets[0].Count = 3 }, want: []string{"pod set main pods 1 -> 3"}},
+		"GPUs": {edit: func(s *gantry.WorkloadSpec) { s.PodSets[0].Requests[gantry.GPUResource] = resource.MustParse("8") },
+			want: []string{"pod set main requests {cpu=1,nvidia.com/gpu=1} -> {cpu=1,nvidia.com/gpu=8}"}},
+		"queue and deadline": {edit: func(s *gantry.WorkloadSpec) {
+			s.QueueName, s.AdmissionDeadline = "cpu", &metav1.Duration{Duration: time.Hour}
+		}, want: []string{`queue "gpu" -> "cpu"`, "admission deadline none -> 1h0m0s"}},
+		"node selector": {edit: func(s *gantry.WorkloadSpec) { s.PodSets[0].NodeSelector = map[string]string{"zone": "a"} },
+			want: []string{"pod set main node selector map[] -> map[zone:a]"}},
+		"another pod set": {edit: func(s *gantry.WorkloadSpec) { s.PodSets = append(s.PodSets, gantry.PodSet{Name: "x", Count: 1}) },
+			want: []string{"1 pod sets -> 2"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			want := base()
+			tc.edit(want)
+			if diff := cmp.Diff(tc.want, Changes(base(), want)); diff != "" {
+				t.Errorf("Changes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

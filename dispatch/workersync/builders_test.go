@@ -33,6 +33,12 @@ func workload() *wlBuilder {
 	}}
 }
 
+// builtFrom records the generation of the hub job the Workload's spec describes.
+func (b *wlBuilder) builtFrom(generation int64) *wlBuilder {
+	b.wl.Spec.JobGeneration = generation
+	return b
+}
+
 func (b *wlBuilder) nominated(epoch int64, clusters ...string) *wlBuilder {
 	b.wl.Status.DispatchEpoch, b.wl.Status.NominatedClusters = epoch, clusters
 	return b
@@ -118,6 +124,12 @@ func labels(u string, epoch int64) map[string]string {
 func hubJob() *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "job-uid", ResourceVersion: "10"},
 		Spec: batchv1.JobSpec{ManagedBy: ptr.To(gantry.JobManagedBy), Suspend: ptr.To(true)}}
+}
+
+// atGeneration sets the job's metadata.generation.
+func atGeneration(g int64, j *batchv1.Job) *batchv1.Job {
+	j.Generation = g
+	return j
 }
 
 // resubmitted makes j another job under the same name: deleted and submitted again, with a new UID.

@@ -254,6 +254,9 @@ func (d *decider) runOnWinner() {
 		return
 	case job == nil && w.Job != nil:
 		return // a leftover holds the name; its deletion brings the Workload back here
+	case job == nil && d.v.HubJob != nil && d.jobMovedOn():
+		d.jobChanged(w)
+		return
 	case job == nil && d.v.HubJob != nil:
 		d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl))
 		return
@@ -406,6 +409,25 @@ func (d *decider) evictForPreemption(w Cluster, p *gantry.Preemption) {
 	d.takeBack(gantry.ReasonPreempted, p.Message)
 	d.event(corev1.EventTypeWarning, EventEvicted, "Preempted on %s for %s (%s); its pods are gone, dispatching again",
 		w.Name, p.Preemptor, p.Reason)
+}
+
+// jobMovedOn says whether the hub job's spec changed since the Workload was last found to describe it:
+// the Job on the winner must be built from what was admitted, so it is not built from this one.
+func (d *decider) jobMovedOn() bool {
+	g := d.wl.Spec.JobGeneration
+	return g != 0 && d.v.HubJob.GetGeneration() != g
+}
+
+// jobChanged takes the Workload back from a winner before anything is created there from a job that
+// changed since it was admitted; the job's controller then makes the Workload anew from the job as it
+// is, or, when the change leaves the demand as it was, records the new generation, and it is
+// dispatched again.
+func (d *decider) jobChanged(w Cluster) {
+	d.plan.ConfirmGone = w.Name // an earlier create of the epoch may have gone through
+	msg := fmt.Sprintf("the %s changed (generation %d, admitted %d) before it was created on %s; nothing was created from the change",
+		jobkind.Of(d.wl).Name(), d.v.HubJob.GetGeneration(), d.wl.Spec.JobGeneration, w.Name)
+	d.takeBack(gantry.ReasonJobChanged, msg)
+	d.event(corev1.EventTypeWarning, EventEvicted, "%s; dispatching again", msg)
 }
 
 // refused takes the Workload back from a winner whose API server refused its job: nothing of it was

@@ -18,8 +18,8 @@ import (
 // created; the winner is cleared, and the Workload let go while its Job may run, only behind a live
 // check of the winner; nothing is written to a cluster that is not connected; deletes name exactly
 // objects in the view; a TrainJob is suspended only on its way out, pods first, in the same plan; a job
-// of another UID under the hub job's name is never written to nor built from; the view is never
-// modified.
+// of another UID under the hub job's name is never written to nor built from, nor a job whose spec
+// moved on since its Workload was built; the view is never modified.
 func FuzzDecideNeverRunsTwice(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	f.Add([]byte{255, 128, 7, 3, 1, 0, 200, 99, 42, 17, 5, 250, 33, 64})
@@ -52,6 +52,9 @@ func checkPlan(t *testing.T, v View, p Plan) {
 		case CreateJob:
 			if v.HubJob.GetUID() != metav1.GetControllerOf(wl).UID {
 				t.Fatalf("%s: built from a job of another UID under the name", a)
+			}
+			if g := wl.Spec.JobGeneration; g != 0 && v.HubJob.GetGeneration() != g {
+				t.Fatalf("%s: built from generation %d of the job, admitted %d", a, v.HubJob.GetGeneration(), g)
 			}
 			if a.Cluster != st.ClusterName || recorded || finished || wl.DeletionTimestamp != nil || c.Job != nil {
 				t.Fatalf("%s: winner %q, recorded %v, finished %v, deleting %v, job in view %v",
@@ -171,6 +174,10 @@ func randomView(b *byteSource) View {
 	}
 	if b.next(4) == 0 && v.HubJob != nil { // the job deleted and submitted again under its name
 		v.HubJob.SetUID("job-uid-2")
+	}
+	if b.next(3) == 0 && v.HubJob != nil { // the job's spec changed since the Workload was built, or not
+		v.Workload.Spec.JobGeneration = 1
+		v.HubJob.SetGeneration(int64(1 + b.next(2)))
 	}
 	return v
 }

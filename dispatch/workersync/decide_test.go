@@ -81,6 +81,25 @@ func TestDecide(t *testing.T) {
 			view: view(workload().nominated(2, "w1", "w2").winner("w1").obj(), hubJob(), up("w1"), down("w2")),
 			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
 		},
+		"winner, and the job changed since it was admitted: nothing is built from it, it is taken back": {
+			view: view(workload().builtFrom(3).nominated(2, "w1").winner("w1").obj(), atGeneration(4, hubJob()),
+				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)),
+			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1, Events: []string{"Warning Evicted"},
+				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"}},
+		},
+		"winner, and the job is at the generation admitted: the Job is created": {
+			view: view(workload().builtFrom(3).nominated(2, "w1").winner("w1").obj(), atGeneration(3, hubJob()), up("w1")),
+			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
+		},
+		"winner, a Workload that does not know its job's generation: the Job is created": {
+			view: view(workload().nominated(2, "w1").winner("w1").obj(), atGeneration(4, hubJob()), up("w1")),
+			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
+		},
+		"winner, the job changed after its Job was created: it runs as admitted, nothing is taken back": {
+			view: view(workload().builtFrom(3).nominated(2, "w1").winner("w1").jobCreated().obj(), atGeneration(4, hubJob()),
+				up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2)))),
+			want: outcome{HubJob: "mirrored"},
+		},
 		"winner: a created Job is recorded before the cache shows it": {
 			view: func() View {
 				c := up("w1")

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -28,6 +30,11 @@ import (
 const (
 	EventNotManaged = "NotManaged"
 	EventInvalidJob = "InvalidJob"
+	// EventJobChanged: the job changed while it waited, and its Workload is made anew.
+	EventJobChanged = "JobChanged"
+	// EventChangeNotCarried: the job changed after its Job was created on the winner, which runs as
+	// admitted.
+	EventChangeNotCarried = "ChangeNotCarried"
 )
 
 // Reconciler keeps one Workload per queued job of its kind and deletes it with the job.
@@ -84,16 +91,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	var existing gantry.Workload
-	err := r.Client.Get(ctx, wlKey, &existing, client.UnsafeDisableDeepCopy)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err // one of this job, or an earlier one's that is going: its deletion requeues
+	switch err := r.Client.Get(ctx, wlKey, &existing, client.UnsafeDisableDeepCopy); {
+	case err == nil:
+		return r.keepTrue(ctx, job, &existing)
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
 	}
 	if r.Kind.State(job).Started {
 		// Its status, mirrored from a worker, says it ran: its Workload was deleted by hand, and a new one
 		// would run it again.
 		return ctrl.Result{}, r.failRanBefore(ctx, job)
 	}
-	if job, err = r.wholeJob(ctx, job); err != nil {
+	job, err := r.wholeJob(ctx, job)
+	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: its deletion comes back here
 	}
 	wl, err := r.newWorkload(ctx, job)
@@ -108,6 +118,74 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err := r.Client.Create(ctx, wl); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, fmt.Errorf("creating workload for %s %s: %w", r.Kind.Name(), req.NamespacedName, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// keepTrue keeps the Workload found under the job's Workload name true to the job. An earlier job's of
+// the name goes: its job went and came back between two looks, and its deletion brings this job back
+// here. The job's own is compared with the job once the job's spec moved on from the generation it
+// describes.
+func (r *Reconciler) keepTrue(ctx context.Context, job client.Object, wl *gantry.Workload) (ctrl.Result, error) {
+	switch {
+	case wl.DeletionTimestamp != nil:
+		return ctrl.Result{}, nil // its deletion requeues
+	case !metav1.IsControlledBy(wl, job):
+		return ctrl.Result{}, r.deleteWorkload(ctx, client.ObjectKeyFromObject(wl))
+	case wl.Spec.JobGeneration == 0 || wl.Spec.JobGeneration == job.GetGeneration(),
+		apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
+		return ctrl.Result{}, nil // it describes the job, or the job ran as it was
+	}
+	job, err := r.wholeJob(ctx, job)
+	if err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	want, err := r.newWorkload(ctx, job)
+	var invalid invalidJobError
+	var changes []string
+	switch {
+	case errors.As(err, &invalid):
+		changes = []string{err.Error()}
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		changes = jobkind.Changes(&wl.Spec, &want.Spec)
+	}
+	return r.jobChanged(ctx, job, wl, changes)
+}
+
+// jobChangedRecheck is how often a job that changed between its admission and the creation of its Job
+// on the winner is looked at again: the workload path takes its Workload back meanwhile.
+const jobChangedRecheck = time.Second
+
+// jobChanged acts on a job whose spec moved on from the generation its Workload describes. A change
+// that leaves the demand as it was is recorded. One that changes it, while the job waits, makes the
+// Workload anew: it is deleted (only as it was read: a winner written meanwhile fails the
+// precondition) and its deletion brings the job back here. Once a winner admitted it, the job runs as
+// admitted: the workload path takes it back before a Job is built from the change, and a change that
+// came after the Job was created is not carried, which the job's Event says.
+func (r *Reconciler) jobChanged(ctx context.Context, job client.Object, wl *gantry.Workload, changes []string) (ctrl.Result, error) {
+	created := apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadJobCreated)
+	switch {
+	case len(changes) == 0:
+		patch := client.MergeFrom(wl.DeepCopy())
+		wl = wl.DeepCopy() // read in place from the cache
+		wl.Spec.JobGeneration = job.GetGeneration()
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, wl, patch))
+	case wl.Status.ClusterName == "":
+		uid, version := wl.UID, wl.ResourceVersion
+		err := r.Client.Delete(ctx, wl.DeepCopy(), client.Preconditions{UID: &uid, ResourceVersion: &version})
+		if err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err) // a conflict: looked at again with what changed
+		}
+		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventJobChanged, "Dispatch",
+			"The job changed while it waited (%s): its Workload is made anew and it waits in its queue again", strings.Join(changes, "; "))
+	case !created:
+		return ctrl.Result{RequeueAfter: jobChangedRecheck}, nil
+	default:
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, EventChangeNotCarried, "Dispatch",
+			"The job changed after it was admitted on %s (%s): it runs there as admitted; delete it and submit it again to run the change",
+			wl.Status.ClusterName, strings.Join(changes, "; "))
 	}
 	return ctrl.Result{}, nil
 }

@@ -108,7 +108,8 @@ func TestRolesRenderTheirParts(t *testing.T) {
 		"ValidatingAdmissionPolicy /gantry-queued-suspended-held", "ValidatingAdmissionPolicyBinding /gantry-queued-suspended-held",
 		"PodDisruptionBudget gantry-system/gantry-hub", "Role gantry-system/gantry-hub", "RoleBinding gantry-system/gantry-hub",
 		"Service gantry-system/gantry-hub-metrics", "ServiceAccount gantry-system/gantry-hub",
-		"ValidatingAdmissionPolicy /gantry-job-placement", "ValidatingAdmissionPolicyBinding /gantry-job-placement"}
+		"ValidatingAdmissionPolicy /gantry-job-placement", "ValidatingAdmissionPolicyBinding /gantry-job-placement",
+		"ValidatingAdmissionPolicy /gantry-queued-job-fixed", "ValidatingAdmissionPolicyBinding /gantry-queued-job-fixed"}
 	agent := []string{"ClusterRole /gantry-agent", "ClusterRole /gantry-hub-remote", "ClusterRole /gantry-hub-remote-logs", "ClusterRoleBinding /gantry-agent",
 		"ClusterRoleBinding /gantry-hub-remote", "ClusterRoleBinding /gantry-hub-remote-logs", "ConfigMap gantry-system/gantry-agent", "Deployment gantry-system/gantry-agent",
 		"PodDisruptionBudget gantry-system/gantry-agent", "Role gantry-system/gantry-agent-leader-election",
