@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/test/e2e/testbed"
+)
+
+// ownQueue gives the namespace a GlobalQueue of its own, with gpus GPUs of quota on worker-1 and none
+// elsewhere, and a Queue of it that the namespace's jobs name.
+func ownQueue(t *testing.T, ns string, gpus int64) {
+	t.Helper()
+	ctx := context.Background()
+	gq := &gantry.GlobalQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: gantry.GlobalQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			Clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: corev1.ResourceList{
+				gantry.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("64")}}},
+		},
+	}
+	if err := tb.Hub.Client.Create(ctx, gq); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tb.Hub.Client.Delete(context.Background(), gq) })
+	var q gantry.Queue
+	if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: queueName}, &q); err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.GlobalQueue = gq.Name
+	if err := tb.Hub.Client.Update(ctx, &q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// changeJob changes a hub Job, read afresh; a conflict with the hub's writes reads it again.
+func changeJob(t *testing.T, job *batchv1.Job, change func(*batchv1.Job)) error {
+	t.Helper()
+	var err error
+	for range 20 {
+		var j batchv1.Job
+		if err = tb.Hub.Client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		change(&j)
+		if err = tb.Hub.Client.Update(context.Background(), &j); err == nil || !strings.Contains(err.Error(), "the object has been modified") {
+			return err
+		}
+	}
+	return err
+}
+
+// TestJobsChangedWhileTheyWaitNeverExceedTheQuota: two Jobs wait in a queue of 9 GPUs on worker-1 while
+// others hold it. One's parallelism is raised from 1 to 3, the other's GPUs from 1 to 8. Each gets a
+// Workload made anew that counts what it now asks for, and runs as it is now. Once a job ran, a change
+// of its parallelism is refused. The etcd ledger of every pod shows at no instant more than 9 GPUs live
+// on worker-1, and each job ran once.
+func TestJobsChangedWhileTheyWaitNeverExceedTheQuota(t *testing.T) {
+	ns := newNamespace(t, "e2e-changed")
+	dumpOnFailure(t, ns)
+	const quota = 9
+	ownQueue(t, ns, quota)
+	holders := []*batchv1.Job{
+		makeJob(ns, "holds-8").gpus(8).runsFor("15s").obj(),
+		makeJob(ns, "holds-1").gpus(1).runsFor("15s").obj(),
+	}
+	for _, j := range holders {
+		submit(t, j)
+	}
+	for _, j := range holders {
+		runningOn(t, j)
+	}
+	wider := makeJob(ns, "wider").gpus(1).runsFor("5s").obj()
+	wider.Spec.Completions = ptr.To[int32](3) // fixed at creation; parallelism is not
+	bigger := makeJob(ns, "bigger").gpus(1).runsFor("5s").obj()
+	for _, j := range []*batchv1.Job{wider, bigger} {
+		submit(t, j)
+	}
+	before := map[string]string{}
+	for _, j := range []*batchv1.Job{wider, bigger} {
+		eventually(t, j.Name+" waiting for quota", time.Minute, poll, func() error {
+			wl := hubWorkload(t, j)
+			if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c == nil || c.Reason != gantry.ReasonWaitingForQuota {
+				return fmt.Errorf("conditions %s", conditions(wl.Status.Conditions))
+			}
+			before[j.Name] = string(wl.UID)
+			return nil
+		})
+	}
+	if err := changeJob(t, wider, func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](3) }); err != nil {
+		t.Fatalf("raising the parallelism of a waiting Job: %v", err)
+	}
+	if err := changeJob(t, bigger, func(j *batchv1.Job) {
+		r := &j.Spec.Template.Spec.Containers[0].Resources
+		r.Requests[gantry.GPUResource], r.Limits[gantry.GPUResource] = resource.MustParse("8"), resource.MustParse("8")
+	}); err != nil {
+		t.Fatalf("raising the GPUs of a waiting Job: %v", err)
+	}
+	for _, w := range []struct {
+		job        *batchv1.Job
+		pods, gpus int64
+	}{{wider, 3, 1}, {bigger, 1, 8}} {
+		eventually(t, "the Workload of "+w.job.Name+" made anew", time.Minute, poll, func() error {
+			wl := hubWorkload(t, w.job)
+			ps := wl.Spec.PodSets[0]
+			if gpus := ps.Requests[gantry.GPUResource]; string(wl.UID) == before[w.job.Name] || int64(ps.Count) != w.pods || gpus.Value() != w.gpus {
+				return fmt.Errorf("Workload %s counts %d pods x %s GPUs", wl.UID, ps.Count, gpus.String())
+			}
+			return nil
+		})
+	}
+	allComplete(t, append(holders, wider, bigger), 4*time.Minute)
+	for _, w := range []struct {
+		job  *batchv1.Job
+		pods int
+	}{{wider, 3}, {bigger, 1}} {
+		if n := ranPods(t, w.job); n != w.pods {
+			t.Errorf("%d pods of %s ran, want %d", n, w.job.Name, w.pods)
+		}
+	}
+	err := changeJob(t, wider, func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](5) })
+	if err == nil || !strings.Contains(err.Error(), "delete it and submit it again") {
+		t.Errorf("raising the parallelism of a Job that ran: %v, want it refused", err)
+	}
+	checkOneRun(t, ns)
+	if err := testbed.CheckQuota(audit.Pods(ns), map[string]int64{"worker-1": quota}); err != nil {
+		t.Errorf("the etcd ledger shows the quota exceeded:\n%v", err)
+	}
+	checkCreatedOnceOnTheWinner(t, append(holders, wider, bigger))
+	nothingLeftAfterDeletion(t, ns)
+}
+
+// ranPods counts the pods of a job's Workload that the etcd ledger saw on any worker.
+func ranPods(t *testing.T, job *batchv1.Job) int {
+	t.Helper()
+	if err := audit.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	uid := string(hubWorkload(t, job).UID)
+	seen := map[string]bool{}
+	for _, p := range audit.Pods(job.Namespace) {
+		if p.WorkloadUID == uid {
+			seen[p.Cluster+"/"+p.Name] = true
+		}
+	}
+	return len(seen)
+}
+
+// TestAJobResubmittedUnderItsNameRuns: a Job is deleted while its worker is cut off from the hub, and
+// submitted again under the same name before the worker is back, as `kubectl delete -f; kubectl apply
+// -f` does. Once the worker is back, the old Job is removed there and the old Workload lets go; the new
+// Job, another UID, is never marked as the old one's (RanBefore): it gets its own Workload and runs.
+func TestAJobResubmittedUnderItsNameRuns(t *testing.T) {
+	ns := newNamespace(t, "e2e-resubmit")
+	dumpOnFailure(t, ns)
+	ctx := context.Background()
+	first := makeJob(ns, "rerun").gpus(4).runsFor("10m").obj()
+	submit(t, first)
+	at := runningOn(t, first)
+	restore := cutOff(t, at)
+	eventually(t, "the hub losing "+at, 2*time.Minute, poll, func() error {
+		c := apimeta.FindStatusCondition(hubWorkload(t, first).Status.Conditions, gantry.WorkloadClusterReachable)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			return fmt.Errorf("ClusterReachable %v", c)
+		}
+		return nil
+	})
+	if err := tb.Hub.Client.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the old Workload waiting for its worker", time.Minute, poll, func() error {
+		if wl := hubWorkload(t, first); wl.DeletionTimestamp == nil {
+			return fmt.Errorf("not deleting yet")
+		}
+		var j batchv1.Job
+		if err := tb.Hub.Client.Get(ctx, client.ObjectKeyFromObject(first), &j); err == nil {
+			return fmt.Errorf("the hub Job is still there")
+		}
+		return nil
+	})
+	again := makeJob(ns, "rerun").gpus(4).runsFor("5s").obj()
+	submit(t, again)
+	restore()
+	eventually(t, "the old Job removed from "+at, 2*time.Minute, poll, func() error {
+		var j batchv1.Job
+		if err := tb.Worker(at).Client.Get(ctx, client.ObjectKeyFromObject(first), &j); err == nil && j.Labels[gantry.WorkloadUIDLabel] != "" {
+			wl := hubWorkload(t, again)
+			if j.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) {
+				return fmt.Errorf("the old Job is still on %s", at)
+			}
+		}
+		return nil
+	})
+	allComplete(t, []*batchv1.Job{again}, 3*time.Minute)
+	if wl := hubWorkload(t, again); metav1.GetControllerOf(wl).UID != again.UID {
+		t.Errorf("the Workload of the new Job is owned by %s, want %s", metav1.GetControllerOf(wl).UID, again.UID)
+	}
+	checkOneRun(t, ns)
+	nothingLeftAfterDeletion(t, ns)
+}
