@@ -19,7 +19,8 @@ const tolerationComparisonOperators = false
 type mismatch int
 
 const (
-	eligibleNode mismatch = iota
+	eligibleNode   mismatch = iota
+	otherNodeNamed          // not the node the pod set names (spec.nodeName)
 	notReady
 	unschedulable
 	selectorMismatch
@@ -59,6 +60,8 @@ func affinitySelector(ps *PodSet) *nodeaffinity.LazyErrorNodeSelector {
 func (s *Snapshot) checkNode(i int, ps *PodSet, sel *nodeaffinity.LazyErrorNodeSelector) (mismatch, *corev1.Taint) {
 	n := &s.nodes[i]
 	switch {
+	case ps.NodeName != "" && n.Name != ps.NodeName:
+		return otherNodeNamed, nil
 	case !n.Ready:
 		return notReady, nil
 	case n.Unschedulable:
@@ -98,10 +101,12 @@ func tolerates(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
 // constraintKey identifies the placement constraints of ps: pod sets with equal keys have the same
 // eligible nodes.
 func constraintKey(ps *PodSet) string {
-	if len(ps.NodeSelector) == 0 && len(ps.Tolerations) == 0 && ps.RequiredAffinity == nil {
+	if len(ps.NodeSelector) == 0 && len(ps.Tolerations) == 0 && ps.RequiredAffinity == nil && ps.NodeName == "" {
 		return ""
 	}
 	var b strings.Builder
+	b.WriteString(ps.NodeName)
+	b.WriteByte(1)
 	keys := make([]string, 0, len(ps.NodeSelector))
 	for k := range ps.NodeSelector {
 		keys = append(keys, k)
@@ -165,6 +170,7 @@ func (s *Snapshot) noEligibleNode(ps *PodSet, topology string) *Unfit {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[m], what))
 		}
 	}
+	add(otherNodeNamed, "not the node its pod template names (spec.nodeName "+ps.NodeName+")")
 	add(notReady, "not Ready")
 	add(unschedulable, "unschedulable (cordoned)")
 	add(selectorMismatch, "not matching the nodeSelector"+s.missingLabels(ps))

@@ -299,9 +299,13 @@ func (s *Snapshot) diagnose(pl *plan, placed int32, earlier []string) *Unfit {
 	count := int64(ps.Count)
 	if emptyRoom < count {
 		d := pl.demands[mostOften(pl, st, func(x *demandStats) int { return x.limitsEmpty })]
+		limit := ""
+		if ps.MaxPerNode > 0 {
+			limit = fmt.Sprintf(" (at most %d a node, as its pod template states)", ps.MaxPerNode)
+		}
 		return &Unfit{Reason: NeverFits, PodSet: ps.Name, Resource: s.resNames[d.k],
-			Message: fmt.Sprintf("pod set %q needs %s; even with all %d eligible nodes empty only %d fit",
-				ps.Name, s.perPod(pl, d), len(pl.eligible), emptyRoom)}
+			Message: fmt.Sprintf("pod set %q needs %s; even with all %d eligible nodes empty only %d fit%s",
+				ps.Name, s.perPod(pl, d), len(pl.eligible), emptyRoom, limit)}
 	}
 
 	// It fits the empty nodes: name what is short now.
@@ -360,6 +364,9 @@ func (s *Snapshot) scanEligible(pl *plan, st []demandStats) (feasible int, empty
 		}
 		if !ok {
 			continue
+		}
+		if m := int64(pl.ps.MaxPerNode); m > 0 {
+			kEmpty, kNow = min(kEmpty, m), min(kNow, m)
 		}
 		feasible++
 		emptyRoom = satAdd(emptyRoom, kEmpty)

@@ -247,7 +247,7 @@ func (s *Snapshot) place(plans []plan, pi int) int32 {
 			continue // held for a starving gang
 		}
 		base := int(n) * w
-		k := need
+		k := perNode(pl.ps, need)
 		for _, d := range pl.demands {
 			f := s.free[base+d.k]
 			if f < d.r {
@@ -287,6 +287,14 @@ func (s *Snapshot) place(plans []plan, pi int) int32 {
 		placed += t
 	}
 	return int32(placed)
+}
+
+// perNode is the most of need pods of ps one node may take.
+func perNode(ps *PodSet, need int64) int64 {
+	if ps.MaxPerNode > 0 {
+		return min(need, int64(ps.MaxPerNode))
+	}
+	return need
 }
 
 // ranker orders candidates: least left of the scarcest resource, then of the next ones, then by name.

@@ -139,6 +139,12 @@ func fuzzCluster(in []byte) ([]Node, map[string][]corev1.ResourceList, []Gang) {
 			case 3:
 				ps.GPUProducts = []string{"B", "A"}
 			}
+			if len(nodes) > 0 && s.intn(5) == 0 {
+				ps.NodeName = nodes[s.intn(len(nodes))].Name
+			}
+			if s.intn(4) == 0 {
+				ps.MaxPerNode = int32(s.intn(3) + 1)
+			}
 			g.PodSets = append(g.PodSets, ps)
 		}
 		if s.intn(3) == 0 {
@@ -198,7 +204,7 @@ func add(used map[corev1.ResourceName]int64, req corev1.ResourceList, count int6
 
 // eligible is the test's own reading of the placement rules, for the fuzzer's constraints.
 func eligible(n Node, ps PodSet) bool {
-	if !n.Ready || n.Unschedulable {
+	if !n.Ready || n.Unschedulable || ps.NodeName != "" && n.Name != ps.NodeName {
 		return false
 	}
 	for k, v := range ps.NodeSelector {
@@ -301,6 +307,9 @@ func room(nodes []Node, used map[string]map[corev1.ResourceName]int64, ps PodSet
 			continue
 		}
 		lo, hi := int64(0), int64(ps.Count)
+		if ps.MaxPerNode > 0 {
+			hi = min(hi, int64(ps.MaxPerNode))
+		}
 		for lo < hi { // largest k in [0, Count] that fits
 			mid := (lo + hi + 1) / 2
 			if within(n, used[n.Name], ps.Requests, mid) {
@@ -362,6 +371,7 @@ func FuzzFitNeverOvercommits(f *testing.F) {
 				}
 			}
 			checkChoices(t, nodes, used, g, d.Placement)
+			perNode := map[string]int32{}
 			for _, a := range d.Placement {
 				i := slices.IndexFunc(g.PodSets, func(ps PodSet) bool { return ps.Name == a.PodSet })
 				if i < 0 || a.Count <= 0 {
@@ -380,6 +390,9 @@ func FuzzFitNeverOvercommits(f *testing.F) {
 						g.Key, n.Name, a.Count, ps.Requests, used[n.Name], n.Allocatable)
 				}
 				add(used[n.Name], ps.Requests, int64(a.Count))
+				if perNode[a.PodSet+"/"+a.Node] += a.Count; ps.MaxPerNode > 0 && perNode[a.PodSet+"/"+a.Node] > ps.MaxPerNode {
+					t.Fatalf("gang %s pod set %s: %d pods on node %s, at most %d a node", g.Key, ps.Name, perNode[a.PodSet+"/"+a.Node], a.Node, ps.MaxPerNode)
+				}
 			}
 		}
 		// The snapshot's free capacity agrees with the replay.

@@ -235,7 +235,7 @@ func (s *Snapshot) podsThatFit(pl *plan, nodes []int32, vec []int64) int64 {
 	total := int64(0)
 	for _, n := range nodes {
 		base := int(n) * s.width
-		k := need
+		k := perNode(pl.ps, need)
 		for _, d := range pl.demands {
 			k = min(k, max(0, vec[base+d.k])/d.r)
 		}

@@ -101,6 +101,10 @@ func NodeFromCore(n *corev1.Node) Node {
 // the pod set accepts, most preferred first: all its pods go to nodes of one of these products, and a node
 // without the label never matches. Entries must be non-empty and distinct. Empty means any node, as if
 // the field were not there.
+//
+// NodeName, when set, is the one node every pod of the set goes to (the pod template's spec.nodeName).
+// MaxPerNode, when positive, is the most pods of the set one node may take (host ports, an anti-affinity
+// of the set's pods to one another by node, a spread over nodes).
 type PodSet struct {
 	Name             string
 	Count            int32
@@ -108,6 +112,8 @@ type PodSet struct {
 	NodeSelector     map[string]string
 	Tolerations      []corev1.Toleration
 	RequiredAffinity *corev1.NodeSelector
+	NodeName         string
+	MaxPerNode       int32
 	GPUProducts      []string
 }
 

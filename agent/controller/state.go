@@ -69,6 +69,8 @@ func GangFromCopy(w *gantryv1alpha1.Workload) admission.Gang {
 			NodeSelector:     ps.NodeSelector,
 			Tolerations:      ps.Tolerations,
 			RequiredAffinity: ps.RequiredNodeAffinity,
+			NodeName:         ps.NodeName,
+			MaxPerNode:       ps.MaxPerNode,
 			GPUProducts:      ps.GPUProducts,
 		})
 	}

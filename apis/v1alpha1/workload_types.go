@@ -27,6 +27,17 @@ type PodSet struct {
 	// RequiredNodeAffinity is the pods' affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.
 	// +optional
 	RequiredNodeAffinity *corev1.NodeSelector `json:"requiredNodeAffinity,omitempty"`
+	// NodeName is the pods' spec.nodeName: every pod of the set goes to that node, which the pod template
+	// names and the scheduler does not check. Empty: any eligible node.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// MaxPerNode is the most pods of the set one node may take, as the pod template states it: 1 for pods
+	// with a host port or a required anti-affinity to one another by node (kubernetes.io/hostname), the
+	// maxSkew of a DoNotSchedule spread of the set's pods over nodes. 0: no limit.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxPerNode int32 `json:"maxPerNode,omitempty"`
 	// GPUProducts the pods accept, in order of preference: values of the node label
 	// nvidia.com/gpu.product. All pods of the set get the same product; the admission records which.
 	// Empty accepts any node.

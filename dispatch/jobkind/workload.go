@@ -83,6 +83,8 @@ func Changes(have, want *gantry.WorkloadSpec) []string {
 		differs(name+" node selector", a.NodeSelector, b.NodeSelector)
 		differs(name+" tolerations", a.Tolerations, b.Tolerations)
 		differs(name+" node affinity", a.RequiredNodeAffinity, b.RequiredNodeAffinity)
+		differs(name+" node name", a.NodeName, b.NodeName)
+		differs(name+" pods per node", a.MaxPerNode, b.MaxPerNode)
 		differs(name+" GPU products", a.GPUProducts, b.GPUProducts)
 		differs(name+" deferred", a.Deferred, b.Deferred)
 	}
@@ -134,6 +136,10 @@ func podSetOf(ps PodSet, jobProducts []string) (gantry.PodSet, error) {
 	if ps.Count < 1 {
 		return gantry.PodSet{}, fmt.Errorf("pod set %s runs no pods", ps.Name)
 	}
+	perNode, err := maxPerNode(ps.Template)
+	if err != nil {
+		return gantry.PodSet{}, fmt.Errorf("pod set %s: %w", ps.Name, err)
+	}
 	spec := &ps.Template.Spec
 	var affinity *corev1.NodeSelector
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
@@ -143,6 +149,7 @@ func podSetOf(ps PodSet, jobProducts []string) (gantry.PodSet, error) {
 		Name: ps.Name, Count: ps.Count,
 		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *requestsDefaulted(spec)}, resourcehelper.PodResourcesOptions{}),
 		NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, RequiredNodeAffinity: affinity,
+		NodeName: spec.NodeName, MaxPerNode: perNode,
 		GPUProducts: products, Deferred: ps.Deferred,
 	}, nil
 }

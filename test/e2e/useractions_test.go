@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,4 +211,50 @@ func TestAJobResubmittedUnderItsNameRuns(t *testing.T) {
 	}
 	checkOneRun(t, ns)
 	nothingLeftAfterDeletion(t, ns)
+}
+
+// TestJobsNamingOneNodeDoNotOverbookIt: two 8-GPU Jobs whose pod templates name the same 8-GPU node
+// (spec.nodeName, which the worker's scheduler does not check) run one after the other there: the agent
+// admits the second only once the first left the node. The etcd ledger shows at no instant more than 8
+// GPUs of live pods on that node, and each job ran once, there.
+func TestJobsNamingOneNodeDoNotOverbookIt(t *testing.T) {
+	ns := newNamespace(t, "e2e-nodename")
+	dumpOnFailure(t, ns)
+	const node = "w1-a100-3"
+	var jobs []*batchv1.Job
+	for _, name := range []string{"pinned-a", "pinned-b"} {
+		j := makeJob(ns, name).gpus(8).runsFor("8s").obj()
+		j.Spec.Template.Spec.NodeName = node
+		jobs = append(jobs, j)
+		submit(t, j)
+	}
+	allComplete(t, jobs, 3*time.Minute)
+	checkOneRun(t, ns)
+	live := map[string]int64{}
+	for _, p := range sortedBySeen(audit.Pods(ns)) {
+		if p.NodeName != node {
+			t.Errorf("pod %s ran on %s/%s, not on the node its template names", p.Name, p.Cluster, p.NodeName)
+		}
+		if p.Live() {
+			live[p.Name] = p.GPUs
+		} else {
+			delete(live, p.Name)
+		}
+		var used int64
+		for _, g := range live {
+			used += g
+		}
+		if used > 8 {
+			t.Fatalf("the etcd ledger shows %d GPUs of live pods on %s at %s", used, node, p.Seen.Format(time.RFC3339Nano))
+		}
+	}
+	checkCreatedOnceOnTheWinner(t, jobs)
+	nothingLeftAfterDeletion(t, ns)
+}
+
+// sortedBySeen orders pod records as the ledger saw them.
+func sortedBySeen(pods []testbed.PodRecord) []testbed.PodRecord {
+	out := slices.Clone(pods)
+	slices.SortStableFunc(out, func(a, b testbed.PodRecord) int { return a.Seen.Compare(b.Seen) })
+	return out
 }
