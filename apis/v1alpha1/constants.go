@@ -150,6 +150,11 @@ const (
 	// invalid there (its controller's webhook, a policy of the cluster): nothing of it runs there, and
 	// the hub dispatches it again.
 	ReasonRemoteJobRefused = "RemoteJobRefused"
+	// ReasonWorkerRefusing (JobCreated=False): the winner's API server does not take the job Gantry
+	// creates there yet (a ResourceQuota, a LimitRange, a policy, RBAC, a namespace it may not create):
+	// the hub tries again, and takes the Workload back as RemoteJobRefused when it has not taken it
+	// within a bounded time.
+	ReasonWorkerRefusing = "WorkerRefusing"
 	// ReasonJobChanged: the job's spec changed after a winner was chosen and before its Job was created
 	// there; nothing was created from the changed spec, and the hub takes the Workload back so that it is
 	// made anew from the job as it is now.

@@ -33,6 +33,19 @@ func workload() *wlBuilder {
 	}}
 }
 
+// refusing records that the winner has not taken the Job since the given time.
+func (b *wlBuilder) refusing(since time.Time) *wlBuilder {
+	apimeta.SetStatusCondition(&b.wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadJobCreated, Status: metav1.ConditionFalse,
+		Reason: gantry.ReasonWorkerRefusing, Message: "w1 does not take the Job", LastTransitionTime: metav1.NewTime(since)})
+	return b
+}
+
+// failingCreate says the cluster's last create of the Job failed at the given time, for now.
+func failingCreate(c Cluster, at time.Time) Cluster {
+	c.JobCreateFailing, c.JobCreateFailedAt = `jobs "train" is forbidden: exceeded quota: gpus`, at
+	return c
+}
+
 // builtFrom records the generation of the hub job the Workload's spec describes.
 func (b *wlBuilder) builtFrom(generation int64) *wlBuilder {
 	b.wl.Spec.JobGeneration = generation

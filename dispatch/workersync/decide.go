@@ -24,6 +24,7 @@ const (
 	EventFinished    = "Finished"
 	EventEvicted     = "Evicted"
 	EventUnreachable = "ClusterUnreachable"
+	EventNotCreated  = "JobNotCreated"
 )
 
 // Decide returns what to do for the Workload of v.
@@ -257,6 +258,9 @@ func (d *decider) runOnWinner() {
 	case job == nil && d.v.HubJob != nil && d.jobMovedOn():
 		d.jobChanged(w)
 		return
+	case job == nil && d.v.HubJob != nil && w.JobCreateFailing != "":
+		d.createFailing(w)
+		return
 	case job == nil && d.v.HubJob != nil:
 		d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl))
 		return
@@ -428,6 +432,38 @@ func (d *decider) jobChanged(w Cluster) {
 		jobkind.Of(d.wl).Name(), d.v.HubJob.GetGeneration(), d.wl.Spec.JobGeneration, w.Name)
 	d.takeBack(gantry.ReasonJobChanged, msg)
 	d.event(corev1.EventTypeWarning, EventEvicted, "%s; dispatching again", msg)
+}
+
+// createFailing handles a winner that does not take the job yet. JobCreated=False (WorkerRefusing) says
+// why and since when, and the hub job gets a Warning Event as it starts; the create is tried again every
+// JobCreateRetry. Past JobCreateGrace since the first failure the Workload is taken back
+// (RemoteJobRefused, with the worker's words) and dispatched again; a cluster that refuses it again and
+// again is left out.
+func (d *decider) createFailing(w Cluster) {
+	msg := fmt.Sprintf("%s does not take the %s: %s", w.Name, jobkind.Of(d.wl).Name(), w.JobCreateFailing)
+	since := d.v.Now
+	if c := apimeta.FindStatusCondition(d.status.Conditions, gantry.WorkloadJobCreated); c != nil && c.Status == metav1.ConditionFalse && c.Reason == gantry.ReasonWorkerRefusing {
+		since = c.LastTransitionTime.Time
+	} else {
+		apimeta.RemoveStatusCondition(&d.status.Conditions, gantry.WorkloadJobCreated) // so that it starts now
+	}
+	due := since.Add(JobCreateGrace)
+	if !d.v.Now.Before(due) {
+		d.plan.ConfirmGone = w.Name // an earlier create of the epoch may have gone through
+		d.takeBack(gantry.ReasonRemoteJobRefused, fmt.Sprintf("%s for %s", msg, JobCreateGrace))
+		d.event(corev1.EventTypeWarning, EventEvicted, "%s for %s; dispatching again", msg, JobCreateGrace)
+		return
+	}
+	if since.Equal(d.v.Now) {
+		d.event(corev1.EventTypeWarning, EventNotCreated, "%s; trying again, and dispatching elsewhere from %s", msg, due.UTC().Format(timeFormat))
+	}
+	d.setCondition(gantry.WorkloadJobCreated, metav1.ConditionFalse, gantry.ReasonWorkerRefusing,
+		fmt.Sprintf("%s; tried again every %s, dispatched elsewhere from %s", msg, JobCreateRetry, due.UTC().Format(timeFormat)))
+	if retry := w.JobCreateFailedAt.Add(JobCreateRetry); d.v.Now.Before(retry) {
+		d.plan.requeue(min(retry.Sub(d.v.Now), due.Sub(d.v.Now)))
+		return
+	}
+	d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl))
 }
 
 // refused takes the Workload back from a winner whose API server refused its job: nothing of it was

@@ -146,6 +146,8 @@ func randomView(b *byteSource) View {
 		w.winner(nominated[b.next(len(nominated))])
 		if b.next(2) == 1 {
 			w.jobCreated()
+		} else if b.next(3) == 0 {
+			w.refusing(now.Add(-time.Duration(b.next(3)) * time.Minute))
 		}
 		if b.next(4) == 0 {
 			w.finished()
@@ -264,6 +266,9 @@ func randomCluster(b *byteSource, name string) Cluster {
 	c.ForeignJob = b.next(5) == 0
 	if b.next(5) == 0 {
 		c.JobRefused = "refused"
+	}
+	if b.next(4) == 0 { // the last create did not take, for now
+		c.JobCreateFailing, c.JobCreateFailedAt = "exceeded quota", now.Add(-time.Duration(b.next(3))*4*time.Second)
 	}
 	return c
 }

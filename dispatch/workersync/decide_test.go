@@ -81,6 +81,22 @@ func TestDecide(t *testing.T) {
 			view: view(workload().nominated(2, "w1", "w2").winner("w1").obj(), hubJob(), up("w1"), down("w2")),
 			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
 		},
+		"winner that does not take the Job: the Workload says why at once, and the job is asked again later": {
+			view: view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), failingCreate(up("w1"), now)),
+			want: outcome{Changed: []string{"JobCreated=False/" + gantry.ReasonWorkerRefusing}, Events: []string{"Warning " + EventNotCreated},
+				Requeue: JobCreateRetry},
+		},
+		"winner still not taking the Job, its last refusal a while ago: asked again, no second Event": {
+			view: view(workload().nominated(2, "w1").winner("w1").refusing(now.Add(-time.Minute)).obj(), hubJob(),
+				failingCreate(up("w1"), now.Add(-JobCreateRetry))),
+			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
+		},
+		"winner that has not taken the Job for the grace: taken back after a live check, and dispatched again": {
+			view: view(workload().nominated(2, "w1").winner("w1").refusing(now.Add(-JobCreateGrace)).obj(), hubJob(),
+				failingCreate(up("w1"), now.Add(-time.Second))),
+			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1, Events: []string{"Warning Evicted"},
+				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"}},
+		},
 		"winner, and the job changed since it was admitted: nothing is built from it, it is taken back": {
 			view: view(workload().builtFrom(3).nominated(2, "w1").winner("w1").obj(), atGeneration(4, hubJob()),
 				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)),

@@ -75,6 +75,11 @@ type Cluster struct {
 	// JobRefused is why the cluster's API server refused, as invalid, the job Gantry created there for
 	// the current epoch; empty when it did not.
 	JobRefused string
+	// JobCreateFailing is why the cluster's API server did not take the job Gantry created there for the
+	// current epoch, the last time it tried (JobCreateFailedAt), when it was no refusal for good
+	// (JobRefused): a quota, RBAC, a namespace. Empty when the last create did not fail.
+	JobCreateFailing  string
+	JobCreateFailedAt time.Time
 	// CopyExpected and JobExpected: the executor created the current epoch's copy (the Job) and its
 	// cache does not show it yet; the zero time when it did not.
 	CopyExpected time.Time
@@ -179,4 +184,10 @@ const (
 	// the whole job on the hub, and the rest changes with every pod.
 	MirrorProgressInterval = 10 * time.Second
 	MirrorRestInterval     = time.Minute
+	// JobCreateRetry is how often a winner that does not take the job yet is asked again, and
+	// JobCreateGrace how long it may go on not taking it before the Workload is taken back and
+	// dispatched elsewhere: room for a quota or a right to come back, bounded so that a job is not held
+	// admitted where it cannot run.
+	JobCreateRetry = 5 * time.Second
+	JobCreateGrace = 2 * time.Minute
 )

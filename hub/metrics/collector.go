@@ -116,8 +116,10 @@ var (
 		"cluster", "product")
 	clusterAdmittedDesc = desc("gantry_hub_worker_cluster_admitted_workloads", "Workloads whose winner is the cluster and that have not finished.",
 		"cluster")
+	clusterRefusingDesc = desc("gantry_hub_worker_cluster_refusing_workloads", "Workloads the cluster won whose Job its API server does not take yet (JobCreated=False, WorkerRefusing: a quota, a policy, RBAC); each is taken back if it goes on.",
+		"cluster")
 	allDescs = []*prometheus.Desc{workloadsDesc, pendingDesc, oldestPendingDesc, quotaDesc, usedDesc, reservedDesc, connectedDesc,
-		agentReadyDesc, lastContactDesc, leaseAgeDesc, failoverTimeoutDesc, gpusAllocatableDesc, gpusFreeDesc, clusterAdmittedDesc}
+		agentReadyDesc, lastContactDesc, leaseAgeDesc, failoverTimeoutDesc, gpusAllocatableDesc, gpusFreeDesc, clusterAdmittedDesc, clusterRefusingDesc}
 )
 
 // Describe implements prometheus.Collector.
@@ -278,10 +280,15 @@ func amount(l corev1.ResourceList, name corev1.ResourceName) float64 {
 
 // collectClusters exports each WorkerCluster's connection, agent, contact, lease, failover and GPUs.
 func (c *Collector) collectClusters(objs *objects, now time.Time, emit emitFunc) {
-	admitted := map[string]int{}
+	admitted, refusing := map[string]int{}, map[string]int{}
 	for i := range objs.workloads {
-		if state, _ := stateOf(&objs.workloads[i]); state == StateAdmitted {
-			admitted[objs.workloads[i].Status.ClusterName]++
+		wl := &objs.workloads[i]
+		if state, _ := stateOf(wl); state != StateAdmitted {
+			continue
+		}
+		admitted[wl.Status.ClusterName]++
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadJobCreated); c != nil && c.Status == metav1.ConditionFalse && c.Reason == gantry.ReasonWorkerRefusing {
+			refusing[wl.Status.ClusterName]++
 		}
 	}
 	for i := range objs.clusters {
@@ -307,6 +314,7 @@ func (c *Collector) collectClusters(objs *objects, now time.Time, emit emitFunc)
 		}
 		emit(failoverTimeoutDesc, wc.Spec.Failover.TimeoutOrDefault().Seconds(), wc.Name, Bounded(FailoverPolicies, string(policy)))
 		emit(clusterAdmittedDesc, float64(admitted[wc.Name]), wc.Name)
+		emit(clusterRefusingDesc, float64(refusing[wc.Name]), wc.Name)
 		collectGPUs(wc, emit)
 	}
 }

@@ -183,7 +183,7 @@ func TestCollectClusters(t *testing.T) {
 	dropped := workerCluster("dropped", connected, condition(gantry.ClusterAgentReady, metav1.ConditionFalse, gantry.ReasonReportStale))
 	odd := workerCluster("odd", condition(gantry.ClusterConnected, metav1.ConditionFalse, "SomethingNew"))
 	src := sourceOf(objects{clusters: []gantry.WorkerCluster{up, refused, dropped, odd},
-		workloads: []gantry.Workload{admittedOn(workload("ns", "a", "q", time.Hour), "gpu", "up"), admittedOn(workload("ns", "b", "q", time.Hour), "gpu", "up")}})
+		workloads: []gantry.Workload{admittedOn(workload("ns", "a", "q", time.Hour), "gpu", "up"), refusedJob(admittedOn(workload("ns", "b", "q", time.Hour), "gpu", "up"))}})
 	src.Connected = func(c string) bool { return c == "up" }
 	src.LastContact = func(c string) time.Time {
 		if c == "odd" {
@@ -218,6 +218,10 @@ func TestCollectClusters(t *testing.T) {
 		`gantry_hub_worker_cluster_admitted_workloads{cluster="refused"} 0`,
 		`gantry_hub_worker_cluster_admitted_workloads{cluster="dropped"} 0`,
 		`gantry_hub_worker_cluster_admitted_workloads{cluster="odd"} 0`,
+		`gantry_hub_worker_cluster_refusing_workloads{cluster="up"} 1`,
+		`gantry_hub_worker_cluster_refusing_workloads{cluster="refused"} 0`,
+		`gantry_hub_worker_cluster_refusing_workloads{cluster="dropped"} 0`,
+		`gantry_hub_worker_cluster_refusing_workloads{cluster="odd"} 0`,
 	}
 	var names []string
 	for n := range helps {
@@ -293,4 +297,11 @@ func TestSeriesDoNotGrowWithWorkloads(t *testing.T) {
 	if a, b := series(few, fewNames), series(many, manyNames); a != b {
 		t.Errorf("%d series for %d workloads, %d for %d", a, len(few.workloads), b, len(many.workloads))
 	}
+}
+
+// refusedJob makes an admitted Workload's winner refuse its Job for now.
+func refusedJob(wl gantry.Workload) gantry.Workload {
+	wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadJobCreated, Status: metav1.ConditionFalse,
+		Reason: gantry.ReasonWorkerRefusing, Message: "exceeded quota"})
+	return wl
 }

@@ -77,7 +77,7 @@ type Reconciler struct {
 	// the write: a reconcile in between would decide again on the version it replaced and be refused.
 	statuses *expectations.Written[types.NamespacedName, *gantry.Workload]
 	foreign  sync.Map // "cluster/namespace/name" -> true: a live read found a Job Gantry did not create
-	refusals sync.Map // "workload UID/cluster" -> refusal: the cluster refused the job of an epoch
+	refusals sync.Map // "workload UID/cluster" -> refusal: the cluster did not take the job of an epoch
 	expected *expectations.Created
 }
 
@@ -335,7 +335,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	}
 	c.JobExpected = r.expected.Deadline(remoteJobKey(name, wl))
 	_, c.ForeignJob = r.foreign.Load(name + "/" + wl.Namespace + "/" + jobName)
-	c.JobRefused = r.refusal(name, wl)
+	r.readRefusal(&c, wl)
 	return c, nil
 }
 
@@ -477,14 +477,14 @@ func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.
 		}
 		err = nil
 	}
-	if refusedByWorker(err) {
-		// Not created, and asking again would be refused again: the next decision takes it back.
-		r.refusals.Store(string(wl.UID)+"/"+a.Cluster, refusal{epoch: wl.Status.DispatchEpoch, message: apiMessage(err)})
+	key := string(wl.UID) + "/" + a.Cluster
+	if err != nil {
+		// Not created. Refused for good, the next decision takes it back; else it says why, and when to
+		// ask again. Either way it decides again now.
+		r.refusals.Store(key, refusal{epoch: wl.Status.DispatchEpoch, message: apiMessage(err), final: refusedByWorker(err), at: r.Clock.Now()})
 		return true, nil
 	}
-	if err != nil {
-		return false, err
-	}
+	r.refusals.Delete(key)
 	r.expected.Expect(remoteJobKey(a.Cluster, wl))
 	return true, nil
 }
@@ -505,25 +505,32 @@ func refusedByWorker(err error) bool {
 		strings.HasPrefix(msg, "ValidatingAdmissionPolicy ") && strings.Contains(msg, " denied request")
 }
 
-// refusal is a worker's API server's refusal of the job of one dispatch epoch.
+// refusal is a worker's API server's answer to the last create of the job of one dispatch epoch that
+// failed: final when it would be refused again (refusedByWorker), else a failure that may pass.
 type refusal struct {
 	epoch   int64
 	message string
+	final   bool
+	at      time.Time
 }
 
-// refusal is why the cluster refused the job of the Workload's current epoch; empty when it did not.
-// A refusal of an earlier epoch is forgotten.
-func (r *Reconciler) refusal(cluster string, wl *gantry.Workload) string {
-	key := string(wl.UID) + "/" + cluster
+// readRefusal fills in why the cluster did not take the job of the Workload's current epoch, for good
+// or for now; a refusal of an earlier epoch is forgotten.
+func (r *Reconciler) readRefusal(c *workersync.Cluster, wl *gantry.Workload) {
+	key := string(wl.UID) + "/" + c.Name
 	v, ok := r.refusals.Load(key)
 	if !ok {
-		return ""
+		return
 	}
-	if ref := v.(refusal); ref.epoch == wl.Status.DispatchEpoch {
-		return ref.message
+	ref := v.(refusal)
+	switch {
+	case ref.epoch != wl.Status.DispatchEpoch:
+		r.refusals.Delete(key)
+	case ref.final:
+		c.JobRefused = ref.message
+	default:
+		c.JobCreateFailing, c.JobCreateFailedAt = ref.message, ref.at
 	}
-	r.refusals.Delete(key)
-	return ""
 }
 
 // apiMessage is the API server's own message of a refusal, without the client's wrapping.

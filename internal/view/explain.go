@@ -149,6 +149,9 @@ func stateLines(f Facts) []string {
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadClusterReachable); c != nil && c.Status == "False" {
 		lines = append(lines, "  The hub cannot reach it: "+c.Message)
 	}
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadJobCreated); c != nil && c.Status == "False" && c.Reason == gantry.ReasonWorkerRefusing {
+		lines = append(lines, fmt.Sprintf("  Its Job is not created there (%s, for %s): %s", c.Reason, since(f.Now, c.LastTransitionTime.Time), c.Message))
+	}
 	return append(lines, jobStatusLines(f)...)
 }
 

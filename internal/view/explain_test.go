@@ -132,6 +132,19 @@ func TestExplain(t *testing.T) {
 				"  Job created on w2 50m ago",
 			},
 		},
+		"admitted where its Job is not taken": {
+			facts: func() Facts {
+				wl := with(workload("team-a", "train", "qa", 0, 2, 4), won("w2", false))
+				wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadJobCreated, Status: "False",
+					Reason: gantry.ReasonWorkerRefusing, Message: `w2 does not take the Job: jobs "train" is forbidden: exceeded quota`,
+					LastTransitionTime: metav1.NewTime(t0.Add(49 * time.Minute))})
+				return fleetFacts(wl)
+			}(),
+			want: []string{
+				"State: Admitted on w2",
+				`  Its Job is not created there (WorkerRefusing, for 11m): w2 does not take the Job: jobs "train" is forbidden: exceeded quota`,
+			},
+		},
 		"a Queue the reader may not read is not called missing": {
 			facts: func() Facts {
 				f := fleetFacts(waiting(gantry.ReasonWaitingForQuota, "waiting for quota"))

@@ -59,6 +59,9 @@ func StateOf(wl *gantry.Workload) (state, reason string) {
 		if c := apimeta.FindStatusCondition(conds, gantry.WorkloadClusterReachable); c != nil && c.Status == "False" {
 			return stateOfWinner(conds), c.Reason
 		}
+		if c := apimeta.FindStatusCondition(conds, gantry.WorkloadJobCreated); c != nil && c.Status == "False" && c.Reason == gantry.ReasonWorkerRefusing {
+			return StateAdmitted, c.Reason
+		}
 		return stateOfWinner(conds), reasonOf(apimeta.FindStatusCondition(conds, gantry.WorkloadAdmitted))
 	}
 	return StatePending, reasonOf(apimeta.FindStatusCondition(conds, gantry.WorkloadPending))

@@ -71,6 +71,10 @@ func TestStateOf(t *testing.T) {
 			won("w1", true)(w)
 			setCondition(w, gantry.WorkloadClusterReachable, "False", gantry.ReasonClusterUnreachable, "w1 since 12:00")
 		}), StateRunning, gantry.ReasonClusterUnreachable},
+		"its worker does not take the Job": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
+			won("w1", false)(w)
+			setCondition(w, gantry.WorkloadJobCreated, "False", gantry.ReasonWorkerRefusing, "w1 does not take the Job: exceeded quota")
+		}), StateAdmitted, gantry.ReasonWorkerRefusing},
 		"finished": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
 			won("w1", true)(w)
 			setCondition(w, gantry.WorkloadFinished, "True", gantry.ReasonJobSucceeded, "")

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -127,4 +128,57 @@ func TestAJobTheWinnersRefuseIsTakenBackAndSaysWhy(t *testing.T) {
 	if err := hubEnv.client.Get(ctx, client.ObjectKeyFromObject(job), &hub); err != nil || hub.Status.StartTime != nil {
 		t.Errorf("the hub Job ran: %+v %v", hub.Status, err)
 	}
+}
+
+// A winner whose API server does not take the Job for now (here a ResourceQuota of its namespace there)
+// is not waited on in silence: the Workload says so at once, with the worker's words, and the hub Job
+// gets a Warning Event. Once the quota is lifted, the Job is created there on a later try.
+func TestAWinnerThatDoesNotTakeTheJobYetSaysSoAtOnce(t *testing.T) {
+	ctx := context.Background()
+	startHub(t)
+	newGlobalQueue(t, "nottaken", map[string]int64{"worker-1": 8})
+	ns := newNamespace(t, "nottaken")
+	dumpOnFailure(t, ns)
+	c := workers["worker-1"].client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-jobs", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}}
+	if err := c.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	// The API server admits against the quota's status, which the quota controller (not run here) keeps.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}
+	if err := c.Status().Update(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	job := gpuJob(ns, "nottaken", 1, 1)
+	submit(t, job)
+	eventually(t, "the Workload saying the winner does not take its Job", func() error {
+		wl := &gantry.Workload{}
+		key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
+		if err := hubEnv.client.Get(ctx, key, wl); err != nil {
+			return err
+		}
+		cond := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadJobCreated)
+		if wl.Status.ClusterName != "worker-1" || cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != gantry.ReasonWorkerRefusing ||
+			!strings.Contains(cond.Message, "forbidden") {
+			return fmt.Errorf("winner %q, JobCreated %+v", wl.Status.ClusterName, cond)
+		}
+		return nil
+	})
+	if ev := hubEvents(t, ns, job.Name); !strings.Contains(ev, "JobNotCreated") || !strings.Contains(ev, "worker-1 does not take the Job") {
+		t.Errorf("events of the hub Job: %s", ev)
+	}
+	if err := c.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	runsOn(t, job)
+	eventually(t, "JobCreated", func() error {
+		if !apimeta.IsStatusConditionTrue(hubWorkload(t, job).Status.Conditions, gantry.WorkloadJobCreated) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
 }
