@@ -258,3 +258,74 @@ func sortedBySeen(pods []testbed.PodRecord) []testbed.PodRecord {
 	slices.SortStableFunc(out, func(a, b testbed.PodRecord) int { return a.Seen.Compare(b.Seen) })
 	return out
 }
+
+// TestAWinnerThatDoesNotTakeTheJobSaysSoAndLetsItGo: the job's namespace on worker-1 has a ResourceQuota
+// that admits no Job. The hub Workload says so within seconds (JobCreated=False, WorkerRefusing, the
+// worker's words), the hub Job gets a Warning Event, kubectl gantry explain tells it. When worker-1 has
+// not taken it for the grace, the Workload is taken back, the reason kept in its evictions, and runs
+// where it may now, worker-2; nothing of it was ever created on worker-1.
+func TestAWinnerThatDoesNotTakeTheJobSaysSoAndLetsItGo(t *testing.T) {
+	ns := newNamespace(t, "e2e-not-taken")
+	dumpOnFailure(t, ns)
+	ctx := context.Background()
+	ownQueue(t, ns, 8)
+	w1 := tb.Worker("worker-1").Client
+	if err := w1.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w1.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-jobs", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}}
+	if err := w1.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the quota counted on worker-1", time.Minute, poll, func() error {
+		if err := w1.Get(ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
+			return err
+		}
+		if _, ok := quota.Status.Hard["count/jobs.batch"]; !ok {
+			return fmt.Errorf("status %+v", quota.Status)
+		}
+		return nil
+	})
+	job := makeJob(ns, "not-taken").gpus(4).runsFor("5s").obj()
+	submit(t, job)
+	eventually(t, "the Workload saying worker-1 does not take the Job", time.Minute, poll, func() error {
+		var wl gantry.Workload
+		if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-" + job.Name}, &wl); err != nil {
+			return err
+		}
+		c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadJobCreated)
+		if c == nil || c.Reason != gantry.ReasonWorkerRefusing || !strings.Contains(c.Message, "exceeded quota") {
+			return fmt.Errorf("JobCreated %+v", c)
+		}
+		return nil
+	})
+	if out := kubectlGantry(t, "explain", job.Name, "-n", ns); !strings.Contains(out, "Its Job is not created there (WorkerRefusing") {
+		t.Errorf("kubectl gantry explain says nothing of the refusal:\n%s", out)
+	}
+	var gq gantry.GlobalQueue
+	if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Name: ns}, &gq); err != nil {
+		t.Fatal(err)
+	}
+	gq.Spec.Clusters = []gantry.ClusterQuota{{Name: "worker-2", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}}}
+	if err := tb.Hub.Client.Update(ctx, &gq); err != nil {
+		t.Fatal(err)
+	}
+	allComplete(t, []*batchv1.Job{job}, 4*time.Minute)
+	wl := hubWorkload(t, job)
+	if n := len(wl.Status.Evictions); n != 1 || wl.Status.Evictions[0].Cluster != "worker-1" || wl.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
+		!strings.Contains(wl.Status.Evictions[0].Message, "exceeded quota") || wl.Status.ClusterName != "worker-2" {
+		t.Errorf("winner %s, evictions %+v; want one from worker-1 as %s, with the quota's words, then worker-2", wl.Status.ClusterName, wl.Status.Evictions, gantry.ReasonRemoteJobRefused)
+	}
+	var events corev1.EventList
+	if err := tb.Hub.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool { return e.Reason == "JobNotCreated" && e.Type == corev1.EventTypeWarning }) {
+		t.Errorf("no Warning Event JobNotCreated on the hub")
+	}
+	checkOneRun(t, ns)
+	checkCreatedOnceOnTheWinner(t, []*batchv1.Job{job})
+	nothingLeftAfterDeletion(t, ns)
+}
