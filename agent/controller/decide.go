@@ -36,6 +36,9 @@ type Input struct {
 	Jobs map[types.NamespacedName]client.Object
 	// Kinds are the kinds of jobs the cluster serves; nil serves every kind.
 	Kinds map[gantryv1alpha1.JobKind]bool
+	// PriorityClasses and RuntimeClasses are the names of the cluster's classes; nil when not known,
+	// and then not judged.
+	PriorityClasses, RuntimeClasses map[string]bool
 	// Placements are the reservations of admitted copies from earlier passes, by copy UID. A copy
 	// admitted without a known placement (by an earlier agent process) is placed again.
 	Placements map[types.UID]admission.Placement
@@ -167,6 +170,21 @@ func Decide(in Input) Plan {
 	plan.holdAdmitted(in, cs, podsByCopy, nodes)
 	plan.admitPending(in, cs)
 	return plan
+}
+
+// missingClass names the first PriorityClass or RuntimeClass a pod set of c names that the cluster does
+// not have, whose pods its API server would refuse; empty when there is none, or the classes are not
+// known.
+func missingClass(in Input, c *gantryv1alpha1.Workload) string {
+	for _, ps := range c.Spec.PodSets {
+		if name := ps.PriorityClassName; name != "" && in.PriorityClasses != nil && !in.PriorityClasses[name] {
+			return fmt.Sprintf("pod set %q names PriorityClass %q, which this cluster does not have: its pods would be refused here", ps.Name, name)
+		}
+		if name := ps.RuntimeClassName; name != "" && in.RuntimeClasses != nil && !in.RuntimeClasses[name] {
+			return fmt.Sprintf("pod set %q names RuntimeClass %q, which this cluster does not have: its pods would be refused here", ps.Name, name)
+		}
+	}
+	return ""
 }
 
 // copyStates are the copies a pass decides on, by what their Admitted condition says.
@@ -310,6 +328,10 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 		if k := jobkind.Of(c); in.Kinds != nil && !in.Kinds[k.Name()] {
 			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKindNotServed,
 				fmt.Sprintf("this cluster does not serve %s (%s): its CRD and controller are not installed here", k.Name(), k.GroupVersionKind().GroupVersion()), in.Now), nil)
+			continue
+		}
+		if why := missingClass(in, c); why != "" {
+			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonClassNotFound, why, in.Now), nil)
 			continue
 		}
 		g := GangFromCopy(c)

@@ -866,6 +866,43 @@ func TestDecideKindNotServed(t *testing.T) {
 	}
 }
 
+// A copy whose pods name a PriorityClass or RuntimeClass the cluster lacks is refused at once, with the
+// class named, and holds no room; with the classes there it is fitted; with the classes not known it is
+// not judged on them.
+func TestDecideClassNotFound(t *testing.T) {
+	nodes := []*corev1.Node{gpuNode("n1")}
+	named := func(priority, runtime string) *gantryv1alpha1.Workload {
+		c := copyOf("a", 0, 1, "8").Obj()
+		c.Spec.PodSets[0].PriorityClassName, c.Spec.PodSets[0].RuntimeClassName = priority, runtime
+		return c
+	}
+	for name, tc := range map[string]struct {
+		copy              *gantryv1alpha1.Workload
+		priority, runtime map[string]bool
+		reason, words     string
+	}{
+		"no such PriorityClass": {copy: named("urgent", ""), priority: map[string]bool{"low": true}, runtime: map[string]bool{},
+			reason: gantryv1alpha1.ReasonClassNotFound, words: `names PriorityClass "urgent", which this cluster does not have`},
+		"no such RuntimeClass": {copy: named("", "nvidia"), priority: map[string]bool{}, runtime: map[string]bool{"kata": true},
+			reason: gantryv1alpha1.ReasonClassNotFound, words: `names RuntimeClass "nvidia"`},
+		"both there":      {copy: named("urgent", "nvidia"), priority: map[string]bool{"urgent": true}, runtime: map[string]bool{"nvidia": true}, reason: gantryv1alpha1.ReasonFits},
+		"classes unknown": {copy: named("urgent", "nvidia"), reason: gantryv1alpha1.ReasonFits},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{tc.copy}, PriorityClasses: tc.priority, RuntimeClasses: tc.runtime, Now: now})
+			if len(p.Updates) != 1 || p.Updates[0].Condition.Reason != tc.reason || !strings.Contains(p.Updates[0].Condition.Message, tc.words) {
+				t.Fatalf("updates %+v, want %s saying %q", p.Updates, tc.reason, tc.words)
+			}
+			if _, held := p.Snapshot.Reservation("ns/a"); held != (tc.reason == gantryv1alpha1.ReasonFits) {
+				t.Errorf("room held %v", held)
+			}
+		})
+	}
+	if !gantryv1alpha1.RejectsCluster(gantryv1alpha1.ReasonClassNotFound) {
+		t.Error("ClassNotFound is not a rejection: the hub would wait on the cluster")
+	}
+}
+
 // A copy that does not fit learns which admitted copies, of no higher priority and with their Job here,
 // would make room by going; one of lower priority than all of them learns of none.
 func TestDecideAsksTheWhatIf(t *testing.T) {

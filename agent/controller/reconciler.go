@@ -10,6 +10,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -139,6 +141,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.Node{}, enqueue, builder.WithPredicates(nodeChanged)).
 		Watches(&corev1.Pod{}, enqueue, builder.WithPredicates(podChanged)).
 		Watches(&coordinationv1.Lease{}, enqueue).
+		Watches(&schedulingv1.PriorityClass{}, enqueue, builder.WithPredicates(createdOrDeleted)).
+		Watches(&nodev1.RuntimeClass{}, enqueue, builder.WithPredicates(createdOrDeleted)).
 		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
 	for _, k := range jobkind.All() {
 		if k.Name() != gantryv1alpha1.JobKindJob {
@@ -197,6 +201,10 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
+	priorityClasses, runtimeClasses, err := r.classes(ctx)
+	if err != nil {
+		return Input{}, err
+	}
 	in := Input{
 		HubLease:   hubLease,
 		Nodes:      make([]*corev1.Node, len(nodes.Items)),
@@ -205,9 +213,12 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 		Jobs:       map[types.NamespacedName]client.Object{},
 		Kinds:      r.kinds,
 		Placements: r.placements,
-		Placing:    r.placing,
-		Assumed:    r.assumed,
-		Now:        r.clock.Now(),
+
+		PriorityClasses: priorityClasses,
+		RuntimeClasses:  runtimeClasses,
+		Placing:         r.placing,
+		Assumed:         r.assumed,
+		Now:             r.clock.Now(),
 
 		ReservationTTL:    r.opts.ReservationTTL,
 		StarvationTimeout: r.opts.StarvationTimeout,
@@ -237,6 +248,26 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	}
 	keepBehind(r.assumed, in.Copies)
 	return in, nil
+}
+
+// classes are the names of the cluster's PriorityClasses and RuntimeClasses.
+func (r *Reconciler) classes(ctx context.Context) (priority, runtime map[string]bool, err error) {
+	var pcs schedulingv1.PriorityClassList
+	if err := r.client.List(ctx, &pcs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("listing PriorityClasses: %w", err)
+	}
+	var rcs nodev1.RuntimeClassList
+	if err := r.client.List(ctx, &rcs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("listing RuntimeClasses: %w", err)
+	}
+	priority, runtime = make(map[string]bool, len(pcs.Items)), make(map[string]bool, len(rcs.Items))
+	for i := range pcs.Items {
+		priority[pcs.Items[i].Name] = true
+	}
+	for i := range rcs.Items {
+		runtime[rcs.Items[i].Name] = true
+	}
+	return priority, runtime, nil
 }
 
 // keepBehind forgets the written conditions of copies that are gone or that the cache shows past the
@@ -371,6 +402,9 @@ var copyChanged = predicate.Funcs{
 			!maps.Equal(o.GetLabels(), n.GetLabels()) || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil))
 	},
 }
+
+// createdOrDeleted lets through a class as it comes and goes: only its name counts.
+var createdOrDeleted = predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 
 func isCopy(o client.Object) bool {
 	_, ok := o.GetLabels()[gantryv1alpha1.WorkloadUIDLabel]

@@ -132,6 +132,10 @@ const (
 	// ReasonKindNotServed: the cluster does not serve the API of the job's kind (a JobSet where no
 	// JobSet CRD is installed).
 	ReasonKindNotServed = "KindNotServed"
+	// ReasonClassNotFound: a pod set names a PriorityClass or RuntimeClass this cluster does not have,
+	// so its API server would refuse the pods; the rejection lapses, and the cluster is asked again
+	// later, should the class be created meanwhile.
+	ReasonClassNotFound = "ClassNotFound"
 	// ReasonHubLeaseExpired: the hub's lease on the cluster lapsed under the failover policy Fence; the
 	// agent suspended the copy's Job (its pods are deleted) until the hub resumes it or removes it.
 	ReasonHubLeaseExpired = "HubLeaseExpired"
@@ -240,7 +244,7 @@ const (
 // and the agent does not decide the copy again.
 func RejectsCluster(reason string) bool {
 	switch reason {
-	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict, ReasonKindNotServed:
+	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict, ReasonKindNotServed, ReasonClassNotFound:
 		return true
 	}
 	return false

@@ -32,6 +32,14 @@ type PodSet struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+	// PriorityClassName and RuntimeClassName are what the pod template names: a worker without a class
+	// of that name would refuse its pods, so its agent rejects the copy.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	RuntimeClassName string `json:"runtimeClassName,omitempty"`
 	// MaxPerNode is the most pods of the set one node may take, as the pod template states it: 1 for pods
 	// with a host port or a required anti-affinity to one another by node (kubernetes.io/hostname), the
 	// maxSkew of a DoNotSchedule spread of the set's pods over nodes. 0: no limit.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -85,6 +86,8 @@ func Changes(have, want *gantry.WorkloadSpec) []string {
 		differs(name+" node affinity", a.RequiredNodeAffinity, b.RequiredNodeAffinity)
 		differs(name+" node name", a.NodeName, b.NodeName)
 		differs(name+" pods per node", a.MaxPerNode, b.MaxPerNode)
+		differs(name+" priority class", a.PriorityClassName, b.PriorityClassName)
+		differs(name+" runtime class", a.RuntimeClassName, b.RuntimeClassName)
 		differs(name+" GPU products", a.GPUProducts, b.GPUProducts)
 		differs(name+" deferred", a.Deferred, b.Deferred)
 	}
@@ -150,6 +153,7 @@ func podSetOf(ps PodSet, jobProducts []string) (gantry.PodSet, error) {
 		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *requestsDefaulted(spec)}, resourcehelper.PodResourcesOptions{}),
 		NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, RequiredNodeAffinity: affinity,
 		NodeName: spec.NodeName, MaxPerNode: perNode,
+		PriorityClassName: spec.PriorityClassName, RuntimeClassName: ptr.Deref(spec.RuntimeClassName, ""),
 		GPUProducts: products, Deferred: ps.Deferred,
 	}, nil
 }
