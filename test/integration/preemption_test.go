@@ -11,6 +11,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
@@ -139,13 +140,21 @@ func deleteWhenDone(t *testing.T, jobs ...*batchv1.Job) {
 	})
 }
 
+// newPriorityClass creates a PriorityClass on the hub, which gives jobs their priority, and on every
+// worker, whose agent rejects a copy whose pods name a class the cluster lacks.
 func newPriorityClass(t *testing.T, name string, value int32) string {
 	t.Helper()
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-	if err := hubEnv.client.Create(context.Background(), pc); err != nil {
-		t.Fatal(err)
+	clients := []client.Client{hubEnv.client}
+	for _, n := range names {
+		clients = append(clients, workers[n].client)
 	}
-	t.Cleanup(func() { _ = hubEnv.client.Delete(context.Background(), pc) })
+	for _, c := range clients {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if err := c.Create(context.Background(), pc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), pc) })
+	}
 	return name
 }
 
