@@ -39,6 +39,9 @@ type Input struct {
 	// PriorityClasses and RuntimeClasses are the names of the cluster's classes; nil when not known,
 	// and then not judged.
 	PriorityClasses, RuntimeClasses map[string]bool
+	// Quotas are the cluster's ResourceQuotas; a copy is admitted only within what those of its
+	// namespace leave. Nil judges none.
+	Quotas []*corev1.ResourceQuota
 	// Placements are the reservations of admitted copies from earlier passes, by copy UID. A copy
 	// admitted without a known placement (by an earlier agent process) is placed again.
 	Placements map[types.UID]admission.Placement
@@ -168,8 +171,54 @@ func Decide(in Input) Plan {
 	}
 	cs := plan.sortCopies(in)
 	plan.holdAdmitted(in, cs, podsByCopy, nodes)
-	plan.admitPending(in, cs)
+	plan.admitPending(in, cs, quotasLeft(in, cs, podsByCopy))
 	return plan
+}
+
+// offered says whether a pending copy is offered for admission in this pass, and sets the condition of
+// one that is not and has something to say.
+func (p *Plan) offered(in Input, cur *metav1.Condition, c *gantryv1alpha1.Workload, job client.Object) bool {
+	switch {
+	case cur != nil && gantryv1alpha1.RejectsCluster(cur.Reason) && cur.ObservedGeneration == c.Generation:
+		// The hub took it as the cluster's final answer; only a new spec is decided again.
+		return false
+	case cur != nil && cur.Reason == gantryv1alpha1.ReasonPlacementTimeout && cur.ObservedGeneration == c.Generation:
+		// Given up: the hub removes the Job and dispatches the workload again in a new epoch.
+		return false
+	case cur != nil && cur.Reason == gantryv1alpha1.ReasonReservationExpired && (job == nil || !OwnsJob(c, job)):
+		// Admitting it again would hold the room again for a hub that does not answer; a new
+		// dispatch epoch brings a fresh copy. Should the hub create its Job after all, it is fitted.
+		return false
+	case job != nil && !OwnsJob(c, job):
+		p.set(c, cur, jobInTheWay(c, job, in.Now), nil)
+		return false
+	}
+	if k := jobkind.Of(c); in.Kinds != nil && !in.Kinds[k.Name()] {
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKindNotServed,
+			fmt.Sprintf("this cluster does not serve %s (%s): its CRD and controller are not installed here", k.Name(), k.GroupVersionKind().GroupVersion()), in.Now), nil)
+		return false
+	}
+	if why := missingClass(in, c); why != "" {
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonClassNotFound, why, in.Now), nil)
+		return false
+	}
+	return true
+}
+
+// withinQuota says whether the quotas of the copy's namespace hold its demand now; if not, the copy is
+// rejected (NamespaceQuotaTooSmall: a quota's hard limit alone is below it) or waits
+// (InsufficientResources), with the quota's words.
+func (p *Plan) withinQuota(in Input, cur *metav1.Condition, c *gantryv1alpha1.Workload, nq namespaceQuotas, demand map[corev1.ResourceName]int64) bool {
+	fits, never, msg := nq.judge(c.Namespace, demand)
+	switch {
+	case fits:
+		return true
+	case never:
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonNamespaceQuotaTooSmall, msg, in.Now), nil)
+	default:
+		p.setWaiting(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonInsufficientResources, msg, in.Now), nil)
+	}
+	return false
 }
 
 // missingClass names the first PriorityClass or RuntimeClass a pod set of c names that the cluster does
@@ -303,37 +352,21 @@ func (p *Plan) track(in Input, c *gantryv1alpha1.Workload, cur *metav1.Condition
 }
 
 // admitPending admits, in admission order, the pending copies that fit, and tells the others why not.
-func (p *Plan) admitPending(in Input, cs copyStates) {
+// A copy the quotas of its namespace leave no room for is not offered; two admitted in one pass that
+// the quotas hold only one of keep the first in admission order.
+func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas) {
 	gangs := make([]admission.Gang, 0, len(cs.pending))
+	demands := make(map[string]map[corev1.ResourceName]int64, len(cs.pending))
 	for _, c := range cs.pending {
-		cur := cs.current[GangKey(c)]
-		if cur != nil && gantryv1alpha1.RejectsCluster(cur.Reason) && cur.ObservedGeneration == c.Generation {
-			// The hub took it as the cluster's final answer; only a new spec is decided again.
-			continue
-		}
 		job := in.Jobs[client.ObjectKeyFromObject(c)]
-		if cur != nil && cur.Reason == gantryv1alpha1.ReasonPlacementTimeout && cur.ObservedGeneration == c.Generation {
-			// Given up: the hub removes the Job and dispatches the workload again in a new epoch.
+		if !p.offered(in, cs.current[GangKey(c)], c, job) {
 			continue
 		}
-		if cur != nil && cur.Reason == gantryv1alpha1.ReasonReservationExpired && (job == nil || !OwnsJob(c, job)) {
-			// Admitting it again would hold the room again for a hub that does not answer; a new
-			// dispatch epoch brings a fresh copy. Should the hub create its Job after all, it is fitted.
+		demand := quotaDemand(c, job != nil, nil)
+		if !p.withinQuota(in, cs.current[GangKey(c)], c, nq, demand) {
 			continue
 		}
-		if job != nil && !OwnsJob(c, job) {
-			p.set(c, cur, jobInTheWay(c, job, in.Now), nil)
-			continue
-		}
-		if k := jobkind.Of(c); in.Kinds != nil && !in.Kinds[k.Name()] {
-			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKindNotServed,
-				fmt.Sprintf("this cluster does not serve %s (%s): its CRD and controller are not installed here", k.Name(), k.GroupVersionKind().GroupVersion()), in.Now), nil)
-			continue
-		}
-		if why := missingClass(in, c); why != "" {
-			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonClassNotFound, why, in.Now), nil)
-			continue
-		}
+		demands[GangKey(c)] = demand
 		g := GangFromCopy(c)
 		g.Preempting = preemptionUnderWay(in, cs, c)
 		gangs = append(gangs, g)
@@ -345,7 +378,12 @@ func (p *Plan) admitPending(in Input, cs copyStates) {
 	}
 	for _, d := range p.Snapshot.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
 		c := cs.byKey[d.Key]
+		if d.Admitted && !p.withinQuota(in, cs.current[d.Key], c, nq, demands[d.Key]) {
+			p.Snapshot.Release(d.Key)
+			continue
+		}
 		if d.Admitted {
+			nq.charge(c.Namespace, demands[d.Key])
 			p.Placements[c.UID] = d.Placement
 			p.Placing[c.UID] = in.Now
 			p.set(c, cs.current[d.Key], condition(c, metav1.ConditionTrue, gantryv1alpha1.ReasonFits,

@@ -143,6 +143,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&coordinationv1.Lease{}, enqueue).
 		Watches(&schedulingv1.PriorityClass{}, enqueue, builder.WithPredicates(createdOrDeleted)).
 		Watches(&nodev1.RuntimeClass{}, enqueue, builder.WithPredicates(createdOrDeleted)).
+		Watches(&corev1.ResourceQuota{}, enqueue, builder.WithPredicates(quotaChanged)).
 		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
 	for _, k := range jobkind.All() {
 		if k.Name() != gantryv1alpha1.JobKindJob {
@@ -205,6 +206,10 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
+	var quotas corev1.ResourceQuotaList
+	if err := r.client.List(ctx, &quotas, noCopy); err != nil {
+		return Input{}, fmt.Errorf("listing ResourceQuotas: %w", err)
+	}
 	in := Input{
 		HubLease:   hubLease,
 		Nodes:      make([]*corev1.Node, len(nodes.Items)),
@@ -216,6 +221,7 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 
 		PriorityClasses: priorityClasses,
 		RuntimeClasses:  runtimeClasses,
+		Quotas:          make([]*corev1.ResourceQuota, len(quotas.Items)),
 		Placing:         r.placing,
 		Assumed:         r.assumed,
 		Now:             r.clock.Now(),
@@ -229,6 +235,9 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	}
 	for i := range pods.Items {
 		in.Pods[i] = &pods.Items[i]
+	}
+	for i := range quotas.Items {
+		in.Quotas[i] = &quotas.Items[i]
 	}
 	for i := range copies.Items {
 		c := &copies.Items[i]
@@ -402,6 +411,14 @@ var copyChanged = predicate.Funcs{
 			!maps.Equal(o.GetLabels(), n.GetLabels()) || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil))
 	},
 }
+
+// quotaChanged lets through a ResourceQuota as it comes and goes and as its status changes: what it
+// allows and what is used.
+var quotaChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.ResourceQuota)
+	n, ok2 := e.ObjectNew.(*corev1.ResourceQuota)
+	return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Status, n.Status)
+}}
 
 // createdOrDeleted lets through a class as it comes and goes: only its name counts.
 var createdOrDeleted = predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}

@@ -136,6 +136,9 @@ const (
 	// so its API server would refuse the pods; the rejection lapses, and the cluster is asked again
 	// later, should the class be created meanwhile.
 	ReasonClassNotFound = "ClassNotFound"
+	// ReasonNamespaceQuotaTooSmall: a ResourceQuota of the copy's namespace on this cluster allows less
+	// than the job needs, even with nothing else there; the rejection lapses, as ClassNotFound's.
+	ReasonNamespaceQuotaTooSmall = "NamespaceQuotaTooSmall"
 	// ReasonHubLeaseExpired: the hub's lease on the cluster lapsed under the failover policy Fence; the
 	// agent suspended the copy's Job (its pods are deleted) until the hub resumes it or removes it.
 	ReasonHubLeaseExpired = "HubLeaseExpired"
@@ -244,7 +247,7 @@ const (
 // and the agent does not decide the copy again.
 func RejectsCluster(reason string) bool {
 	switch reason {
-	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict, ReasonKindNotServed, ReasonClassNotFound:
+	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict, ReasonKindNotServed, ReasonClassNotFound, ReasonNamespaceQuotaTooSmall:
 		return true
 	}
 	return false

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -502,5 +504,78 @@ func TestAFailedSuspensionHoldsBackTheDeletion(t *testing.T) {
 	}
 	if err := w1.Store.Get(context.Background(), client.ObjectKeyFromObject(remote), &batchv1.Job{}); err != nil {
 		t.Errorf("the job was deleted after its suspension failed: %v", err)
+	}
+}
+
+// A winner whose API server does not take the Job for now (its ResourceQuota) is said so in the same
+// Reconcile, with the worker's words and an Event, and asked again only after JobCreateRetry; once it
+// takes it, the creation is recorded. After JobCreateGrace of refusals the Workload is taken back.
+func TestReconcileSaysWhenTheWinnerDoesNotTakeTheJob(t *testing.T) {
+	wl, job := hubObjects("w1", gantry.WorkloadAdmitted)
+	quotaFull := true
+	creates := 0
+	store := fake.NewClientBuilder().WithScheme(testScheme).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, isJob := obj.(*batchv1.Job); isJob {
+				creates++
+				if quotaFull {
+					return apierrors.NewForbidden(batchv1.Resource("jobs"), obj.GetName(), errors.New("exceeded quota: no-jobs, requested: count/jobs.batch=1, used: count/jobs.batch=0, limited: count/jobs.batch=0"))
+				}
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": {Store: store}}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	clock := r.Clock.(*clocktesting.FakeClock)
+
+	if err := reconcile(t, r); err != nil {
+		t.Fatal(err)
+	}
+	c := apimeta.FindStatusCondition(hubWorkload(t, r).Status.Conditions, gantry.WorkloadJobCreated)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != gantry.ReasonWorkerRefusing || !strings.Contains(c.Message, "exceeded quota") {
+		t.Fatalf("JobCreated %+v, want False/%s with the worker's words", c, gantry.ReasonWorkerRefusing)
+	}
+	if ev := <-r.Recorder.(*events.FakeRecorder).Events; !strings.Contains(ev, workersync.EventNotCreated) {
+		t.Errorf("event %q", ev)
+	}
+	if err := reconcile(t, r); err != nil || creates != 1 {
+		t.Fatalf("asked again at once: %d creates (%v)", creates, err)
+	}
+	quotaFull = false
+	clock.Step(workersync.JobCreateRetry)
+	if err := reconcile(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if !apimeta.IsStatusConditionTrue(hubWorkload(t, r).Status.Conditions, gantry.WorkloadJobCreated) || creates != 2 {
+		t.Errorf("after the quota was lifted: %d creates, conditions %+v", creates, hubWorkload(t, r).Status.Conditions)
+	}
+}
+
+// A winner that goes on not taking the Job loses it after JobCreateGrace: the Workload is taken back
+// as RemoteJobRefused, with the worker's words.
+func TestReconcileTakesBackWhatTheWinnerDoesNotTake(t *testing.T) {
+	wl, job := hubObjects("w1", gantry.WorkloadAdmitted)
+	store := fake.NewClientBuilder().WithScheme(testScheme).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, isJob := obj.(*batchv1.Job); isJob {
+				return apierrors.NewForbidden(batchv1.Resource("jobs"), obj.GetName(), errors.New("exceeded quota: no-jobs"))
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": {Store: store}}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	clock := r.Clock.(*clocktesting.FakeClock)
+	for range 2 + int(workersync.JobCreateGrace/workersync.JobCreateRetry) {
+		if err := reconcile(t, r); err != nil {
+			t.Fatal(err)
+		}
+		clock.Step(workersync.JobCreateRetry)
+	}
+	got := hubWorkload(t, r)
+	if n := len(got.Status.Evictions); got.Status.ClusterName != "" || n != 1 || got.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
+		!strings.Contains(got.Status.Evictions[0].Message, "exceeded quota") {
+		t.Errorf("winner %q, evictions %+v; want taken back as %s", got.Status.ClusterName, got.Status.Evictions, gantry.ReasonRemoteJobRefused)
 	}
 }

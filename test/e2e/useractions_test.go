@@ -259,13 +259,12 @@ func sortedBySeen(pods []testbed.PodRecord) []testbed.PodRecord {
 	return out
 }
 
-// TestAWinnerThatDoesNotTakeTheJobSaysSoAndLetsItGo: the job's namespace on worker-1 has a ResourceQuota
-// that admits no Job. The hub Workload says so within seconds (JobCreated=False, WorkerRefusing, the
-// worker's words), the hub Job gets a Warning Event, kubectl gantry explain tells it. When worker-1 has
-// not taken it for the grace, the Workload is taken back, the reason kept in its evictions, and runs
-// where it may now, worker-2; nothing of it was ever created on worker-1.
-func TestAWinnerThatDoesNotTakeTheJobSaysSoAndLetsItGo(t *testing.T) {
-	ns := newNamespace(t, "e2e-not-taken")
+// TestAWorkersNamespaceQuotaIsJudgedBeforeAdmission: the job's namespace on worker-1 has a
+// ResourceQuota that admits no Job. worker-1's agent rejects it at once with the quota's words
+// (NamespaceQuotaTooSmall), which the hub Workload's Pending condition and kubectl gantry explain
+// repeat; once its queue may use worker-2, it runs there. Nothing of it was ever created on worker-1.
+func TestAWorkersNamespaceQuotaIsJudgedBeforeAdmission(t *testing.T) {
+	ns := newNamespace(t, "e2e-ns-quota")
 	dumpOnFailure(t, ns)
 	ctx := context.Background()
 	ownQueue(t, ns, 8)
@@ -290,42 +289,40 @@ func TestAWinnerThatDoesNotTakeTheJobSaysSoAndLetsItGo(t *testing.T) {
 		}
 		return nil
 	})
-	job := makeJob(ns, "not-taken").gpus(4).runsFor("5s").obj()
+	job := makeJob(ns, "no-room-here").gpus(4).runsFor("5s").obj()
 	submit(t, job)
-	eventually(t, "the Workload saying worker-1 does not take the Job", time.Minute, poll, func() error {
+	const words = "ResourceQuota no-jobs of namespace " + "e2e-ns-quota" + " allows 0 count/jobs.batch"
+	eventually(t, "the Workload saying worker-1's quota does not hold the job", time.Minute, poll, func() error {
 		var wl gantry.Workload
 		if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-" + job.Name}, &wl); err != nil {
 			return err
 		}
-		c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadJobCreated)
-		if c == nil || c.Reason != gantry.ReasonWorkerRefusing || !strings.Contains(c.Message, "exceeded quota") {
-			return fmt.Errorf("JobCreated %+v", c)
+		c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "worker-1") {
+			return fmt.Errorf("Pending %+v", c)
 		}
-		return nil
+		for _, r := range wl.Status.RejectedClusters {
+			if r.Name == "worker-1" && r.Reason == gantry.ReasonNamespaceQuotaTooSmall && strings.Contains(r.Message, words) {
+				return nil
+			}
+		}
+		return fmt.Errorf("rejections %+v", wl.Status.RejectedClusters)
 	})
-	if out := kubectlGantry(t, "explain", job.Name, "-n", ns); !strings.Contains(out, "Its Job is not created there (WorkerRefusing") {
-		t.Errorf("kubectl gantry explain says nothing of the refusal:\n%s", out)
+	if out := kubectlGantry(t, "explain", job.Name, "-n", ns); !strings.Contains(out, gantry.ReasonNamespaceQuotaTooSmall+": "+words) {
+		t.Errorf("kubectl gantry explain says nothing of the quota:\n%s", out)
 	}
 	var gq gantry.GlobalQueue
 	if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Name: ns}, &gq); err != nil {
 		t.Fatal(err)
 	}
-	gq.Spec.Clusters = []gantry.ClusterQuota{{Name: "worker-2", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}}}
+	gq.Spec.Clusters = append(gq.Spec.Clusters, gantry.ClusterQuota{Name: "worker-2",
+		Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}})
 	if err := tb.Hub.Client.Update(ctx, &gq); err != nil {
 		t.Fatal(err)
 	}
-	allComplete(t, []*batchv1.Job{job}, 4*time.Minute)
-	wl := hubWorkload(t, job)
-	if n := len(wl.Status.Evictions); n != 1 || wl.Status.Evictions[0].Cluster != "worker-1" || wl.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
-		!strings.Contains(wl.Status.Evictions[0].Message, "exceeded quota") || wl.Status.ClusterName != "worker-2" {
-		t.Errorf("winner %s, evictions %+v; want one from worker-1 as %s, with the quota's words, then worker-2", wl.Status.ClusterName, wl.Status.Evictions, gantry.ReasonRemoteJobRefused)
-	}
-	var events corev1.EventList
-	if err := tb.Hub.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool { return e.Reason == "JobNotCreated" && e.Type == corev1.EventTypeWarning }) {
-		t.Errorf("no Warning Event JobNotCreated on the hub")
+	allComplete(t, []*batchv1.Job{job}, 3*time.Minute)
+	if wl := hubWorkload(t, job); wl.Status.ClusterName != "worker-2" {
+		t.Errorf("ran on %q, want worker-2", wl.Status.ClusterName)
 	}
 	checkOneRun(t, ns)
 	checkCreatedOnceOnTheWinner(t, []*batchv1.Job{job})

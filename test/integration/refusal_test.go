@@ -130,55 +130,62 @@ func TestAJobTheWinnersRefuseIsTakenBackAndSaysWhy(t *testing.T) {
 	}
 }
 
-// A winner whose API server does not take the Job for now (here a ResourceQuota of its namespace there)
-// is not waited on in silence: the Workload says so at once, with the worker's words, and the hub Job
-// gets a Warning Event. Once the quota is lifted, the Job is created there on a later try.
-func TestAWinnerThatDoesNotTakeTheJobYetSaysSoAtOnce(t *testing.T) {
+// An agent admits a job only within what the ResourceQuotas of its namespace on that worker leave: a
+// quota that could never hold it rejects it there at once, with the quota's words; a quota used up for
+// now makes it wait, the hub's Pending message repeating why, until room comes back. Nothing is created
+// where the quota would refuse it.
+func TestAnAgentJudgesTheNamespaceQuotaBeforeItAdmits(t *testing.T) {
 	ctx := context.Background()
 	startHub(t)
-	newGlobalQueue(t, "nottaken", map[string]int64{"worker-1": 8})
-	ns := newNamespace(t, "nottaken")
+	newGlobalQueue(t, "nsquota", map[string]int64{"worker-1": 16})
+	ns := newNamespace(t, "nsquota")
 	dumpOnFailure(t, ns)
 	c := workers["worker-1"].client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-jobs", Namespace: ns},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}}
+	const gpus = corev1.ResourceName("requests." + string(gantry.GPUResource))
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{gpus: resource.MustParse("8")}}}
 	if err := c.Create(ctx, quota); err != nil {
 		t.Fatal(err)
 	}
-	// The API server admits against the quota's status, which the quota controller (not run here) keeps.
-	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}
-	if err := c.Status().Update(ctx, quota); err != nil {
-		t.Fatal(err)
+	// The agent reads the quota's status, which the quota controller (not run here) keeps.
+	setUsed := func(used string) {
+		t.Helper()
+		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{gpus: resource.MustParse(used)}}
+		if err := c.Status().Update(ctx, quota); err != nil {
+			t.Fatal(err)
+		}
 	}
-	job := gpuJob(ns, "nottaken", 1, 1)
-	submit(t, job)
-	eventually(t, "the Workload saying the winner does not take its Job", func() error {
+	setUsed("8")
+	tooBig := gpuJob(ns, "too-big", 2, 8)
+	fits := gpuJob(ns, "fits-later", 1, 8)
+	submit(t, tooBig)
+	submit(t, fits)
+	eventually(t, "worker-1 rejecting the job its quota never holds", func() error {
 		wl := &gantry.Workload{}
-		key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
-		if err := hubEnv.client.Get(ctx, key, wl); err != nil {
+		if err := hubEnv.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, tooBig.Name)}, wl); err != nil {
 			return err
 		}
-		cond := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadJobCreated)
-		if wl.Status.ClusterName != "worker-1" || cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != gantry.ReasonWorkerRefusing ||
-			!strings.Contains(cond.Message, "forbidden") {
-			return fmt.Errorf("winner %q, JobCreated %+v", wl.Status.ClusterName, cond)
+		for _, r := range wl.Status.RejectedClusters {
+			if r.Name == "worker-1" && r.Reason == gantry.ReasonNamespaceQuotaTooSmall && strings.Contains(r.Message, "allows 8 requests.nvidia.com/gpu; the job needs 16") {
+				return nil
+			}
+		}
+		return fmt.Errorf("rejections %+v", wl.Status.RejectedClusters)
+	})
+	cond := pendingReason(t, fits, gantry.ReasonWaitingForAdmission)
+	eventually(t, "the hub repeating why the other waits", func() error {
+		cond = apimeta.FindStatusCondition(hubWorkload(t, fits).Status.Conditions, gantry.WorkloadPending)
+		if cond == nil || !strings.Contains(cond.Message, "has 0 requests.nvidia.com/gpu left of 8") {
+			return fmt.Errorf("pending %+v", cond)
 		}
 		return nil
 	})
-	if ev := hubEvents(t, ns, job.Name); !strings.Contains(ev, "JobNotCreated") || !strings.Contains(ev, "worker-1 does not take the Job") {
-		t.Errorf("events of the hub Job: %s", ev)
+	if where, err := remoteJobs(fits); err != nil || len(where) > 0 {
+		t.Fatalf("a Job on %v (%v) while the quota is used up", where, err)
 	}
-	if err := c.Delete(ctx, quota); err != nil {
-		t.Fatal(err)
-	}
-	runsOn(t, job)
-	eventually(t, "JobCreated", func() error {
-		if !apimeta.IsStatusConditionTrue(hubWorkload(t, job).Status.Conditions, gantry.WorkloadJobCreated) {
-			return fmt.Errorf("not yet")
-		}
-		return nil
-	})
+	setUsed("0")
+	runsOn(t, fits)
 }

@@ -25,7 +25,7 @@ type resource struct {
 
 // served is every resource of the server: what the hub reads and writes on a worker (copies, Gantry's
 // Jobs, capacity reports, its lease, namespaces, its access reviews), what the agent reads (nodes,
-// pods), and nothing else. Other job kinds (JobSet, RayJob, TrainJob) are not served, so the hub runs
+// pods, the classes pods may name, ResourceQuotas), and nothing else. Other job kinds (JobSet, RayJob, TrainJob) are not served, so the hub runs
 // only batch Jobs here.
 var served = []*resource{
 	{version: "v1", name: "namespaces", kind: "Namespace", status: true},
@@ -33,6 +33,9 @@ var served = []*resource{
 	{version: "v1", name: "pods", kind: "Pod", namespaced: true, status: true},
 	{group: "batch", version: "v1", name: "jobs", kind: "Job", namespaced: true, status: true},
 	{group: "coordination.k8s.io", version: "v1", name: "leases", kind: "Lease", namespaced: true},
+	{group: "scheduling.k8s.io", version: "v1", name: "priorityclasses", kind: "PriorityClass"},
+	{group: "node.k8s.io", version: "v1", name: "runtimeclasses", kind: "RuntimeClass"},
+	{version: "v1", name: "resourcequotas", kind: "ResourceQuota", namespaced: true, status: true},
 	{group: gantry.GroupVersion.Group, version: gantry.GroupVersion.Version, name: "workloads", kind: "Workload",
 		namespaced: true, status: true, shortNames: []string{"wl"}},
 	{group: gantry.GroupVersion.Group, version: gantry.GroupVersion.Version, name: "capacityreports", kind: "CapacityReport", status: true},

@@ -327,7 +327,7 @@ func TestDiscoveryAnswersInThePlainForm(t *testing.T) {
 		names = append(names, g.Name)
 	}
 	slices.Sort(names)
-	if want := "[ authorization.k8s.io batch coordination.k8s.io gantry.dev]"; fmt.Sprint(names) != want {
+	if want := "[ authorization.k8s.io batch coordination.k8s.io gantry.dev node.k8s.io scheduling.k8s.io]"; fmt.Sprint(names) != want {
 		t.Fatalf("groups %v, want %s", names, want)
 	}
 	found := map[string]bool{}
