@@ -224,21 +224,19 @@ func shapePods(g gantry.GPUProductCapacity, gpus int64) int32 {
 	return -1
 }
 
-// TestUnplaceableJobIsEvictedAndDispatchedAgain submits a gang whose pods repel each other (one per
-// node) with one pod more than a worker has nodes. The agent counts resources only and admits it; the
-// scheduler places all but one pod. After the agents' placement timeout the hub must delete the Job
-// there, and only then create it again in a new epoch: at no time does the Job exist on two workers.
+// TestUnplaceableJobIsEvictedAndDispatchedAgain submits a gang of four pods that each take host port
+// 9000, on workers of four nodes each, where a pod from outside Gantry holds that port on one node. The
+// agent counts one pod a node but does not see other pods' host ports, and admits it; the scheduler
+// places all but one pod. After the agents' placement timeout the hub must delete the Job there, and
+// only then create it again in a new epoch: at no time does the Job exist on two workers.
 func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 	ns := newNamespace(t, "e2e-evict")
 	dumpOnFailure(t, ns)
-	job := makeJob(ns, "spread").pods(5).runsFor("10m").stopsWithin(2).obj()
-	sel := map[string]string{"app": "spread"}
-	job.Spec.Template.Labels = sel
-	job.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: sel}, TopologyKey: corev1.LabelHostname,
-		}},
-	}}
+	for _, w := range tb.Workers {
+		holdHostPort(t, w, 9000)
+	}
+	job := makeJob(ns, "spread").pods(4).runsFor("10m").stopsWithin(2).obj()
+	job.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9000, HostPort: 9000}}
 	submit(t, job)
 
 	wl := &gantry.Workload{}
@@ -253,8 +251,8 @@ func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 		return nil
 	})
 	ev := wl.Status.Evictions[0]
-	if ev.Reason != gantry.ReasonPlacementTimeout || !strings.Contains(ev.Message, "1 of 5 pods not placed") {
-		t.Errorf("eviction %+v, want PlacementTimeout with 1 of 5 pods not placed", ev)
+	if ev.Reason != gantry.ReasonPlacementTimeout || !strings.Contains(ev.Message, "1 of 4 pods not placed") {
+		t.Errorf("eviction %+v, want PlacementTimeout with 1 of 4 pods not placed", ev)
 	}
 	t.Logf("evicted from %s: %s", ev.Cluster, ev.Message)
 
@@ -297,5 +295,24 @@ func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 			}
 		}
 		return nil
+	})
+}
+
+// holdHostPort runs a pod from outside Gantry on one node of the worker that takes the host port, for
+// the rest of the test.
+func holdHostPort(t *testing.T, w *testbed.Cluster, port int32) {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := w.Client.List(context.Background(), &nodes); err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("listing the nodes of %s: %d, %v", w.Name, len(nodes.Items), err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("holds-port-%d", port), Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{NodeName: nodes.Items[0].Name, Containers: []corev1.Container{{Name: "c", Image: "registry.example/server:1",
+			Ports: []corev1.ContainerPort{{ContainerPort: port, HostPort: port}}}}}}
+	if err := w.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
 	})
 }
