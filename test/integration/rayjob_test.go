@@ -56,6 +56,13 @@ func TestARayJobRunsOnOneWorkerAndItsStatusComesBack(t *testing.T) {
 	if err := hubEnv.client.Update(ctx, unsuspended); err == nil || !strings.Contains(err.Error(), "a queued RayJob stays suspended on the hub") {
 		t.Fatalf("unsuspending the hub's RayJob: %v, want it refused", err)
 	}
+	// A waiting RayJob has no status: what Gantry fixes once a job ran is not judged on it, and its own
+	// labels stay the user's.
+	labelled := rj.DeepCopy()
+	labelled.Labels["team"] = "vision"
+	if err := hubEnv.client.Update(ctx, labelled); err != nil {
+		t.Fatalf("labelling the hub's RayJob while it waits: %v", err)
+	}
 	var wl gantry.Workload
 	eventually(t, "the RayJob's Workload", func() error {
 		return hubEnv.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "rayjob-tune"}, &wl)
