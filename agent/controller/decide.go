@@ -362,11 +362,13 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas) {
 		if !p.offered(in, cs.current[GangKey(c)], c, job) {
 			continue
 		}
-		demand := quotaDemand(c, job != nil, nil)
-		if !p.withinQuota(in, cs.current[GangKey(c)], c, nq, demand) {
-			continue
+		if len(nq[c.Namespace]) > 0 { // most namespaces have no quota: nothing to count
+			demand := quotaDemand(c, job != nil, nil)
+			if !p.withinQuota(in, cs.current[GangKey(c)], c, nq, demand) {
+				continue
+			}
+			demands[GangKey(c)] = demand
 		}
-		demands[GangKey(c)] = demand
 		g := GangFromCopy(c)
 		g.Preempting = preemptionUnderWay(in, cs, c)
 		gangs = append(gangs, g)
@@ -378,7 +380,7 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas) {
 	}
 	for _, d := range p.Snapshot.AdmitWithOptions(gangs, admission.AdmitOptions{Now: in.Now, StarvationTimeout: in.StarvationTimeout}) {
 		c := cs.byKey[d.Key]
-		if d.Admitted && !p.withinQuota(in, cs.current[d.Key], c, nq, demands[d.Key]) {
+		if d.Admitted && demands[d.Key] != nil && !p.withinQuota(in, cs.current[d.Key], c, nq, demands[d.Key]) {
 			p.Snapshot.Release(d.Key)
 			continue
 		}
