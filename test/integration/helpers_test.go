@@ -37,6 +37,25 @@ func updateSpec[T client.Object](t *testing.T, obj T, change func(T)) {
 	})
 }
 
+// specChangeRefused checks that the hub refuses a change of the job's spec once it ran, as
+// gantry-queued-job-fixed says, and that its own labels stay the user's.
+func specChangeRefused[T client.Object](t *testing.T, job T, change func(T)) {
+	t.Helper()
+	changed := job.DeepCopyObject().(T)
+	if err := hubEnv.client.Get(context.Background(), client.ObjectKeyFromObject(job), changed); err != nil {
+		t.Fatal(err)
+	}
+	change(changed)
+	if err := hubEnv.client.Update(context.Background(), changed); err == nil || !strings.Contains(err.Error(), "ran on a worker as it was admitted") {
+		t.Errorf("changing the spec of %T %s once it ran: %v, want it refused", job, client.ObjectKeyFromObject(job), err)
+	}
+	updateSpec(t, job, func(j T) {
+		labels := j.GetLabels()
+		labels["reviewed"] = "yes"
+		j.SetLabels(labels)
+	})
+}
+
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)

@@ -105,6 +105,7 @@ func TestAJobSetRunsOnOneWorkerAndItsStatusComesBack(t *testing.T) {
 		}
 		return nil
 	})
+	specChangeRefused(t, js, func(j *jobset.JobSet) { j.Spec.ReplicatedJobs[0].Replicas = 5 })
 	workloadFinishes(t, ns, wl.Name, gantry.ReasonJobSucceeded)
 
 	if err := hubEnv.client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {

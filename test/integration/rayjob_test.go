@@ -108,5 +108,6 @@ func TestARayJobRunsOnOneWorkerAndItsStatusComesBack(t *testing.T) {
 		}
 		return nil
 	})
+	specChangeRefused(t, rj, func(j *ray.RayJob) { j.Spec.Entrypoint = "python tune.py --trials 100" })
 	workloadFinishes(t, ns, wl.Name, gantry.ReasonJobSucceeded)
 }

@@ -122,5 +122,6 @@ func TestATrainJobRunsOnOneWorkerAndItsStatusComesBack(t *testing.T) {
 		}
 		return nil
 	})
+	specChangeRefused(t, tj, func(j *trainer.TrainJob) { j.Spec.Trainer = &trainer.Trainer{NumNodes: ptr.To[int32](8)} })
 	workloadFinishes(t, ns, wl.Name, gantry.ReasonJobSucceeded)
 }
