@@ -232,3 +232,27 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completing explain's argument: %q, want the jobs a and b, no file completion", out)
 	}
 }
+
+// A job deleted and submitted again under its name while its earlier Workload is still there (held by
+// an unreachable cluster) is told as such: the story shown is the earlier job's, and the new job's
+// status is not read as the Workload's.
+func TestExplainTellsAResubmittedJobFromTheEarlierOnesWorkload(t *testing.T) {
+	objs := fleet()
+	for i, o := range objs {
+		if j, ok := o.(*batchv1.Job); ok && j.Name == "a" {
+			again := job("a")
+			again.UID, again.CreationTimestamp, again.Status = "uid-a-again", at(50), batchv1.JobStatus{}
+			objs[i] = again
+		}
+	}
+	out, err := runOn(fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).Build(), "explain", "a", "-n", "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "this is the story of an earlier Job of this name; the one on the hub now was submitted 10m ago"; !strings.Contains(out, want) {
+		t.Errorf("explain a:\n%s\nwant it to say %q", out, want)
+	}
+	if strings.Contains(out, "  Job: ") {
+		t.Errorf("explain a shows the new job's status as the earlier one's:\n%s", out)
+	}
+}

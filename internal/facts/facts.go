@@ -122,6 +122,11 @@ func readOwnerJob(ctx context.Context, c client.Reader, wl *gantry.Workload, f *
 	if err := c.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: ref.Name}, job); err != nil {
 		return err
 	}
+	if job.GetUID() != ref.UID {
+		// The job was deleted and submitted again under its name: the Workload is the earlier job's.
+		f.Successor = job
+		return nil
+	}
 	f.Job = job
 	return nil
 }

@@ -27,6 +27,9 @@ type Facts struct {
 	// Job is the hub's job the Workload stands for, of its kind, with the status the hub mirrors back
 	// from its cluster.
 	Job client.Object
+	// Successor is the job of the Workload's kind and name on the hub when it is another than the one
+	// the Workload stands for: submitted again under the name while the earlier one's Workload goes.
+	Successor client.Object
 	// Queue is nil when it does not exist; GlobalQueue when it does not exist or cannot be read.
 	Queue       *gantry.Queue
 	GlobalQueue *gantry.GlobalQueue
@@ -61,6 +64,10 @@ func Explain(f Facts) []string {
 func header(f Facts) []string {
 	wl := f.Workload
 	lines := []string{fmt.Sprintf("%s %s/%s (Workload %s)", jobkind.Of(wl).Name(), wl.Namespace, JobOrWorkloadName(wl), wl.Name)}
+	if f.Successor != nil {
+		lines = append(lines, fmt.Sprintf("  Note:      this is the story of an earlier %s of this name; the one on the hub now was submitted %s ago "+
+			"and gets its own Workload once this one is gone", jobkind.Of(wl).Name(), since(f.Now, f.Successor.GetCreationTimestamp().Time)))
+	}
 	queue := fmt.Sprintf("  Queue:     %s", wl.Spec.QueueName)
 	switch {
 	case f.Queue == nil && slices.Contains(f.Unreadable, "Queues"):

@@ -145,6 +145,20 @@ func TestExplain(t *testing.T) {
 				`  Its Job is not created there (WorkerRefusing, for 11m): w2 does not take the Job: jobs "train" is forbidden: exceeded quota`,
 			},
 		},
+		"the Workload of an earlier job of the name, kept while its cluster is unreachable": {
+			facts: func() Facts {
+				wl := with(workload("team-a", "train", "qa", 0, 2, 4), won("w2", true))
+				wl.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Add(40 * time.Minute)))
+				f := fleetFacts(wl)
+				f.Successor = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train", UID: "new",
+					CreationTimestamp: metav1.NewTime(t0.Add(50 * time.Minute))}}
+				return f
+			}(),
+			want: []string{
+				"Job team-a/train (Workload job-train)",
+				"  Note:      this is the story of an earlier Job of this name; the one on the hub now was submitted 10m ago and gets its own Workload once this one is gone",
+			},
+		},
 		"a Queue the reader may not read is not called missing": {
 			facts: func() Facts {
 				f := fleetFacts(waiting(gantry.ReasonWaitingForQuota, "waiting for quota"))
