@@ -17,8 +17,9 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
-// hubAccessClusterRules and hubAccessNamespaceRules are the rules of deploy/worker/hub-access.yaml, its
-// ClusterRole gantry-hub-remote and its Role in gantry-system; hubAccessLogRules those of its ClusterRole
+// hubAccessClusterRules (with hubAccessPodCheckRules and hubAccessKindRules) and hubAccessNamespaceRules
+// are the rules of deploy/worker/hub-access.yaml, its ClusterRole gantry-hub-remote and its Role in
+// gantry-system; hubAccessLogRules those of its ClusterRole
 // gantry-hub-remote-logs. A test keeps them equal to the file.
 var (
 	hubAccessClusterRules = []rbacv1.PolicyRule{
@@ -28,6 +29,12 @@ var (
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs/status"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create"}},
+	}
+	// hubAccessPodCheckRules let the hub ask a worker, by a dry run, whether it admits a job's pods
+	// before it creates the job. The hub's own, in the same ClusterRole, but it connects without them:
+	// a worker set up before them runs jobs unjudged.
+	hubAccessPodCheckRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}},
 	}
 	// hubAccessKindRules let the hub run job kinds other than batch Jobs, which a worker may not serve.
 	// They are the hub's own, in the same ClusterRole, but the hub connects without them: a worker set
@@ -241,7 +248,7 @@ func listed(verbs map[string]map[string]bool) []string {
 }
 
 func resourceAllowed(group, resource, verb string) bool {
-	for _, rules := range [][]rbacv1.PolicyRule{hubAccessClusterRules, hubAccessKindRules, hubAccessNamespaceRules, hubAccessLogRules, defaultResourceRules} {
+	for _, rules := range [][]rbacv1.PolicyRule{hubAccessClusterRules, hubAccessPodCheckRules, hubAccessKindRules, hubAccessNamespaceRules, hubAccessLogRules, defaultResourceRules} {
 		for _, r := range rules {
 			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
 				return true

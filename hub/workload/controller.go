@@ -78,7 +78,9 @@ type Reconciler struct {
 	statuses *expectations.Written[types.NamespacedName, *gantry.Workload]
 	foreign  sync.Map // "cluster/namespace/name" -> true: a live read found a Job Gantry did not create
 	refusals sync.Map // "workload UID/cluster" -> refusal: the cluster did not take the job of an epoch
-	expected *expectations.Created
+	// podChecks are the pods the workers admitted in a dry run lately (podsRefused).
+	podChecks podChecks
+	expected  *expectations.Created
 }
 
 // namedClusterIndex indexes the hub's Workloads by the clusters they name (namedClusters), so that what a
@@ -461,10 +463,16 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 	}
 }
 
-// createJob creates the Job on the winner. A Job of that name that exists already is read live: when
+// createJob creates the Job on the winner, once a dry run of its pods there passed (podsRefused); pods
+// refused are the job refused. A Job of that name that exists already is read live: when
 // Gantry created it for this Workload the create counts as done; otherwise it is remembered as foreign,
 // which the next decision turns into RemoteJobConflict. A Job Gantry did not create is never adopted.
 func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.Workload, a workersync.WorkerAction) (bool, error) {
+	key := string(wl.UID) + "/" + a.Cluster
+	if msg, final := r.podsRefused(ctx, w, wl, a); msg != "" {
+		r.refusals.Store(key, refusal{epoch: wl.Status.DispatchEpoch, message: msg, final: final, at: r.Clock.Now()})
+		return true, nil
+	}
 	err := createInNamespace(ctx, w, a.Cluster, a.Object)
 	if apierrors.IsAlreadyExists(err) {
 		existing := jobkind.Of(wl).New()
@@ -477,7 +485,6 @@ func (r *Reconciler) createJob(ctx context.Context, w remote.Worker, wl *gantry.
 		}
 		err = nil
 	}
-	key := string(wl.UID) + "/" + a.Cluster
 	if err != nil {
 		// Not created. Refused for good, the next decision takes it back; else it says why, and when to
 		// ask again. Either way it decides again now.
@@ -500,7 +507,11 @@ func refusedByWorker(err error) bool {
 	if !apierrors.IsForbidden(err) {
 		return false
 	}
-	msg := apiMessage(err)
+	return deniedByPolicy(apiMessage(err))
+}
+
+// deniedByPolicy says whether an API server's message is an admission webhook's or policy's denial.
+func deniedByPolicy(msg string) bool {
 	return strings.HasPrefix(msg, "admission webhook ") && strings.Contains(msg, " denied the request") ||
 		strings.HasPrefix(msg, "ValidatingAdmissionPolicy ") && strings.Contains(msg, " denied request")
 }
@@ -663,15 +674,15 @@ func finalizedKey(wl *gantry.Workload) string {
 }
 
 // createInNamespace creates obj, creating its namespace on the worker when it is missing.
-func createInNamespace(ctx context.Context, w remote.Worker, cluster string, obj client.Object) error {
-	err := w.Writer().Create(ctx, obj)
+func createInNamespace(ctx context.Context, w remote.Worker, cluster string, obj client.Object, opts ...client.CreateOption) error {
+	err := w.Writer().Create(ctx, obj, opts...)
 	if apierrors.IsNotFound(err) {
 		ns := &corev1.Namespace{}
 		ns.Name = obj.GetNamespace()
 		if nsErr := w.Writer().Create(ctx, ns); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
 			return fmt.Errorf("creating namespace %s on %s: %w", ns.Name, cluster, nsErr)
 		}
-		err = w.Writer().Create(ctx, obj)
+		err = w.Writer().Create(ctx, obj, opts...)
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating %T %s on %s: %w", obj, client.ObjectKeyFromObject(obj), cluster, err)

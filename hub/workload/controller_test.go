@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -577,5 +578,87 @@ func TestReconcileTakesBackWhatTheWinnerDoesNotTake(t *testing.T) {
 	if n := len(got.Status.Evictions); got.Status.ClusterName != "" || n != 1 || got.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
 		!strings.Contains(got.Status.Evictions[0].Message, "exceeded quota") {
 		t.Errorf("winner %q, evictions %+v; want taken back as %s", got.Status.ClusterName, got.Status.Evictions, gantry.ReasonRemoteJobRefused)
+	}
+}
+
+// dryRunWorker is a worker whose API server refuses a dry run of pods with refusal (nil admits them),
+// counting the dry runs and the Jobs created.
+func dryRunWorker(refusal *error, dryRuns, jobsCreated *int) *remotetest.Worker {
+	return &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			switch obj.(type) {
+			case *corev1.Pod:
+				o := (&client.CreateOptions{}).ApplyOptions(opts)
+				if len(o.DryRun) == 0 {
+					return errors.New("a pod created for real")
+				}
+				*dryRuns++
+				if *refusal != nil {
+					return *refusal
+				}
+				return nil
+			case *batchv1.Job:
+				*jobsCreated++
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()}
+}
+
+// Pods the winner would refuse (its LimitRange) are found by a dry run before the Job is created: no
+// Job is created there, and the Workload is taken back as RemoteJobRefused with the worker's words.
+func TestPodsTheWinnerRefusesAreFoundBeforeItsJobIsCreated(t *testing.T) {
+	wl, job := hubObjects("w1", gantry.WorkloadAdmitted)
+	var dryRuns, jobsCreated int
+	refusal := error(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "train-main-",
+		errors.New("minimum cpu usage per Container is 200m, but request is 100m")))
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": dryRunWorker(&refusal, &dryRuns, &jobsCreated)}}
+	r := newReconciler(t, []client.Object{wl, job}, ws)
+	for range 2 {
+		if err := reconcile(t, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := hubWorkload(t, r)
+	if n := len(got.Status.Evictions); got.Status.ClusterName != "" || n != 1 || got.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
+		!strings.Contains(got.Status.Evictions[0].Message, "pods of pod set main are refused there") ||
+		!strings.Contains(got.Status.Evictions[0].Message, "minimum cpu usage per Container") {
+		t.Errorf("winner %q, evictions %+v; want taken back as %s with the worker's words", got.Status.ClusterName, got.Status.Evictions, gantry.ReasonRemoteJobRefused)
+	}
+	if dryRuns != 1 || jobsCreated != 0 {
+		t.Errorf("%d dry runs, %d Jobs created; want 1 and none", dryRuns, jobsCreated)
+	}
+}
+
+// Pods a worker admitted in a dry run are taken as admitted there for the namespace's alike jobs for
+// PodCheckTTL: a burst costs the worker one dry run.
+func TestAlikePodsAreJudgedOnceAWhile(t *testing.T) {
+	var dryRuns, jobsCreated int
+	var refusal error
+	w1 := dryRunWorker(&refusal, &dryRuns, &jobsCreated)
+	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1}}
+	var r *Reconciler
+	submit := func(name string) {
+		wl, job := hubObjects("w1", gantry.WorkloadAdmitted)
+		wl.Name, wl.UID, job.Name, job.UID = "job-"+name, types.UID("wl-"+name), name, types.UID("job-"+name)
+		wl.OwnerReferences[0].Name, wl.OwnerReferences[0].UID = name, job.UID
+		if r == nil {
+			r = newReconciler(t, []client.Object{wl, job}, ws)
+		} else if err := errors.Join(r.Client.Create(context.Background(), wl), r.Client.Create(context.Background(), job)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "job-" + name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit("a")
+	submit("b")
+	if dryRuns != 1 || jobsCreated != 2 {
+		t.Fatalf("two alike jobs: %d dry runs, %d Jobs created; want 1 and 2", dryRuns, jobsCreated)
+	}
+	r.Clock.(*clocktesting.FakeClock).Step(PodCheckTTL)
+	submit("c")
+	if dryRuns != 2 || jobsCreated != 3 {
+		t.Errorf("after PodCheckTTL: %d dry runs, %d Jobs created; want 2 and 3", dryRuns, jobsCreated)
 	}
 }

@@ -328,3 +328,61 @@ func TestAWorkersNamespaceQuotaIsJudgedBeforeAdmission(t *testing.T) {
 	checkCreatedOnceOnTheWinner(t, []*batchv1.Job{job})
 	nothingLeftAfterDeletion(t, ns)
 }
+
+// TestPodsAWorkerRefusesAreFoundBeforeItsJobIsCreated: a LimitRange on worker-1 refuses the job's pods,
+// not its Job. The hub's dry run of the pods, with its least-privilege identity there, finds it before a
+// Job is created: the Workload is taken back with the LimitRange's words (said by explain), and the job
+// runs once, on worker-2, once its queue may use it; no Job was ever created on worker-1 (the ledger).
+func TestPodsAWorkerRefusesAreFoundBeforeItsJobIsCreated(t *testing.T) {
+	ns := newNamespace(t, "e2e-limits")
+	dumpOnFailure(t, ns)
+	ctx := context.Background()
+	ownQueue(t, ns, 8)
+	w1 := tb.Worker("worker-1").Client
+	if err := w1.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w1.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	limits := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "two-gpus", Namespace: ns},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{gantry.GPUResource: resource.MustParse("2")}}}}}
+	if err := w1.Create(ctx, limits); err != nil {
+		t.Fatal(err)
+	}
+	job := makeJob(ns, "too-wide-here").gpus(4).runsFor("5s").obj()
+	submit(t, job)
+	const words = "maximum nvidia.com/gpu usage per Container is 2, but limit is 4"
+	eventually(t, "the Workload taken back from worker-1 with its LimitRange's words", time.Minute, poll, func() error {
+		var wl gantry.Workload
+		if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-" + job.Name}, &wl); err != nil {
+			return err
+		}
+		for _, e := range wl.Status.Evictions {
+			if e.Cluster == "worker-1" && e.Reason == gantry.ReasonRemoteJobRefused && strings.Contains(e.Message, words) {
+				return nil
+			}
+		}
+		return fmt.Errorf("evictions %+v", wl.Status.Evictions)
+	})
+	if out := kubectlGantry(t, "explain", job.Name, "-n", ns); !strings.Contains(out, words) {
+		t.Errorf("kubectl gantry explain says nothing of the LimitRange:\n%s", out)
+	}
+	var gq gantry.GlobalQueue
+	if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Name: ns}, &gq); err != nil {
+		t.Fatal(err)
+	}
+	gq.Spec.Clusters = append(gq.Spec.Clusters, gantry.ClusterQuota{Name: "worker-2",
+		Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}})
+	if err := tb.Hub.Client.Update(ctx, &gq); err != nil {
+		t.Fatal(err)
+	}
+	allComplete(t, []*batchv1.Job{job}, 3*time.Minute)
+	if wl := hubWorkload(t, job); wl.Status.ClusterName != "worker-2" {
+		t.Errorf("ran on %q, want worker-2", wl.Status.ClusterName)
+	}
+	checkOneRun(t, ns)
+	checkCreatedOnceOnTheWinner(t, []*batchv1.Job{job})
+	nothingLeftAfterDeletion(t, ns)
+}

@@ -189,3 +189,50 @@ func TestAnAgentJudgesTheNamespaceQuotaBeforeItAdmits(t *testing.T) {
 	setUsed("0")
 	runsOn(t, fits)
 }
+
+// A worker's LimitRange refuses pods, not Jobs: the hub's dry run of the job's pods finds it before the
+// Job is created there, and takes the Workload back with the worker's words; no Job is left there to
+// sit without pods, which its agent would give up only after its placement timeout.
+func TestPodsAWorkerRefusesAreFoundBeforeTheJobIsCreated(t *testing.T) {
+	ctx := context.Background()
+	startHub(t)
+	newGlobalQueue(t, "limits", map[string]int64{"worker-1": 16})
+	ns := newNamespace(t, "limits")
+	dumpOnFailure(t, ns)
+	c := workers["worker-1"].client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	limits := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{gantry.GPUResource: resource.MustParse("4")}}}}}
+	if err := c.Create(ctx, limits); err != nil {
+		t.Fatal(err)
+	}
+	job := gpuJob(ns, "wide", 1, 8)
+	submit(t, job)
+	eventually(t, "the Workload taken back from worker-1 with its LimitRange's words", func() error {
+		wl := &gantry.Workload{}
+		if err := hubEnv.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}, wl); err != nil {
+			return err
+		}
+		for _, e := range wl.Status.Evictions {
+			if e.Cluster == "worker-1" && e.Reason == gantry.ReasonRemoteJobRefused && strings.Contains(e.Message, "maximum nvidia.com/gpu usage per Container is 4") {
+				return nil
+			}
+		}
+		return fmt.Errorf("evictions %+v", wl.Status.Evictions)
+	})
+	if where, err := remoteJobs(job); err != nil || len(where) > 0 {
+		t.Fatalf("a Job on %v (%v) whose pods the worker refuses", where, err)
+	}
+	// Each new epoch is judged anew, and refused; after MaxEvictionsPerCluster the job waits, saying
+	// why, for a cluster that can hold it.
+	cond := pendingReason(t, job, gantry.ReasonNoClusterCanHold)
+	if !strings.Contains(cond.Message, "worker-1: taken back from it 3 times (last: RemoteJobRefused)") {
+		t.Errorf("pending %+v", cond)
+	}
+	if where, err := remoteJobs(job); err != nil || len(where) > 0 {
+		t.Fatalf("a Job on %v (%v) whose pods the worker refuses", where, err)
+	}
+}
