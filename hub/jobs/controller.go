@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -56,9 +57,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(r.Kind.New(), builder.WithPredicates(queued, predicate.GenerationChangedPredicate{})).
 		// A Workload that appears (also each one listed when the hub starts) has its job looked at, so a
 		// Workload whose job went while the hub was down is deleted even where no garbage collector
-		// runs. A Workload that is gone brings its job's name back here too: a job resubmitted under that
-		// name while the old Workload waited for its worker gets its own Workload then.
-		Owns(&gantry.Workload{}, builder.WithPredicates(predicate.Funcs{
+		// runs, and so is one the collector orphaned (a job deleted with --cascade=orphan): the job is
+		// found by the Workload's name, not its owner reference. A Workload that is gone brings its job's
+		// name back here too: a job resubmitted under that name while the old Workload waited for its
+		// worker gets its own Workload then.
+		Watches(&gantry.Workload{}, handler.EnqueueRequestsFromMapFunc(r.jobOf), builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return true },
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
@@ -66,6 +69,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// jobOf is the job of the kind a Workload stands for, by the Workload's name; none for another kind's.
+func (r *Reconciler) jobOf(_ context.Context, wl client.Object) []ctrl.Request {
+	k, name, ok := jobkind.ParseWorkloadName(wl.GetName())
+	if !ok || k.Name() != r.Kind.Name() {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: wl.GetNamespace(), Name: name}}}
 }
 
 // Reconcile creates the job's Workload, or deletes it once the job is gone.

@@ -7,11 +7,15 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch/jobkind"
 )
 
 // TestAJobChangedWhileItWaitsRunsAsItIsNow: a waiting Job whose parallelism and GPUs are raised gets a
@@ -98,4 +102,29 @@ func TestWhatAQueuedJobAsksIsFixedWhereGantryCouldNotHonourAChange(t *testing.T)
 	startAndMirror(t, winner, job)
 	refused("parallelism once it ran", "delete it and submit it again", func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](5) })
 	updateSpec(t, job, func(j *batchv1.Job) { j.Labels["team"] = "vision" }) // a label of its own stays the user's
+}
+
+// A Workload whose job was deleted with --cascade=orphan while the hub was down (the garbage collector
+// took its owner reference away) stands for nothing: the hub, finding it when it starts, deletes it
+// rather than dispatch it, which would hold quota for a job that is not there.
+func TestAWorkloadOrphanedWhileTheHubWasDownIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "orphans")
+	dumpOnFailure(t, ns)
+	orphan := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, "gone"),
+		Labels: map[string]string{gantry.JobNameLabel: "gone"}},
+		Spec: gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1,
+			Requests: corev1.ResourceList{gantry.GPUResource: resource.MustParse("1")}}}}}
+	if err := hubEnv.client.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	startHub(t)
+	newGlobalQueue(t, "orphans", map[string]int64{"worker-1": 8})
+	eventually(t, "the orphaned Workload deleted", func() error {
+		err := hubEnv.client.Get(ctx, client.ObjectKeyFromObject(orphan), &gantry.Workload{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
 }
