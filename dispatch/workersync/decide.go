@@ -25,6 +25,8 @@ const (
 	EventEvicted     = "Evicted"
 	EventUnreachable = "ClusterUnreachable"
 	EventNotCreated  = "JobNotCreated"
+	// EventCopyNotCreated: a nominated cluster's API server does not take the Workload's copy.
+	EventCopyNotCreated = "CopyNotCreated"
 )
 
 // Decide returns what to do for the Workload of v.
@@ -160,6 +162,8 @@ func (d *decider) syncCopies() {
 			// A leftover holds the name; its deletion brings the Workload back here.
 		case cp == nil && nominated && c.CopyExpected.After(d.v.Now):
 			d.plan.requeue(c.CopyExpected.Sub(d.v.Now)) // should the copy never show up, look again
+		case cp == nil && nominated && !c.Fenced && c.CopyRefused != "":
+			d.copyRefused(c)
 		case cp == nil && nominated && !c.Fenced:
 			d.worker(CreateCopy, c.Name, NewCopy(d.wl))
 		case cp == nil:
@@ -173,6 +177,21 @@ func (d *decider) syncCopies() {
 	if len(fenced) > 0 {
 		d.event(corev1.EventTypeNormal, EventWithdrawn, "Withdrew copies from %s", strings.Join(fenced, ", "))
 	}
+}
+
+// copyRefused says, once, that a nominated cluster does not take the Workload's copy, with its API
+// server's words, and asks again every JobCreateRetry: the dispatcher hears nothing from a cluster
+// that holds no copy, so without it the Workload would wait for that cluster in silence.
+func (d *decider) copyRefused(c Cluster) {
+	if c.CopyRefusedNew {
+		d.event(corev1.EventTypeWarning, EventCopyNotCreated, "%s does not take the Workload's copy: %s; trying again every %s",
+			c.Name, c.CopyRefused, JobCreateRetry)
+	}
+	if retry := c.CopyRefusedAt.Add(JobCreateRetry); d.v.Now.Before(retry) {
+		d.plan.requeue(retry.Sub(d.v.Now))
+		return
+	}
+	d.worker(CreateCopy, c.Name, NewCopy(d.wl))
 }
 
 // endIfPastAdmissionDeadline finishes a Workload without a winner that has waited its admission deadline,

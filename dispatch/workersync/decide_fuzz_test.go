@@ -270,5 +270,8 @@ func randomCluster(b *byteSource, name string) Cluster {
 	if b.next(4) == 0 { // the last create did not take, for now
 		c.JobCreateFailing, c.JobCreateFailedAt = "exceeded quota", now.Add(-time.Duration(b.next(3))*4*time.Second)
 	}
+	if b.next(4) == 0 { // the last create of the copy did not take
+		c.CopyRefused, c.CopyRefusedAt, c.CopyRefusedNew = "being terminated", now.Add(-time.Duration(b.next(3))*4*time.Second), b.next(2) == 0
+	}
 	return c
 }

@@ -48,6 +48,22 @@ func TestDecide(t *testing.T) {
 			}(),
 			want: outcome{Requeue: 3 * time.Second},
 		},
+		"nominated: a copy the cluster does not take is said once, and asked again after JobCreateRetry": {
+			view: func() View {
+				c := up("w1")
+				c.CopyRefused, c.CopyRefusedAt, c.CopyRefusedNew = `namespace ns is being terminated`, now.Add(-time.Second), true
+				return view(workload().nominated(2, "w1").obj(), hubJob(), c)
+			}(),
+			want: outcome{Requeue: JobCreateRetry - time.Second, Events: []string{"Warning CopyNotCreated"}},
+		},
+		"nominated: a copy the cluster did not take is asked for again, quietly": {
+			view: func() View {
+				c := up("w1")
+				c.CopyRefused, c.CopyRefusedAt = `namespace ns is being terminated`, now.Add(-JobCreateRetry)
+				return view(workload().nominated(2, "w1").obj(), hubJob(), c)
+			}(),
+			want: outcome{Worker: []string{"CreateCopy w1 Copy ns/job-train uid=wl-uid epoch=2"}},
+		},
 		"nominated: a copy on a cluster no longer nominated is withdrawn": {
 			view: view(workload().nominated(2, "w1").obj(), hubJob(), up("w1").with(copyOf(uid, 2), nil), up("w3").with(copyOf(uid, 2), nil)),
 			want: outcome{Worker: []string{"Delete w3 Copy ns/job-train uid=wl-uid epoch=2"}, Events: []string{"Normal Withdrawn"}},

@@ -80,6 +80,13 @@ type Cluster struct {
 	// (JobRefused): a quota, RBAC, a namespace. Empty when the last create did not fail.
 	JobCreateFailing  string
 	JobCreateFailedAt time.Time
+	// CopyRefused is why the cluster's API server did not take the current epoch's copy the last time
+	// the hub tried (CopyRefusedAt): a namespace being deleted, a quota or a policy on Workloads there.
+	// CopyRefusedNew says this is the first decision that hears of it. Empty when the last create did not
+	// fail.
+	CopyRefused    string
+	CopyRefusedAt  time.Time
+	CopyRefusedNew bool
 	// CopyExpected and JobExpected: the executor created the current epoch's copy (the Job) and its
 	// cache does not show it yet; the zero time when it did not.
 	CopyExpected time.Time

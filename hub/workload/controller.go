@@ -440,9 +440,13 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 	}
 	switch a.Op {
 	case workersync.CreateCopy:
+		key := copyRefusalKey(wl, a.Cluster)
 		if err := createInNamespace(ctx, w, a.Cluster, a.Object); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, err
+			// Said on the hub Job and asked again at the decision's pace, not the controller's backoff.
+			r.refuseCopy(key, wl, apiMessage(err))
+			return true, nil
 		}
+		r.refusals.Delete(key)
 		r.expected.Expect(copyKey(a.Cluster, wl))
 		return true, nil
 	case workersync.CreateJob:
@@ -523,11 +527,49 @@ type refusal struct {
 	message string
 	final   bool
 	at      time.Time
+	// untold: a copy's refusal no decision has heard of yet.
+	untold bool
+}
+
+// copyRefusalKey keys the refusal of the Workload's copy on the cluster, beside its job's.
+func copyRefusalKey(wl *gantry.Workload, cluster string) string {
+	return string(wl.UID) + "/" + cluster + "/copy"
+}
+
+// refuseCopy remembers that the cluster did not take the copy of the Workload's current epoch; untold
+// until a decision heard of a refusal of that epoch.
+func (r *Reconciler) refuseCopy(key string, wl *gantry.Workload, message string) {
+	untold := true
+	if v, ok := r.refusals.Load(key); ok && v.(refusal).epoch == wl.Status.DispatchEpoch {
+		untold = v.(refusal).untold
+	}
+	r.refusals.Store(key, refusal{epoch: wl.Status.DispatchEpoch, message: message, at: r.Clock.Now(), untold: untold})
+}
+
+// readCopyRefusal fills in why the cluster did not take the copy of the Workload's current epoch; the
+// decision that reads it first is told it is new.
+func (r *Reconciler) readCopyRefusal(c *workersync.Cluster, wl *gantry.Workload) {
+	key := copyRefusalKey(wl, c.Name)
+	v, ok := r.refusals.Load(key)
+	if !ok {
+		return
+	}
+	ref := v.(refusal)
+	if ref.epoch != wl.Status.DispatchEpoch {
+		r.refusals.Delete(key)
+		return
+	}
+	c.CopyRefused, c.CopyRefusedAt, c.CopyRefusedNew = ref.message, ref.at, ref.untold
+	if ref.untold {
+		ref.untold = false
+		r.refusals.Store(key, ref)
+	}
 }
 
 // readRefusal fills in why the cluster did not take the job of the Workload's current epoch, for good
 // or for now; a refusal of an earlier epoch is forgotten.
 func (r *Reconciler) readRefusal(c *workersync.Cluster, wl *gantry.Workload) {
+	r.readCopyRefusal(c, wl)
 	key := string(wl.UID) + "/" + c.Name
 	v, ok := r.refusals.Load(key)
 	if !ok {

@@ -20,6 +20,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/dispatch/workersync"
 	"github.com/gantry-dev/gantry/hub/dispatcher"
 )
 
@@ -235,4 +236,59 @@ func TestPodsAWorkerRefusesAreFoundBeforeTheJobIsCreated(t *testing.T) {
 	if where, err := remoteJobs(job); err != nil || len(where) > 0 {
 		t.Fatalf("a Job on %v (%v) whose pods the worker refuses", where, err)
 	}
+}
+
+// A nominated cluster whose API server does not take the Workload's copy (here its quota on
+// Workloads; a namespace being deleted there, a policy) is said within seconds: a Warning Event on the
+// hub Job with the worker's words, once. The hub asks again every few seconds, not at the controller's
+// backoff, so the job runs soon after the quota is lifted.
+func TestACopyAWorkerDoesNotTakeIsSaidAndAskedForAgain(t *testing.T) {
+	ctx := context.Background()
+	startHub(t)
+	newGlobalQueue(t, "copyquota", map[string]int64{"worker-1": 16})
+	ns := newNamespace(t, "copyquota")
+	dumpOnFailure(t, ns)
+	c := workers["worker-1"].client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	const workloads = corev1.ResourceName("count/workloads.gantry.dev")
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-workloads", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{workloads: resource.MustParse("0")}}}
+	if err := c.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	setHard := func(n string) { // the quota controller, which keeps the status, does not run here
+		t.Helper()
+		quota.Status = corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{workloads: resource.MustParse(n)}, Used: corev1.ResourceList{workloads: resource.MustParse("0")}}
+		if err := c.Status().Update(ctx, quota); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setHard("0")
+	job := gpuJob(ns, "no-copy", 1, 1)
+	submit(t, job)
+	eventually(t, "a Warning Event saying worker-1 does not take the copy", func() error {
+		if evs := hubEvents(t, ns, job.Name); !strings.Contains(evs, "Warning CopyNotCreated: worker-1 does not take the Workload's copy: ") ||
+			!strings.Contains(evs, "exceeded quota: no-workloads") {
+			return fmt.Errorf("events %q", evs)
+		}
+		return nil
+	})
+	time.Sleep(2 * workersync.JobCreateRetry) // asked again twice meanwhile
+	var events corev1.EventList
+	if err := hubEnv.client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == workersync.EventCopyNotCreated && (e.Series != nil || e.Count > 1) {
+			t.Errorf("CopyNotCreated said again: %+v, count %d", e.Series, e.Count)
+		}
+	}
+	quota.Spec.Hard[workloads] = resource.MustParse("10")
+	if err := c.Update(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	setHard("10")
+	runsOn(t, job)
 }
