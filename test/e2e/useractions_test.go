@@ -311,22 +311,7 @@ func TestAWorkersNamespaceQuotaIsJudgedBeforeAdmission(t *testing.T) {
 	if out := kubectlGantry(t, "explain", job.Name, "-n", ns); !strings.Contains(out, gantry.ReasonNamespaceQuotaTooSmall+": "+words) {
 		t.Errorf("kubectl gantry explain says nothing of the quota:\n%s", out)
 	}
-	var gq gantry.GlobalQueue
-	if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Name: ns}, &gq); err != nil {
-		t.Fatal(err)
-	}
-	gq.Spec.Clusters = append(gq.Spec.Clusters, gantry.ClusterQuota{Name: "worker-2",
-		Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}})
-	if err := tb.Hub.Client.Update(ctx, &gq); err != nil {
-		t.Fatal(err)
-	}
-	allComplete(t, []*batchv1.Job{job}, 3*time.Minute)
-	if wl := hubWorkload(t, job); wl.Status.ClusterName != "worker-2" {
-		t.Errorf("ran on %q, want worker-2", wl.Status.ClusterName)
-	}
-	checkOneRun(t, ns)
-	checkCreatedOnceOnTheWinner(t, []*batchv1.Job{job})
-	nothingLeftAfterDeletion(t, ns)
+	runsOnWorker2Once(t, ns, job)
 }
 
 // TestPodsAWorkerRefusesAreFoundBeforeItsJobIsCreated: a LimitRange on worker-1 refuses the job's pods,
@@ -369,6 +354,14 @@ func TestPodsAWorkerRefusesAreFoundBeforeItsJobIsCreated(t *testing.T) {
 	if out := kubectlGantry(t, "explain", job.Name, "-n", ns); !strings.Contains(out, words) {
 		t.Errorf("kubectl gantry explain says nothing of the LimitRange:\n%s", out)
 	}
+	runsOnWorker2Once(t, ns, job)
+}
+
+// runsOnWorker2Once lets the namespace's own GlobalQueue (ownQueue) use worker-2 too, and checks that
+// the job, which worker-1 would not take, then runs once, on worker-2, and leaves nothing behind.
+func runsOnWorker2Once(t *testing.T, ns string, job *batchv1.Job) {
+	t.Helper()
+	ctx := context.Background()
 	var gq gantry.GlobalQueue
 	if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Name: ns}, &gq); err != nil {
 		t.Fatal(err)
