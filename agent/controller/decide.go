@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,9 +37,10 @@ type Input struct {
 	Jobs map[types.NamespacedName]client.Object
 	// Kinds are the kinds of jobs the cluster serves; nil serves every kind.
 	Kinds map[gantryv1alpha1.JobKind]bool
-	// PriorityClasses and RuntimeClasses are the names of the cluster's classes; nil when not known,
-	// and then not judged.
-	PriorityClasses, RuntimeClasses map[string]bool
+	// PriorityClasses are the names of the cluster's PriorityClasses, RuntimeClasses its RuntimeClasses
+	// by name; nil when not known, and then not judged.
+	PriorityClasses map[string]bool
+	RuntimeClasses  map[string]*nodev1.RuntimeClass
 	// Quotas are the cluster's ResourceQuotas; a copy is admitted only within what those of its
 	// namespace leave. Nil judges none.
 	Quotas []*corev1.ResourceQuota
@@ -229,7 +231,7 @@ func missingClass(in Input, c *gantryv1alpha1.Workload) string {
 		if name := ps.PriorityClassName; name != "" && in.PriorityClasses != nil && !in.PriorityClasses[name] {
 			return fmt.Sprintf("pod set %q names PriorityClass %q, which this cluster does not have: its pods would be refused here", ps.Name, name)
 		}
-		if name := ps.RuntimeClassName; name != "" && in.RuntimeClasses != nil && !in.RuntimeClasses[name] {
+		if name := ps.RuntimeClassName; name != "" && in.RuntimeClasses != nil && in.RuntimeClasses[name] == nil {
 			return fmt.Sprintf("pod set %q names RuntimeClass %q, which this cluster does not have: its pods would be refused here", ps.Name, name)
 		}
 	}
@@ -328,7 +330,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 			continue
 		}
 		if !progress.Done() {
-			refit = append(refit, remainingGang(heldToAdmission(GangFromCopy(c), c.Status.Admission), progress))
+			refit = append(refit, remainingGang(heldToAdmission(withRuntimeClasses(GangFromCopy(c), c, in.RuntimeClasses), c.Status.Admission), progress))
 		}
 	}
 	if len(refit) > 0 {
@@ -363,13 +365,13 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas) {
 			continue
 		}
 		if len(nq[c.Namespace]) > 0 { // most namespaces have no quota: nothing to count
-			demand := quotaDemand(c, job != nil, nil)
+			demand := quotaDemand(c, in.RuntimeClasses, job != nil, nil)
 			if !p.withinQuota(in, cs.current[GangKey(c)], c, nq, demand) {
 				continue
 			}
 			demands[GangKey(c)] = demand
 		}
-		g := GangFromCopy(c)
+		g := withRuntimeClasses(GangFromCopy(c), c, in.RuntimeClasses)
 		g.Preempting = preemptionUnderWay(in, cs, c)
 		gangs = append(gangs, g)
 	}

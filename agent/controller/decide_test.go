@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -877,15 +879,17 @@ func TestDecideClassNotFound(t *testing.T) {
 		return c
 	}
 	for name, tc := range map[string]struct {
-		copy              *gantryv1alpha1.Workload
-		priority, runtime map[string]bool
-		reason, words     string
+		copy          *gantryv1alpha1.Workload
+		priority      map[string]bool
+		runtime       map[string]*nodev1.RuntimeClass
+		reason, words string
 	}{
-		"no such PriorityClass": {copy: named("urgent", ""), priority: map[string]bool{"low": true}, runtime: map[string]bool{},
+		"no such PriorityClass": {copy: named("urgent", ""), priority: map[string]bool{"low": true}, runtime: map[string]*nodev1.RuntimeClass{},
 			reason: gantryv1alpha1.ReasonClassNotFound, words: `names PriorityClass "urgent", which this cluster does not have`},
-		"no such RuntimeClass": {copy: named("", "nvidia"), priority: map[string]bool{}, runtime: map[string]bool{"kata": true},
+		"no such RuntimeClass": {copy: named("", "nvidia"), priority: map[string]bool{}, runtime: map[string]*nodev1.RuntimeClass{"kata": {}},
 			reason: gantryv1alpha1.ReasonClassNotFound, words: `names RuntimeClass "nvidia"`},
-		"both there":      {copy: named("urgent", "nvidia"), priority: map[string]bool{"urgent": true}, runtime: map[string]bool{"nvidia": true}, reason: gantryv1alpha1.ReasonFits},
+		"both there": {copy: named("urgent", "nvidia"), priority: map[string]bool{"urgent": true}, runtime: map[string]*nodev1.RuntimeClass{"nvidia": {}},
+			reason: gantryv1alpha1.ReasonFits},
 		"classes unknown": {copy: named("urgent", "nvidia"), reason: gantryv1alpha1.ReasonFits},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -978,5 +982,50 @@ func TestDecideHoldsTheRoomAPreemptionFrees(t *testing.T) {
 	in.Pods = []*corev1.Pod{gpuPod("low-0", "hub-low", "8").Node("n1").PodSet("main").Obj()}
 	if got := outcomeOf(in, Decide(in)).Updates["ns/small"]; got != "True/Fits" {
 		t.Errorf("small copy %s without a preemption under way", got)
+	}
+}
+
+// The RuntimeClass a pod set names counts as it does at the pods' admission on the cluster: its pod
+// overhead adds to each pod's requests (two 3-CPU pods with 1 CPU of overhead do not fit a 7-CPU node),
+// its scheduling's node selector and tolerations narrow and widen where they may run.
+func TestDecideCountsTheRuntimeClass(t *testing.T) {
+	cpuNode := func(name, cpu string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+		n := agenttest.MakeNode(name).Allocatable("cpu", cpu, "pods", "110").Obj()
+		n.Labels, n.Spec.Taints = labels, taints
+		return n
+	}
+	twoPods := func(runtime string) *gantryv1alpha1.Workload {
+		c := copyOf("a", 0, 2, "0").Obj()
+		c.Spec.PodSets[0].Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+		c.Spec.PodSets[0].RuntimeClassName = runtime
+		return c
+	}
+	kata := &nodev1.RuntimeClass{Handler: "kata", Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}
+	sandboxed := &nodev1.RuntimeClass{Handler: "gvisor", Scheduling: &nodev1.Scheduling{
+		NodeSelector: map[string]string{"sandbox": "gvisor"},
+		Tolerations:  []corev1.Toleration{{Key: "sandbox", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}}
+	taint := corev1.Taint{Key: "sandbox", Value: "only", Effect: corev1.TaintEffectNoSchedule}
+	for name, tc := range map[string]struct {
+		nodes  []*corev1.Node
+		copy   *gantryv1alpha1.Workload
+		reason string
+	}{
+		"without overhead two 3-CPU pods fit 7 CPUs": {nodes: []*corev1.Node{cpuNode("n", "7", nil)}, copy: twoPods(""), reason: gantryv1alpha1.ReasonFits},
+		"with 1 CPU of overhead each they do not":    {nodes: []*corev1.Node{cpuNode("n", "7", nil)}, copy: twoPods("kata"), reason: gantryv1alpha1.ReasonNeverFits},
+		"with overhead they fit 8 CPUs":              {nodes: []*corev1.Node{cpuNode("n", "8", nil)}, copy: twoPods("kata"), reason: gantryv1alpha1.ReasonFits},
+		"the class's node selector leaves out a node without its label": {nodes: []*corev1.Node{cpuNode("n", "64", nil)},
+			copy: twoPods("gvisor"), reason: gantryv1alpha1.ReasonNoEligibleNode},
+		"the class's tolerations let it onto a node it selects and taints": {nodes: []*corev1.Node{cpuNode("n", "64", map[string]string{"sandbox": "gvisor"}, taint)},
+			copy: twoPods("gvisor"), reason: gantryv1alpha1.ReasonFits},
+		"without the class the tainted node is not for it": {nodes: []*corev1.Node{cpuNode("n", "64", map[string]string{"sandbox": "gvisor"}, taint)},
+			copy: twoPods(""), reason: gantryv1alpha1.ReasonNoEligibleNode},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := Decide(Input{Nodes: tc.nodes, Copies: []*gantryv1alpha1.Workload{tc.copy},
+				RuntimeClasses: map[string]*nodev1.RuntimeClass{"kata": kata, "gvisor": sandboxed}, Now: now})
+			if len(p.Updates) != 1 || p.Updates[0].Condition.Reason != tc.reason {
+				t.Fatalf("updates %+v, want %s", p.Updates, tc.reason)
+			}
+		})
 	}
 }

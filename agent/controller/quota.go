@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,7 +52,7 @@ func newNamespaceQuotas(quotas []*corev1.ResourceQuota) namespaceQuotas {
 // and, per pod set, the pods not created yet (toCreate; nil for all of them) with their requests, under
 // every name a quota may give them (pods, count/pods, requests.<name>, and cpu, memory and
 // ephemeral-storage alone).
-func quotaDemand(c *gantryv1alpha1.Workload, jobCreated bool, toCreate map[string]int32) map[corev1.ResourceName]int64 {
+func quotaDemand(c *gantryv1alpha1.Workload, classes map[string]*nodev1.RuntimeClass, jobCreated bool, toCreate map[string]int32) map[corev1.ResourceName]int64 {
 	d := map[corev1.ResourceName]int64{}
 	if !jobCreated {
 		gr := jobkind.Of(c).Resource().GroupResource()
@@ -67,7 +68,7 @@ func quotaDemand(c *gantryv1alpha1.Workload, jobCreated bool, toCreate map[strin
 		}
 		d[corev1.ResourcePods] += 1000 * n
 		d["count/pods"] += 1000 * n
-		for r, q := range ps.Requests {
+		for r, q := range withOverhead(ps.Requests, classes[ps.RuntimeClassName]) {
 			d[corev1.ResourceName("requests."+string(r))] += n * q.MilliValue()
 			if r == corev1.ResourceCPU || r == corev1.ResourceMemory || r == corev1.ResourceEphemeralStorage {
 				d[r] += n * q.MilliValue()
@@ -131,7 +132,7 @@ func quotasLeft(in Input, cs copyStates, podsByCopy map[string][]*corev1.Pod) na
 		if owned && JobFinished(c, job) {
 			continue
 		}
-		nq.charge(c.Namespace, quotaDemand(c, owned, podsToCreate(c, podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]])))
+		nq.charge(c.Namespace, quotaDemand(c, in.RuntimeClasses, owned, podsToCreate(c, podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]])))
 	}
 	return nq
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,5 +76,25 @@ func TestDecideWithinNamespaceQuotas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A ResourceQuota counts a pod's RuntimeClass overhead in its requests, and so does the demand the agent
+// charges.
+func TestQuotaDemandCountsTheRuntimeClassOverhead(t *testing.T) {
+	c := copyOf("a", 0, 2, "1").Obj()
+	c.Spec.PodSets[0].Requests[corev1.ResourceCPU] = resource.MustParse("3")
+	c.Spec.PodSets[0].RuntimeClassName = "kata"
+	classes := map[string]*nodev1.RuntimeClass{"kata": {Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("1Ki")}}}}
+	d := quotaDemand(c, classes, true, nil)
+	if got := d["requests.cpu"]; got != 6500 {
+		t.Errorf("requests.cpu %d milli, want 6500 (2 pods x (3 + 0.25))", got)
+	}
+	if got := d["requests.memory"]; got != 2*1024*1000 {
+		t.Errorf("requests.memory %d milli, want 2Ki", got)
+	}
+	if got := quotaDemand(c, nil, true, nil)["requests.cpu"]; got != 6000 {
+		t.Errorf("without the class known: requests.cpu %d milli, want 6000", got)
 	}
 }

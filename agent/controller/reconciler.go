@@ -259,8 +259,8 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	return in, nil
 }
 
-// classes are the names of the cluster's PriorityClasses and RuntimeClasses.
-func (r *Reconciler) classes(ctx context.Context) (priority, runtime map[string]bool, err error) {
+// classes are the names of the cluster's PriorityClasses, and its RuntimeClasses by name.
+func (r *Reconciler) classes(ctx context.Context) (priority map[string]bool, runtime map[string]*nodev1.RuntimeClass, err error) {
 	var pcs schedulingv1.PriorityClassList
 	if err := r.client.List(ctx, &pcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("listing PriorityClasses: %w", err)
@@ -269,12 +269,12 @@ func (r *Reconciler) classes(ctx context.Context) (priority, runtime map[string]
 	if err := r.client.List(ctx, &rcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("listing RuntimeClasses: %w", err)
 	}
-	priority, runtime = make(map[string]bool, len(pcs.Items)), make(map[string]bool, len(rcs.Items))
+	priority, runtime = make(map[string]bool, len(pcs.Items)), make(map[string]*nodev1.RuntimeClass, len(rcs.Items))
 	for i := range pcs.Items {
 		priority[pcs.Items[i].Name] = true
 	}
 	for i := range rcs.Items {
-		runtime[rcs.Items[i].Name] = true
+		runtime[rcs.Items[i].Name] = &rcs.Items[i] // the cache's own: read, never changed
 	}
 	return priority, runtime, nil
 }
