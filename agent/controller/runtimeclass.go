@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/agent/admission"
+	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
 // withRuntimeClasses is the gang of copy c as its pods reach this cluster's scheduler: the RuntimeClass
