@@ -200,14 +200,21 @@ func allComplete(t *testing.T, submitted []*batchv1.Job, timeout time.Duration) 
 	})
 }
 
+// hubWorkload is the hub Workload of the job, waiting a while for one just submitted.
 func hubWorkload(t *testing.T, job *batchv1.Job) *gantry.Workload {
 	t.Helper()
 	var wl gantry.Workload
 	key := types.NamespacedName{Namespace: job.Namespace, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
-	if err := tb.Hub.Client.Get(context.Background(), key, &wl); err != nil {
-		t.Fatalf("getting the hub workload of %s: %v", job.Name, err)
+	// A job just submitted gets its Workload a moment later.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(poll) {
+		err := tb.Hub.Client.Get(context.Background(), key, &wl)
+		if err == nil {
+			return &wl
+		}
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			t.Fatalf("getting the hub workload of %s: %v", job.Name, err)
+		}
 	}
-	return &wl
 }
 
 // winnerOf returns the cluster the hub recorded as the job's winner; an error until there is one.
