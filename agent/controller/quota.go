@@ -25,20 +25,28 @@ type quotaLeft struct {
 	name string
 	hard map[corev1.ResourceName]int64
 	left map[corev1.ResourceName]int64
+	// uncounted are the resources the quota's spec limits that its status does not count yet: the API
+	// server refuses what asks for them until the quota controller has counted them.
+	uncounted map[corev1.ResourceName]bool
 }
 
-// newNamespaceQuotas reads the quotas' status, as the quota controller keeps it; a quota whose status
-// says nothing yet limits nothing.
+// newNamespaceQuotas reads the quotas' status, as the quota controller keeps it.
 func newNamespaceQuotas(quotas []*corev1.ResourceQuota) namespaceQuotas {
 	nq := namespaceQuotas{}
 	for _, q := range quotas {
-		if len(q.Status.Hard) == 0 {
+		if len(q.Spec.Hard) == 0 && len(q.Status.Hard) == 0 {
 			continue
 		}
-		ql := &quotaLeft{name: q.Name, hard: map[corev1.ResourceName]int64{}, left: map[corev1.ResourceName]int64{}}
+		ql := &quotaLeft{name: q.Name, hard: map[corev1.ResourceName]int64{}, left: map[corev1.ResourceName]int64{},
+			uncounted: map[corev1.ResourceName]bool{}}
 		for r, h := range q.Status.Hard {
 			used := q.Status.Used[r]
 			ql.hard[r], ql.left[r] = h.MilliValue(), h.MilliValue()-used.MilliValue()
+		}
+		for r := range q.Spec.Hard {
+			if _, counted := q.Status.Hard[r]; !counted {
+				ql.uncounted[r] = true
+			}
 		}
 		nq[q.Namespace] = append(nq[q.Namespace], ql)
 	}
@@ -102,6 +110,8 @@ func (nq namespaceQuotas) judge(ns string, d map[corev1.ResourceName]int64) (fit
 		for _, r := range names {
 			hard, limited := q.hard[r]
 			switch {
+			case q.uncounted[r] && d[r] > 0:
+				return false, false, fmt.Sprintf("ResourceQuota %s of namespace %s does not count %s yet (its controller has not caught up)", q.name, ns, r)
 			case !limited || d[r] <= q.left[r]:
 			case d[r] > hard:
 				return false, true, fmt.Sprintf("ResourceQuota %s of namespace %s allows %s %s; the job needs %s",

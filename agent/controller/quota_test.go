@@ -36,8 +36,27 @@ func TestDecideWithinNamespaceQuotas(t *testing.T) {
 	}{
 		"no quota": {copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
 			want: map[string]want{"a": {reason: gantryv1alpha1.ReasonFits}}},
-		"a quota whose status says nothing yet limits nothing": {
+		"a quota that limits nothing limits nothing": {
 			quotas: []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "ns"}}},
+			copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
+			want:   map[string]want{"a": {reason: gantryv1alpha1.ReasonFits}}},
+		"a quota its controller has not counted yet makes what it limits wait": {
+			quotas: []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "ns"},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{gpus: resource.MustParse("8")}}}},
+			copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
+			want: map[string]want{"a": {reason: gantryv1alpha1.ReasonInsufficientResources,
+				words: "ResourceQuota new of namespace ns does not count requests.nvidia.com/gpu yet"}}},
+		"a resource added to a quota is not counted until its controller caught up": {
+			quotas: []*corev1.ResourceQuota{func() *corev1.ResourceQuota {
+				q := gpuQuota("pods", "10", "0")
+				q.Spec.Hard = corev1.ResourceList{"pods": resource.MustParse("10"), gpus: resource.MustParse("64")}
+				return q
+			}()},
+			copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
+			want:   map[string]want{"a": {reason: gantryv1alpha1.ReasonInsufficientResources, words: "does not count requests.nvidia.com/gpu yet"}}},
+		"what an uncounted quota does not limit goes": {
+			quotas: []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "ns"},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/secrets": resource.MustParse("8")}}}},
 			copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
 			want:   map[string]want{"a": {reason: gantryv1alpha1.ReasonFits}}},
 		"more GPUs than the quota allows at all": {quotas: []*corev1.ResourceQuota{gpuQuota(gpus, "8", "0")},
