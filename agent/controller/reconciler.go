@@ -12,10 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -95,6 +97,8 @@ type Reconciler struct {
 	// kinds are the kinds of jobs the cluster serves (batch Jobs always; others once their API is found
 	// at start).
 	kinds map[gantryv1alpha1.JobKind]bool
+	// podGroups: the cluster serves the PodGroup API, found at start (GangScheduling).
+	podGroups bool
 }
 
 // NewReconciler returns the agent's reconciler. c must read from a cache set up with CacheOptions (any
@@ -145,10 +149,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&nodev1.RuntimeClass{}, enqueue, builder.WithPredicates(createdOrDeleted)).
 		Watches(&corev1.ResourceQuota{}, enqueue, builder.WithPredicates(quotaChanged)).
 		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
+	r.podGroups = serves(mgr, schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"))
 	for _, k := range jobkind.All() {
 		if k.Name() != gantryv1alpha1.JobKindJob {
-			gvk := k.GroupVersionKind()
-			if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil || !mgr.GetScheme().Recognizes(gvk) {
+			if !serves(mgr, k.GroupVersionKind()) {
 				continue // not served here: copies of the kind are refused (KindNotServed)
 			}
 		}
@@ -156,6 +160,12 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		b = b.Watches(k.New(), enqueue, builder.WithPredicates(jobChanged))
 	}
 	return b.Complete(r)
+}
+
+// serves says whether the cluster serves the kind, and the agent knows its type.
+func serves(mgr manager.Manager, gvk schema.GroupVersionKind) bool {
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil && mgr.GetScheme().Recognizes(gvk)
 }
 
 // Reconcile runs one pass: read the caches, decide, write the copies' conditions, then the report.

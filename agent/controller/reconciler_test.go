@@ -171,10 +171,12 @@ func TestReportDue(t *testing.T) {
 	capacity := gantryv1alpha1.CapacitySummary{Nodes: 2, ReadyNodes: 2}
 	want := gantryv1alpha1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}
 	cases := map[string]struct {
-		cur      gantryv1alpha1.CapacityReportStatus
-		now      time.Time
-		due      bool
-		nextWant time.Duration
+		cur gantryv1alpha1.CapacityReportStatus
+		// saidNothing: cur has no conditions; the others show those wanted.
+		saidNothing bool
+		now         time.Time
+		due         bool
+		nextWant    time.Duration
 	}{
 		"never written": {
 			cur: gantryv1alpha1.CapacityReportStatus{}, now: at, due: true, nextWant: 30 * time.Second,
@@ -199,14 +201,40 @@ func TestReportDue(t *testing.T) {
 			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "old", HeartbeatTime: metav1.NewTime(at), Capacity: capacity},
 			now: at.Add(time.Second), due: true, nextWant: 30 * time.Second,
 		},
+		"written by an agent that said nothing of gang scheduling": {
+			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}, saidNothing: true,
+			now: at.Add(time.Second), due: true, nextWant: 30 * time.Second,
+		},
 	}
+	want.Conditions = []metav1.Condition{GangSchedulingCondition(nil, true, at)}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if !tc.cur.HeartbeatTime.IsZero() && !tc.saidNothing {
+				tc.cur.Conditions = want.Conditions
+			}
 			due, next := ReportDue(tc.cur, want, tc.now, 30*time.Second)
 			if due != tc.due || next != tc.nextWant {
 				t.Errorf("ReportDue = %v, %s; want %v, %s", due, next, tc.due, tc.nextWant)
 			}
 		})
+	}
+}
+
+// The GangScheduling condition says whether the cluster serves PodGroups, and keeps its transition time
+// while that does not change.
+func TestGangSchedulingCondition(t *testing.T) {
+	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	served := GangSchedulingCondition(nil, true, at)
+	if served.Status != metav1.ConditionTrue || served.Reason != gantryv1alpha1.ReasonPodGroupsServed {
+		t.Errorf("served: %+v", served)
+	}
+	later := GangSchedulingCondition([]metav1.Condition{served}, true, at.Add(time.Hour))
+	if !later.LastTransitionTime.Equal(&served.LastTransitionTime) {
+		t.Errorf("the transition time moved without a transition: %v", later.LastTransitionTime)
+	}
+	gone := GangSchedulingCondition([]metav1.Condition{served}, false, at.Add(time.Hour))
+	if gone.Status != metav1.ConditionFalse || gone.Reason != gantryv1alpha1.ReasonNoPodGroupAPI || !gone.LastTransitionTime.Time.Equal(at.Add(time.Hour)) {
+		t.Errorf("not served any more: %+v", gone)
 	}
 }
 

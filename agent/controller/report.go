@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,11 +52,26 @@ func CapacityFromSummary(s admission.Summary) gantryv1alpha1.CapacitySummary {
 	return out
 }
 
+// GangSchedulingCondition is the report's GangScheduling condition for a cluster that serves the
+// PodGroup API or not, its transition time kept from cur's conditions.
+func GangSchedulingCondition(cur []metav1.Condition, served bool, now time.Time) metav1.Condition {
+	c := metav1.Condition{Type: gantryv1alpha1.ClusterGangScheduling, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonNoPodGroupAPI,
+		Message: "the cluster does not serve scheduling.k8s.io/v1beta1 PodGroups: its scheduler binds a gang's pods one by one", LastTransitionTime: metav1.NewTime(now).Rfc3339Copy()}
+	if served {
+		c.Status, c.Reason = metav1.ConditionTrue, gantryv1alpha1.ReasonPodGroupsServed
+		c.Message = "the cluster serves scheduling.k8s.io/v1beta1 PodGroups: its scheduler binds a gang's pods all or none"
+	}
+	if old := apimeta.FindStatusCondition(cur, c.Type); old != nil && old.Status == c.Status {
+		c.LastTransitionTime = old.LastTransitionTime
+	}
+	return c
+}
+
 // ReportDue tells whether a report showing cur must be rewritten to show want at now: when its cluster
-// name or capacity differ, or its heartbeat is interval old. It also returns how long until the next
+// name, capacity or conditions differ, or its heartbeat is interval old. It also returns how long until the next
 // heartbeat falls due if nothing changes.
 func ReportDue(cur gantryv1alpha1.CapacityReportStatus, want gantryv1alpha1.CapacityReportStatus, now time.Time, interval time.Duration) (bool, time.Duration) {
-	if cur.HeartbeatTime.IsZero() || cur.ClusterName != want.ClusterName {
+	if cur.HeartbeatTime.IsZero() || cur.ClusterName != want.ClusterName || !equality.Semantic.DeepEqual(cur.Conditions, want.Conditions) {
 		return true, interval
 	}
 	age := now.Sub(cur.HeartbeatTime.Time)
@@ -83,7 +99,6 @@ func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1alpha1.Cap
 		HeartbeatTime: metav1.NewTime(now).Rfc3339Copy(),
 		Capacity:      capacity,
 	}
-
 	report := &gantryv1alpha1.CapacityReport{}
 	err := r.client.Get(ctx, client.ObjectKey{Name: r.opts.ClusterName}, report)
 	switch {
@@ -106,6 +121,7 @@ func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1alpha1.Cap
 	if written, behind := r.lastReport.Behind(report.Name, report.ResourceVersion); behind {
 		cur = written // the cache does not show the last write yet
 	}
+	want.Conditions = []metav1.Condition{GangSchedulingCondition(cur.Conditions, r.podGroups, now)}
 	due, next := ReportDue(cur, want, now, r.opts.HeartbeatInterval)
 	if !due {
 		return next, nil

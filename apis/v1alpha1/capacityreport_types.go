@@ -72,6 +72,11 @@ type CapacityReportStatus struct {
 	// Capacity is the summary itself.
 	// +optional
 	Capacity CapacitySummary `json:"capacity,omitempty"`
+	// Conditions say what the cluster offers Gantry's jobs beyond capacity: GangScheduling.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -177,6 +177,13 @@ const (
 	ClusterConnected = "Connected"
 	// ClusterAgentReady is True while the cluster's agent publishes fresh capacity reports.
 	ClusterAgentReady = "AgentReady"
+	// ClusterGangScheduling, on a CapacityReport and, as its agent reports it, on the WorkerCluster, is
+	// True when the cluster serves the PodGroup API (scheduling.k8s.io/v1beta1): its kube-scheduler can
+	// bind a gang's pods all or none.
+	ClusterGangScheduling = "GangScheduling"
+	// ReasonPodGroupsServed and ReasonNoPodGroupAPI are ClusterGangScheduling's reasons.
+	ReasonPodGroupsServed = "PodGroupsServed"
+	ReasonNoPodGroupAPI   = "NoPodGroupAPI"
 
 	ReasonConnected          = "Connected"
 	ReasonSecretNotFound     = "SecretNotFound"

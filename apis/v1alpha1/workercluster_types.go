@@ -122,6 +122,7 @@ type WorkerClusterStatus struct {
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`
 // +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.cordoned`
 // +kubebuilder:printcolumn:name="Fenced",type=boolean,JSONPath=`.spec.fenced`
+// +kubebuilder:printcolumn:name="Gangs",type=string,JSONPath=`.status.conditions[?(@.type=="GangScheduling")].status`,priority=1
 // +kubebuilder:printcolumn:name="Failover",type=string,JSONPath=`.spec.failover.policy`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -196,6 +196,7 @@ func (r *Reconciler) observeAgent(ctx context.Context, name string, status *gant
 			newest = &reports.Items[i]
 		}
 	}
+	observeGangScheduling(newest, status)
 	switch {
 	case newest == nil:
 		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionFalse, gantry.ReasonNoCapacityReport, "no agent has published a CapacityReport in the cluster")
@@ -207,6 +208,20 @@ func (r *Reconciler) observeAgent(ctx context.Context, name string, status *gant
 		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionTrue, gantry.ReasonAgentReporting, "agent "+newest.Status.ClusterName+" is reporting")
 		status.Capacity = newest.Status.Capacity.DeepCopy()
 	}
+}
+
+// observeGangScheduling shows on the WorkerCluster whether its scheduler binds gangs all or none, as its
+// agent reports it; nothing when no agent said.
+func observeGangScheduling(report *gantry.CapacityReport, status *gantry.WorkerClusterStatus) {
+	var said *metav1.Condition
+	if report != nil {
+		said = apimeta.FindStatusCondition(report.Status.Conditions, gantry.ClusterGangScheduling)
+	}
+	if said == nil {
+		apimeta.RemoveStatusCondition(&status.Conditions, gantry.ClusterGangScheduling)
+		return
+	}
+	setCondition(status, 0, gantry.ClusterGangScheduling, said.Status, said.Reason, said.Message)
 }
 
 // backoff is the wait before the next attempt: it doubles while failures of the same reason repeat, and

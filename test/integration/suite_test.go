@@ -151,7 +151,7 @@ func jobSetCRDs() (string, error) {
 
 // startCluster starts one API server with Gantry's CRDs, OCM's Placement CRDs on the hub, and the
 // JobSet, KubeRay and Kubeflow trainer CRDs on the hub and on jobSetWorker (the other worker has none, as a cluster
-// without them would).
+// without them would), which also serves the PodGroup API.
 func startCluster(name string) (*cluster, error) {
 	crds := []string{filepath.Join(repoRoot(), "deploy", "crd")}
 	if name == "hub" {
@@ -177,6 +177,12 @@ func startCluster(name string) (*cluster, error) {
 		crds = append(crds, dir, filepath.Join(rayDir, "config", "crd", "bases"), filepath.Join(trainerDir, "manifests", "base", "crds"))
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+	if name == jobSetWorker {
+		// A worker whose scheduler can bind gangs: it serves the PodGroup API.
+		api := env.ControlPlane.GetAPIServer().Configure()
+		api.Append("runtime-config", "scheduling.k8s.io/v1beta1=true")
+		api.Append("feature-gates", "GenericWorkload=true")
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop() // Start can fail after its processes came up (installing CRDs)

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -33,6 +34,12 @@ func TestCapacityReachesTheHub(t *testing.T) {
 			}
 			if p := c.GPUProducts[0]; p.Product != "NVIDIA-H100-80GB-HBM3" || p.Allocatable != 16 || p.Nodes != 2 {
 				return fmt.Errorf("%s gpu products %+v", n, c.GPUProducts)
+			}
+			// jobSetWorker's API server serves the PodGroup API; the other's does not.
+			want := map[bool]string{true: gantry.ReasonPodGroupsServed, false: gantry.ReasonNoPodGroupAPI}[n == jobSetWorker]
+			if g := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterGangScheduling); g == nil || g.Reason != want ||
+				(g.Status == metav1.ConditionTrue) != (n == jobSetWorker) {
+				return fmt.Errorf("%s GangScheduling %+v, want %s", n, g, want)
 			}
 		}
 		return nil
