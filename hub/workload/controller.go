@@ -337,6 +337,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	}
 	c.JobExpected = r.expected.Deadline(remoteJobKey(name, wl))
 	_, c.ForeignJob = r.foreign.Load(name + "/" + wl.Namespace + "/" + jobName)
+	r.readCopyRefusal(&c, wl)
 	r.readRefusal(&c, wl)
 	return c, nil
 }
@@ -569,7 +570,6 @@ func (r *Reconciler) readCopyRefusal(c *workersync.Cluster, wl *gantry.Workload)
 // readRefusal fills in why the cluster did not take the job of the Workload's current epoch, for good
 // or for now; a refusal of an earlier epoch is forgotten.
 func (r *Reconciler) readRefusal(c *workersync.Cluster, wl *gantry.Workload) {
-	r.readCopyRefusal(c, wl)
 	key := string(wl.UID) + "/" + c.Name
 	v, ok := r.refusals.Load(key)
 	if !ok {

@@ -633,8 +633,16 @@ func TestPodsTheWinnerRefusesAreFoundBeforeItsJobIsCreated(t *testing.T) {
 // Pods a worker admitted in a dry run are taken as admitted there for the namespace's alike jobs for
 // PodCheckTTL: a burst costs the worker one dry run.
 func TestAlikePodsAreJudgedOnceAWhile(t *testing.T) {
+	t.Run("admitted", func(t *testing.T) { alikeJobsDryRunOnce(t, nil) })
+	// A worker that does not let the hub create pods is not asked for each job either; its jobs are created.
+	t.Run("the hub may not create pods", func(t *testing.T) {
+		alikeJobsDryRunOnce(t, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "train-main-",
+			errors.New(`User "system:serviceaccount:gantry-system:gantry-hub-remote" cannot create resource "pods"`)))
+	})
+}
+
+func alikeJobsDryRunOnce(t *testing.T, refusal error) {
 	var dryRuns, jobsCreated int
-	var refusal error
 	w1 := dryRunWorker(&refusal, &dryRuns, &jobsCreated)
 	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1}}
 	var r *Reconciler

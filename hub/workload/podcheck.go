@@ -47,6 +47,12 @@ func (r *Reconciler) podsRefused(ctx context.Context, w remote.Worker, wl *gantr
 		if msg, final, refused := podRefusal(err); refused {
 			return fmt.Sprintf("pods of pod set %s are refused there: %s", s.PodSet, msg), final
 		}
+		if apierrors.IsForbidden(err) {
+			// The hub may not create pods there (a worker set up before the rule): not asked again for
+			// a while, which would cost a request per job for nothing.
+			r.podChecks.pass(key, r.Clock.Now())
+			return "", false
+		}
 		if err != nil {
 			return "", false // not judged: the job's create meets what the dry run met
 		}
@@ -100,7 +106,8 @@ func oneJobsLabel(key string) bool {
 
 var jobPodLabels = []string{batchv1.ControllerUidLabel, batchv1.JobNameLabel, "controller-uid", "job-name"}
 
-// podChecks are the pods that passed a dry run, by podCheckKey, with when.
+// podChecks are the pods that passed a dry run, or that the hub may not dry-run, by podCheckKey, with
+// when.
 type podChecks struct {
 	mu     sync.Mutex
 	passes map[string]time.Time
