@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,6 +68,9 @@ type Input struct {
 	PlacementTimeout time.Duration
 	// HubLease is the hub's lease on this cluster (ReadHubLease).
 	HubLease HubLease
+	// PodGroups are the PodGroups Gantry made in the cluster, by namespace and name; nil when the
+	// cluster does not serve the PodGroup API, and then no gang gets one.
+	PodGroups map[types.NamespacedName]*schedulingv1beta1.PodGroup
 }
 
 // Plan is what one pass decided.
@@ -78,6 +82,10 @@ type Plan struct {
 	Updates []Update
 	// Suspend are the hub's Jobs to suspend because the hub's lease lapsed (policy Fence).
 	Suspend []client.Object
+	// PodGroups are the PodGroups of admitted copies to make again (gangMissing); Loosen those to lower
+	// to a quorum of one (gangToLoosen).
+	PodGroups []*schedulingv1beta1.PodGroup
+	Loosen    []*schedulingv1beta1.PodGroup
 	// Placements are the reservations of the admitted copies, by copy UID, for the next pass.
 	Placements map[types.UID]admission.Placement
 	// Placing are the admitted copies whose room is held because their pods are not all bound, with when
@@ -113,6 +121,9 @@ type Update struct {
 	// WouldFitWithout, for a copy that does not fit now, names the admitted copies whose going would
 	// let it fit (status.wouldFitWithout).
 	WouldFitWithout []string
+	// PodGroup, when Condition admits the copy, is the PodGroup its gang's pods join (GangPodGroup),
+	// made before the admission is written; nil for none.
+	PodGroup *schedulingv1beta1.PodGroup
 }
 
 // Admits tells whether u admits its copy.
@@ -319,6 +330,12 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 			continue
 		}
 		p.track(in, c, cur, progress)
+		if pg := gangMissing(in, c, progress); pg != nil {
+			p.PodGroups = append(p.PodGroups, pg)
+		}
+		if pg := gangToLoosen(in, c, progress, copyPods); pg != nil {
+			p.Loosen = append(p.Loosen, pg)
+		}
 		if owned {
 			p.holders = append(p.holders, holderOf(c, copyPods))
 		}
@@ -390,8 +407,7 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas) {
 			nq.charge(c.Namespace, demands[d.Key])
 			p.Placements[c.UID] = d.Placement
 			p.Placing[c.UID] = in.Now
-			p.set(c, cs.current[d.Key], condition(c, metav1.ConditionTrue, gantryv1alpha1.ReasonFits,
-				describePlacement(d.Placement), in.Now), d.Placement)
+			p.admit(in, c, cs.current[d.Key], d.Placement)
 			continue
 		}
 		var without []string
@@ -481,6 +497,20 @@ func (p *Plan) set(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav
 		return
 	}
 	p.Updates = append(p.Updates, Update{Copy: c, Condition: want, Placement: placement})
+}
+
+// admit plans to admit c with its placement and, where the cluster serves PodGroups, its gang's
+// PodGroup, unless c already shows that admission (cur).
+func (p *Plan) admit(in Input, c *gantryv1alpha1.Workload, cur *metav1.Condition, placement admission.Placement) {
+	want := condition(c, metav1.ConditionTrue, gantryv1alpha1.ReasonFits, describePlacement(placement), in.Now)
+	if shows(cur, want) {
+		return
+	}
+	u := Update{Copy: c, Condition: want, Placement: placement}
+	if in.PodGroups != nil {
+		u.PodGroup = GangPodGroup(c)
+	}
+	p.Updates = append(p.Updates, u)
 }
 
 // shows tells whether the condition a copy shows (cur, nil for none) already says what want says.

@@ -150,6 +150,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.ResourceQuota{}, enqueue, builder.WithPredicates(quotaChanged)).
 		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
 	r.podGroups = serves(mgr, schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"))
+	if r.podGroups {
+		b = b.Watches(&schedulingv1beta1.PodGroup{}, enqueue, builder.WithPredicates(createdOrDeleted))
+	}
 	for _, k := range jobkind.All() {
 		if k.Name() != gantryv1alpha1.JobKindJob {
 			if !serves(mgr, k.GroupVersionKind()) {
@@ -265,8 +268,27 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 			return Input{}, fmt.Errorf("reading %s %s: %w", k.Name(), key, err)
 		}
 	}
+	if in.PodGroups, err = r.readPodGroups(ctx); err != nil {
+		return Input{}, err
+	}
 	keepBehind(r.assumed, in.Copies)
 	return in, nil
+}
+
+// readPodGroups are the PodGroups Gantry made, by namespace and name; nil where the cluster serves none.
+func (r *Reconciler) readPodGroups(ctx context.Context) (map[types.NamespacedName]*schedulingv1beta1.PodGroup, error) {
+	if !r.podGroups {
+		return nil, nil
+	}
+	var list schedulingv1beta1.PodGroupList
+	if err := r.client.List(ctx, &list, client.HasLabels{gantryv1alpha1.WorkloadUIDLabel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing PodGroups: %w", err)
+	}
+	byName := make(map[types.NamespacedName]*schedulingv1beta1.PodGroup, len(list.Items))
+	for i := range list.Items {
+		byName[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
+	}
+	return byName, nil
 }
 
 // classes are the names of the cluster's PriorityClasses, and its RuntimeClasses by name.
@@ -342,9 +364,15 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			meta.SetStatusCondition(&c.Status.Conditions, u.Condition)
 			if u.admission() {
 				c.Status.Admission, c.Status.WouldFitWithout = nil, u.WouldFitWithout
-				if u.Admits() {
-					c.Status.Admission = AdmissionOf(c, u.Placement)
+			}
+			if u.Admits() {
+				var podGroup string
+				if u.PodGroup != nil {
+					// Named even when it could not be made now: the next passes make it again (gangMissing).
+					podGroup = u.PodGroup.Name
+					r.createPodGroup(ctx, c, u.PodGroup)
 				}
+				c.Status.Admission = AdmissionOf(c, u.Placement, podGroup)
 			}
 			written[i], writeErrs[i] = c, r.client.Status().Update(ctx, c)
 		}()
@@ -383,7 +411,7 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			r.recorder.Eventf(c, nil, corev1.EventTypeWarning, u.Condition.Reason, "Reject", "%s", u.Condition.Message)
 		}
 	}
-	return errors.Join(append(errs, r.suspend(ctx, plan.Suspend))...)
+	return errors.Join(append(errs, r.suspend(ctx, plan.Suspend), r.syncPodGroups(ctx, plan))...)
 }
 
 // suspend suspends the hub's Jobs whose lease lapsed, each guarded by its UID; the Job controller then
@@ -401,6 +429,37 @@ func (r *Reconciler) suspend(ctx context.Context, jobs []client.Object) error {
 				"The hub's lease on this cluster lapsed (failover policy Fence): the Job is suspended until the hub resumes or removes it")
 		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
 			errs = append(errs, fmt.Errorf("suspending job %s: %w", klog.KObj(job), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// createPodGroup makes the PodGroup of a copy being admitted. One there already is the copy's (its name
+// is the copy's own); a failure is logged and said on the copy, and the next passes make it again.
+func (r *Reconciler) createPodGroup(ctx context.Context, c *gantryv1alpha1.Workload, pg *schedulingv1beta1.PodGroup) {
+	err := r.client.Create(ctx, pg.DeepCopy())
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return
+	}
+	log.FromContext(ctx).Error(err, "Could not make the gang's PodGroup; its pods wait for it", "workload", klog.KObj(c), "podGroup", pg.Name)
+	r.recorder.Eventf(c, nil, corev1.EventTypeWarning, gantryv1alpha1.ReasonPodGroupNotCreated, "Admit",
+		"Could not make PodGroup %s, which the gang's pods wait for (made again at the next pass): %v", pg.Name, err)
+}
+
+// syncPodGroups makes the missing PodGroups of admitted copies and lowers the quorum of those whose
+// gang was placed whole to one pod.
+func (r *Reconciler) syncPodGroups(ctx context.Context, plan Plan) error {
+	var errs []error
+	for _, pg := range plan.PodGroups {
+		if err := r.client.Create(ctx, pg.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("making PodGroup %s again: %w", klog.KObj(pg), err))
+		}
+	}
+	for _, pg := range plan.Loosen {
+		patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"schedulingPolicy":{"gang":{"minCount":1}}}}`, pg.UID)
+		err := r.client.Patch(ctx, pg.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("lowering the quorum of PodGroup %s: %w", klog.KObj(pg), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -77,10 +77,11 @@ func GangFromCopy(w *gantryv1alpha1.Workload) admission.Gang {
 	return g
 }
 
-// AdmissionOf is what copy w records of its placement p: the GPU product chosen for each pod set and the
-// topology domain, which the hub then holds the Job to. Nil when the placement chose neither.
-func AdmissionOf(w *gantryv1alpha1.Workload, p admission.Placement) *gantryv1alpha1.Admission {
-	a := &gantryv1alpha1.Admission{}
+// AdmissionOf is what copy w records of its placement p: the GPU product chosen for each pod set, the
+// topology domain and the PodGroup its gang joins (podGroup, empty for none), which the hub then holds
+// the Job to. Nil when none of them was chosen.
+func AdmissionOf(w *gantryv1alpha1.Workload, p admission.Placement, podGroup string) *gantryv1alpha1.Admission {
+	a := &gantryv1alpha1.Admission{PodGroup: podGroup}
 	chosen := false
 	for _, ps := range w.Spec.PodSets {
 		psa := gantryv1alpha1.PodSetAdmission{Name: ps.Name}
@@ -96,7 +97,7 @@ func AdmissionOf(w *gantryv1alpha1.Workload, p admission.Placement) *gantryv1alp
 		chosen = chosen || psa.GPUProduct != ""
 		a.PodSets = append(a.PodSets, psa)
 	}
-	if !chosen && a.TopologyDomain == "" {
+	if !chosen && a.TopologyDomain == "" && podGroup == "" {
 		return nil
 	}
 	return a

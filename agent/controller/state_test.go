@@ -122,12 +122,16 @@ func TestAdmissionOf(t *testing.T) {
 		PodSets:        []gantryv1alpha1.PodSetAdmission{{Name: "launcher"}, {Name: "workers", GPUProduct: "A100"}},
 		TopologyDomain: "zone-b",
 	}
-	if diff := cmp.Diff(want, AdmissionOf(c, placement)); diff != "" {
+	if diff := cmp.Diff(want, AdmissionOf(c, placement, "")); diff != "" {
 		t.Errorf("AdmissionOf (-want +got):\n%s", diff)
 	}
 	plain := admission.Placement{{PodSet: "launcher", Node: "n1", Count: 1}, {PodSet: "workers", Node: "n2", Count: 2}}
-	if got := AdmissionOf(c, plain); got != nil {
+	if got := AdmissionOf(c, plain, ""); got != nil {
 		t.Errorf("AdmissionOf a placement without choices = %+v, want nil", got)
+	}
+	want = &gantryv1alpha1.Admission{PodSets: []gantryv1alpha1.PodSetAdmission{{Name: "launcher"}, {Name: "workers"}}, PodGroup: "train-1a2b3c4d"}
+	if diff := cmp.Diff(want, AdmissionOf(c, plain, "train-1a2b3c4d")); diff != "" {
+		t.Errorf("AdmissionOf a gang with a PodGroup (-want +got):\n%s", diff)
 	}
 }
 

@@ -13,6 +13,10 @@ const (
 	CordonedBySetAnnotation = "gantry.dev/cordoned-by-set"
 	// PodSetLabel on the pods of a job Gantry created on a worker names the pod set they belong to.
 	PodSetLabel = "gantry.dev/pod-set"
+	// PodGroupLabel on the pods of a gang names the PodGroup they join (Admission.PodGroup). The worker's
+	// policy gantry-pod-group copies it into spec.schedulingGroup where a job kind's API does not carry
+	// that field down to its pods.
+	PodGroupLabel = "gantry.dev/pod-group"
 	// WorkloadUIDLabel on every object Gantry creates on a worker holds the hub Workload's UID. Its presence
 	// marks an object as Gantry's own; a worker object without it is never adopted or deleted.
 	WorkloadUIDLabel = "gantry.dev/workload-uid"
@@ -150,6 +154,9 @@ const (
 	// ReasonHeldForStarvingGang: the copy would fit, but only on nodes held for a larger workload that
 	// has waited past the agent's starvation timeout; it waits.
 	ReasonHeldForStarvingGang = "HeldForStarvingGang"
+	// ReasonPodGroupNotCreated: an agent could not make the PodGroup of a gang it admitted (an Event on
+	// the copy); its pods wait for it, and the agent makes it again.
+	ReasonPodGroupNotCreated = "PodGroupNotCreated"
 	// ReasonPlacementTimeout: the copy's Job was created, but not all its pods were placed on nodes
 	// within the agent's placement timeout; the agent gave it up and the hub dispatches it again.
 	ReasonPlacementTimeout = "PlacementTimeout"

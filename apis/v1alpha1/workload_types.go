@@ -136,6 +136,12 @@ type Admission struct {
 	// TopologyDomain is the value of spec.topologyKey that all nodes of the placement share.
 	// +optional
 	TopologyDomain string `json:"topologyDomain,omitempty"`
+	// PodGroup names the scheduling.k8s.io PodGroup the agent made on its cluster for the gang: the pods
+	// of the pod sets that are not deferred join it, and the cluster's scheduler binds them all or none
+	// (in one domain of spec.topologyKey when set). Empty where the cluster binds them one by one.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	PodGroup string `json:"podGroup,omitempty"`
 }
 
 // Eviction records a winner whose agent gave the workload up before its pods were all placed; the hub

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -36,7 +37,29 @@ func NewCopy(wl *gantry.Workload) *gantry.Workload {
 func NewRemoteJob(hubJob client.Object, wl *gantry.Workload) client.Object {
 	return jobkind.Of(wl).Remote(hubJob, wl.Spec.PodSets, remoteLabels(wl, wl.Status.DispatchEpoch), func(podSet string, tpl *corev1.PodTemplateSpec) {
 		pinToAdmission(&tpl.Spec, podSet, wl)
+		joinGang(tpl, podSet, wl)
 	})
+}
+
+// joinGang makes the pods of a pod set that is not deferred join the PodGroup the winning agent made
+// for the gang, by spec.schedulingGroup and by the label gantry.dev/pod-group, which the worker's policy
+// gantry-pod-group turns into spec.schedulingGroup where a kind's own API drops that field on the way
+// to its pods (the CRDs of JobSet, KubeRay and the trainer prune what they do not know). A group the hub
+// job named itself is dropped: no such group exists on the worker, and its pods would wait for it.
+func joinGang(tpl *corev1.PodTemplateSpec, podSet string, wl *gantry.Workload) {
+	delete(tpl.Labels, gantry.PodGroupLabel)
+	tpl.Spec.SchedulingGroup = nil
+	a := wl.Status.Admission
+	if a == nil || a.PodGroup == "" {
+		return
+	}
+	for _, ps := range wl.Spec.PodSets {
+		if ps.Name == podSet && ps.Deferred {
+			return // its pods come after the others started or finished: no quorum to wait for
+		}
+	}
+	tpl.Labels = mergeLabels(tpl.Labels, map[string]string{gantry.PodGroupLabel: a.PodGroup})
+	tpl.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(a.PodGroup)}
 }
 
 // pinToAdmission holds the pods of a pod set to the winning agent's choices, so that the scheduler picks

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
 
@@ -79,6 +81,45 @@ func TestNewRemoteJobPinnedToAdmission(t *testing.T) {
 	wl.Status.Admission = nil
 	if got := NewRemoteJob(hubJob, wl).(*batchv1.Job).Spec.Template.Spec.NodeSelector; !maps.Equal(got, map[string]string{"pool": "gpu"}) {
 		t.Errorf("without choices the nodeSelector is %v, want the Job's own", got)
+	}
+}
+
+// The pods of the pod sets that are not deferred join the PodGroup the winner made, by field and by
+// label; a deferred pod set's do not; a group the hub job named itself never reaches the worker.
+func TestNewRemoteJobJoinsTheGang(t *testing.T) {
+	tpl := func() jobsetapi.ReplicatedJob {
+		return jobsetapi.ReplicatedJob{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{gantry.PodGroupLabel: "users-own"}},
+			Spec:       corev1.PodSpec{SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To("users-own")}},
+		}}}}
+	}
+	workers, eval := tpl(), tpl()
+	workers.Name, eval.Name = "workers", "eval"
+	hubJob := &jobsetapi.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns"},
+		Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{workers, eval}}}
+	wl := &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobset-train", Namespace: "ns", UID: "wl-uid"},
+		Spec: gantry.WorkloadSpec{JobKind: gantry.JobKindJobSet, PodSets: []gantry.PodSet{
+			{Name: "workers", Count: 4}, {Name: "eval", Count: 1, Deferred: true}}},
+		Status: gantry.WorkloadStatus{DispatchEpoch: 1, ClusterName: "w", Admission: &gantry.Admission{PodGroup: "train-1a2b3c4d"}},
+	}
+	group := func(js *jobsetapi.JobSet, i int) (string, string) {
+		t := js.Spec.ReplicatedJobs[i].Template.Spec.Template
+		return t.Labels[gantry.PodGroupLabel], ptr.Deref(ptr.Deref(t.Spec.SchedulingGroup, corev1.PodSchedulingGroup{}).PodGroupName, "")
+	}
+	js := NewRemoteJob(hubJob, wl).(*jobsetapi.JobSet)
+	if label, field := group(js, 0); label != "train-1a2b3c4d" || field != "train-1a2b3c4d" {
+		t.Errorf("workers join label %q, field %q; want both train-1a2b3c4d", label, field)
+	}
+	if label, field := group(js, 1); label != "" || field != "" {
+		t.Errorf("the deferred eval joins label %q, field %q; want none", label, field)
+	}
+	wl.Status.Admission = nil
+	if label, field := group(NewRemoteJob(hubJob, wl).(*jobsetapi.JobSet), 0); label != "" || field != "" {
+		t.Errorf("without a PodGroup the workers join label %q, field %q; want none", label, field)
+	}
+	if label, field := group(hubJob, 0); label != "users-own" || field != "users-own" {
+		t.Errorf("the hub JobSet was modified")
 	}
 }
 

@@ -115,7 +115,8 @@ func TestRolesRenderTheirParts(t *testing.T) {
 		"PodDisruptionBudget gantry-system/gantry-agent", "Role gantry-system/gantry-agent-leader-election",
 		"Role gantry-system/gantry-hub-remote", "RoleBinding gantry-system/gantry-agent-leader-election",
 		"RoleBinding gantry-system/gantry-hub-remote", "Service gantry-system/gantry-agent-metrics",
-		"ServiceAccount gantry-system/gantry-agent", "ServiceAccount gantry-system/gantry-hub-remote"}
+		"ServiceAccount gantry-system/gantry-agent", "ServiceAccount gantry-system/gantry-hub-remote",
+		"MutatingAdmissionPolicy /gantry-pod-group", "MutatingAdmissionPolicyBinding /gantry-pod-group"}
 	want := map[string][]string{"hub": hub, "agent": agent, "both": append(slices.Clone(hub), agent...)}
 	for role, values := range roleValues {
 		got := keys(render(t, values))
