@@ -45,6 +45,10 @@ WORKERS=(1 2)
 declare -A GPU_PRODUCT=([1]=NVIDIA-A100-SXM4-80GB [2]=NVIDIA-H100-80GB-HBM3)
 declare -A NODE_PREFIX=([1]=w1-a100 [2]=w2-h100)
 NODES_PER_WORKER=4
+# worker-2 serves the Workload API's PodGroups (beta in 1.37, off by default) and its scheduler binds a
+# gang all or none, in one topology domain when asked (alpha); worker-1 binds pods one by one.
+declare -A WORKER_GATES=([1]="" [2]="GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
+declare -A WORKER_RUNTIME_CONFIG=([1]="" [2]="scheduling.k8s.io/v1beta1=true")
 
 log() { echo "dev-up: $*" >&2; }
 die() { echo "dev-up: ERROR: $*" >&2; exit 1; }
@@ -155,7 +159,8 @@ print_summary() {
 Gantry testbed is up.
   hub:       ${DEV}/hub.kubeconfig
   worker-1:  ${DEV}/worker-1.kubeconfig  (etcd $(cat "${DEV}/worker-1.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[1]})
-  worker-2:  ${DEV}/worker-2.kubeconfig  (etcd $(cat "${DEV}/worker-2.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[2]})
+  worker-2:  ${DEV}/worker-2.kubeconfig  (etcd $(cat "${DEV}/worker-2.etcd"), ${NODES_PER_WORKER} nodes x 8 ${GPU_PRODUCT[2]};
+             serves PodGroups: its scheduler binds a gang all or none)
   logs:      ${DEV}/logs/
   JobSet:    the controller and its webhooks on each worker (logs/jobset-controller-N.log); the hub has the CRD only
   KubeRay:   the operator on each worker, no webhooks (logs/kuberay-operator-N.log); the hub has the CRDs only
@@ -263,7 +268,9 @@ create_cluster gantry-hub "${KWOK_CONFIG}"
 export_kubeconfig gantry-hub "${DEV}/hub.kubeconfig"
 record_etcd_url gantry-hub "${DEV}/hub.etcd"
 for n in "${WORKERS[@]}"; do
-  create_cluster "gantry-worker-${n}" "${KWOK_WORKER_CONFIG}"
+  create_cluster "gantry-worker-${n}" "${KWOK_WORKER_CONFIG}" \
+    ${WORKER_GATES[$n]:+--kube-feature-gates "${WORKER_GATES[$n]}"} \
+    ${WORKER_RUNTIME_CONFIG[$n]:+--kube-runtime-config "${WORKER_RUNTIME_CONFIG[$n]}"}
   export_kubeconfig "gantry-worker-${n}" "${DEV}/worker-${n}.kubeconfig"
   record_etcd_url "gantry-worker-${n}" "${DEV}/worker-${n}.etcd"
 done
@@ -593,6 +600,9 @@ fi
 # policies of deploy/, not the Deployments.
 for k in khub "kworker 1" "kworker 2"; do
   ${k} apply --server-side --force-conflicts -f "${ROOT}/deploy/namespace/namespace.yaml" >/dev/null
+done
+for n in "${WORKERS[@]}"; do
+  kworker "${n}" apply --server-side --force-conflicts -f "${ROOT}/deploy/agent/pod-group-policy.yaml" >/dev/null
 done
 khub apply --server-side --force-conflicts -f "${ROOT}/deploy/hub/rbac.yaml" -f "${ROOT}/deploy/hub/user-roles.yaml" \
   -f "${ROOT}/deploy/hub/job-admission-policy.yaml" >/dev/null

@@ -81,6 +81,7 @@ func TestAJobSetRunsThroughTheHubToCompletion(t *testing.T) {
 		t.Fatalf("finished %+v", c)
 	}
 	checkOneRun(t, ns)
+	gangJoined(t, ns)
 	where := map[string]bool{}
 	sets := map[string]int{}
 	for _, p := range audit.Pods(ns) {

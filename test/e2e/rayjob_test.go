@@ -85,6 +85,7 @@ func TestRayJobRunsOnOneWorkerUnderKubeRay(t *testing.T) {
 	})
 
 	onWinnerOnly(t, history, ns, winner, "rayjobs/"+rj.Name, "rayclusters/"+rayCluster)
+	gangJoined(t, ns, "submitter")
 }
 
 // submitterRunsFor is how long the submitter pod "runs" on its kwok node: longer than the test, so the

@@ -63,6 +63,7 @@ func TestATrainJobRunsOnOneWorkerUnderTheTrainer(t *testing.T) {
 	}
 	worker := trainerClient(t, tb.Worker(winner))
 	trainerRanIt(t, worker, tj)
+	gangJoined(t, ns)
 
 	deleted := time.Now()
 	if err := hub.Delete(ctx, tj); err != nil {

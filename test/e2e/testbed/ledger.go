@@ -47,8 +47,10 @@ type PodRecord struct {
 	// WorkloadUID and Epoch are the pod's Gantry labels: the hub Workload and the dispatch epoch it runs for.
 	WorkloadUID string
 	Epoch       string
-	// PodSet is the pod set the pod belongs to (gantry.dev/pod-set).
+	// PodSet is the pod set the pod belongs to (gantry.dev/pod-set); PodGroup the PodGroup it joins
+	// (spec.schedulingGroup), which its cluster's scheduler binds all or none.
 	PodSet   string
+	PodGroup string
 	NodeName string
 	Phase    corev1.PodPhase
 	// GPUs is what the pod's containers request of gantry.GPUResource.
@@ -181,7 +183,8 @@ func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
 	r := PodRecord{Cluster: cluster, Namespace: ns, Name: name, Revision: ev.Kv.ModRevision, Seen: now}
 	if ev.Type == clientv3.EventTypeDelete {
 		prev := a.last[id]
-		r.WorkloadUID, r.Epoch, r.PodSet, r.NodeName, r.Phase, r.GPUs, r.Deleted = prev.WorkloadUID, prev.Epoch, prev.PodSet, prev.NodeName, prev.Phase, prev.GPUs, true
+		r.WorkloadUID, r.Epoch, r.PodSet, r.PodGroup = prev.WorkloadUID, prev.Epoch, prev.PodSet, prev.PodGroup
+		r.NodeName, r.Phase, r.GPUs, r.Deleted = prev.NodeName, prev.Phase, prev.GPUs, true
 		delete(a.last, id)
 	} else {
 		var pod corev1.Pod
@@ -191,6 +194,9 @@ func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
 		}
 		r.WorkloadUID, r.Epoch = pod.Labels[gantry.WorkloadUIDLabel], pod.Labels[gantry.DispatchEpochLabel]
 		r.PodSet = pod.Labels[gantry.PodSetLabel]
+		if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+			r.PodGroup = *g.PodGroupName
+		}
 		r.NodeName, r.Phase = pod.Spec.NodeName, pod.Status.Phase
 		for _, c := range pod.Spec.Containers {
 			r.GPUs += c.Resources.Requests.Name(gantry.GPUResource, resource.DecimalSI).Value()
@@ -411,6 +417,24 @@ func CheckOneRun(pods []PodRecord) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// GangBound follows the pods of one Workload on one cluster through the records (in the order seen) and
+// says how many of them were bound at the last record and at most at once.
+func GangBound(pods []PodRecord, cluster, workloadUID string) (last, most int) {
+	bound := map[string]bool{}
+	for _, r := range pods {
+		if r.Cluster != cluster || r.WorkloadUID != workloadUID {
+			continue
+		}
+		if r.NodeName != "" && !r.Deleted {
+			bound[r.Name] = true
+		} else {
+			delete(bound, r.Name)
+		}
+		most = max(most, len(bound))
+	}
+	return len(bound), most
 }
 
 // CheckQuota checks the pod records of a ledger (in the order seen) against GPU quotas per cluster: at

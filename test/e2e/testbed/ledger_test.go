@@ -133,3 +133,27 @@ func TestCheckHubHistory(t *testing.T) {
 		})
 	}
 }
+
+func TestGangBound(t *testing.T) {
+	pod := func(cluster, uid, name, node string, deleted bool) PodRecord {
+		return PodRecord{Cluster: cluster, WorkloadUID: uid, Name: name, NodeName: node, Deleted: deleted}
+	}
+	records := []PodRecord{
+		pod("w1", "g", "a", "", false),
+		pod("w1", "g", "b", "", false),
+		pod("w1", "g", "a", "n1", false),
+		pod("w2", "g", "x", "n9", false), // another cluster
+		pod("w1", "other", "o", "n2", false),
+		pod("w1", "g", "b", "n2", false),
+		pod("w1", "g", "a", "n1", true),
+	}
+	if last, most := GangBound(records, "w1", "g"); last != 1 || most != 2 {
+		t.Errorf("GangBound = %d now, %d at most; want 1 and 2", last, most)
+	}
+	if last, most := GangBound(records[:3], "w1", "g"); last != 1 || most != 1 {
+		t.Errorf("GangBound of the first records = %d, %d; want 1 and 1", last, most)
+	}
+	if last, most := GangBound(records, "w3", "g"); last != 0 || most != 0 {
+		t.Errorf("GangBound on a cluster without the gang = %d, %d; want 0 and 0", last, most)
+	}
+}

@@ -148,7 +148,7 @@ func (tb *Testbed) StopControlPlane(cluster string) (start func() error, err err
 	dir := filepath.Join(tb.Dir, "kwok", "clusters", kwokName(cluster))
 	var stopped []*Process
 	for _, name := range controlPlane {
-		p, err := readPidFile(filepath.Join(dir, "pids", name+".pid"), name)
+		p, err := tb.ControlPlaneProcess(cluster, name)
 		if err != nil {
 			return nil, err
 		}
@@ -169,6 +169,12 @@ func (tb *Testbed) StopControlPlane(cluster string) (start func() error, err err
 		return tb.waitReady(cluster)
 	}
 	return start, nil
+}
+
+// ControlPlaneProcess is the running process of one of the cluster's control plane components (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler).
+func (tb *Testbed) ControlPlaneProcess(cluster, name string) (*Process, error) {
+	return readPidFile(filepath.Join(tb.Dir, "kwok", "clusters", kwokName(cluster), "pids", name+".pid"), name)
 }
 
 func readPidFile(path, name string) (*Process, error) {
