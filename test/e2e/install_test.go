@@ -417,7 +417,7 @@ func restoreTestbed(t *testing.T, releases map[*testbed.Cluster]*helmchart.Relea
 	}
 	files := map[*testbed.Cluster][]string{tb.Hub: {"namespace/namespace.yaml", "hub/rbac.yaml", "hub/job-admission-policy.yaml"}}
 	for _, w := range tb.Workers {
-		files[w] = []string{"namespace/namespace.yaml", "worker/hub-access.yaml"}
+		files[w] = []string{"namespace/namespace.yaml", "worker/hub-access.yaml", "agent/pod-group-policy.yaml"}
 	}
 	for c, fs := range files {
 		for _, f := range fs {
