@@ -404,6 +404,9 @@ func winnerLine(f Facts) string {
 	if st.Admission != nil && st.Admission.TopologyDomain != "" {
 		line += "; topology domain " + st.Admission.TopologyDomain
 	}
+	if st.Admission != nil && st.Admission.PodGroup != "" {
+		line += "; its scheduler binds the gang whole (PodGroup " + st.Admission.PodGroup + ")"
+	}
 	if st.GlobalQueue != "" {
 		line += "; quota of GlobalQueue " + st.GlobalQueue
 	}

@@ -120,6 +120,7 @@ func TestExplain(t *testing.T) {
 				wl := with(workload("team-a", "train", "qa", 0, 2, 4), won("w2", true))
 				wl.Status.Evictions = []gantry.Eviction{{Cluster: "w1", Epoch: 1, Reason: gantry.ReasonPlacementTimeout,
 					Message: "1 of 2 pods not placed in 5m", Time: metav1.NewTime(t0.Add(5 * time.Minute))}}
+				wl.Status.Admission.PodGroup = "train-1a2b3c4d"
 				f := fleetFacts(wl)
 				f.Job = &batchv1.Job{Status: batchv1.JobStatus{Active: 2, StartTime: ptr.To(metav1.NewTime(t0.Add(11 * time.Minute)))}}
 				return f
@@ -128,7 +129,7 @@ func TestExplain(t *testing.T) {
 				"State: Running on w2",
 				"  Job: running; 2 active (0 ready), 0 succeeded, 0 failed",
 				"  Evicted from w1 (epoch 1) 55m ago: PlacementTimeout: 1 of 2 pods not placed in 5m",
-				"  Won by w2 in epoch 2, 50m ago; GPU product H100; quota of GlobalQueue gpus",
+				"  Won by w2 in epoch 2, 50m ago; GPU product H100; its scheduler binds the gang whole (PodGroup train-1a2b3c4d); quota of GlobalQueue gpus",
 				"  Job created on w2 50m ago",
 			},
 		},
