@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the pinned testbed/envtest binaries from the Go module proxy:
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s.io/kubernetes)
+#   kube-apiserver-vX.Y.Z, the API server of the oldest release a worker may run (hack/tools/kube-oldest),
+#   which the integration tests start as a worker
 #   etcd (go.etcd.io/etcd/server/v3), kwok, kwokctl (sigs.k8s.io/kwok)
 #   jobset-controller-manager (sigs.k8s.io/jobset), with the module's JobSet CRD and
 #   webhook manifests copied next to it into jobset/ (the testbed installs them)
@@ -15,11 +17,11 @@
 #   Prints the bin dir as the last line of stdout; progress goes to stderr.
 #   Binaries are cached in ${GANTRY_CACHE:-$HOME/.cache/gantry}/bin/<stamp>/, so a
 #   second run returns at once. envtest: KUBEBUILDER_ASSETS=$(hack/install-tools.sh --envtest)
-#   --envtest  only etcd, kube-apiserver and kubectl (what envtest runs; saves
+#   --envtest  only etcd, the two kube-apiservers and kubectl (what envtest runs; saves
 #              several minutes on a cold machine; never builds JobSet, KubeRay or the trainer).
 #              Same bin dir as a full run.
 #
-# Versions come from the build modules under hack/tools/{kube,etcd,kwok,jobset,kuberay,trainer};
+# Versions come from the build modules under hack/tools/{kube,kube-oldest,etcd,kwok,jobset,kuberay,trainer};
 # each is a separate module so their dependency graphs never have to agree.
 set -euo pipefail
 
@@ -47,6 +49,7 @@ case "${1:-}" in
 esac
 
 K8S_VERSION=$(modver "${TOOLS}/kube/go.mod" k8s.io/kubernetes)
+OLDEST_K8S_VERSION=$(modver "${TOOLS}/kube-oldest/go.mod" k8s.io/kubernetes)
 ETCD_VERSION=$(modver "${TOOLS}/etcd/go.mod" go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(modver "${TOOLS}/kwok/go.mod" sigs.k8s.io/kwok)
 JOBSET_VERSION=$(modver "${TOOLS}/jobset/go.mod" sigs.k8s.io/jobset)
@@ -75,9 +78,9 @@ KUBERAY_CRDS=(ray.io_rayclusters.yaml ray.io_rayjobs.yaml ray.io_rayservices.yam
 TRAINER_CRDS=(trainer.kubeflow.org_trainjobs.yaml trainer.kubeflow.org_trainingruntimes.yaml
               trainer.kubeflow.org_clustertrainingruntimes.yaml)
 if ((ENVTEST_ONLY)); then
-  WANT=(etcd kube-apiserver kubectl)
+  WANT=(etcd kube-apiserver kubectl "kube-apiserver-${OLDEST_K8S_VERSION}")
 else
-  WANT=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwokctl jobset-controller-manager
+  WANT=(etcd kube-apiserver kubectl "kube-apiserver-${OLDEST_K8S_VERSION}" kube-controller-manager kube-scheduler kwok kwokctl jobset-controller-manager
         kuberay-operator trainer-controller-manager)
 fi
 
@@ -160,8 +163,9 @@ build() {
   log "built ${names[*]} in $((SECONDS - start))s"
 }
 
+# k8s_ldflags [VERSION]: the version variables of a Kubernetes binary (default: K8S_VERSION).
 k8s_ldflags() {
-  local v=${K8S_VERSION} major minor f=() p
+  local v=${1:-${K8S_VERSION}} major minor f=() p
   major=${v#v}; major=${major%%.*}
   minor=${v#v"${major}".}; minor=${minor%%.*}
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -180,6 +184,8 @@ build "${TOOLS}/etcd" "-s -w" etcd=.
 build "${TOOLS}/kube" "$(k8s_ldflags)" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kubectl=k8s.io/kubernetes/cmd/kubectl
+build "${TOOLS}/kube-oldest" "$(k8s_ldflags "${OLDEST_K8S_VERSION}")" \
+  "kube-apiserver-${OLDEST_K8S_VERSION}=k8s.io/kubernetes/cmd/kube-apiserver"
 build "${TOOLS}/kube" "$(k8s_ldflags)" \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler

@@ -100,6 +100,36 @@ func TestLintStrict(t *testing.T) {
 	}
 }
 
+// A worker may run the oldest Kubernetes the chart supports: role agent renders there, without the
+// pod-group policy (an API of 1.36); the hub's roles refuse a cluster older than 1.36, saying why.
+func TestRolesOnOlderKubernetes(t *testing.T) {
+	ch, err := Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := RenderFor(ch, Namespace, roleValues["agent"], OldestWorkerKubeVersion)
+	if err != nil {
+		t.Fatalf("role agent on %s: %v", OldestWorkerKubeVersion, err)
+	}
+	objs, err := Objects(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := keys(objs)
+	if slices.Contains(got, "MutatingAdmissionPolicy /gantry-pod-group") || !slices.Contains(got, "Deployment gantry-system/gantry-agent") {
+		t.Errorf("role agent on %s renders\n%s\nwant the agent without the pod-group policy", OldestWorkerKubeVersion, strings.Join(got, "\n"))
+	}
+	for _, role := range []string{"hub", "both"} {
+		_, err := RenderFor(ch, Namespace, roleValues[role], "v1.35.4")
+		if err == nil || !strings.Contains(err.Error(), "need Kubernetes 1.36 or later") {
+			t.Errorf("role %s on 1.35: %v, want a refusal that says the hub needs 1.36", role, err)
+		}
+	}
+	if _, err := RenderFor(ch, Namespace, roleValues["agent"], "v1.32.9"); err == nil {
+		t.Errorf("role agent on 1.32 rendered; the chart supports workers from 1.33 on")
+	}
+}
+
 // Each role installs its own part and nothing of the others.
 func TestRolesRenderTheirParts(t *testing.T) {
 	hub := []string{"ClusterRole /gantry-hub", "ClusterRole /gantry-view", "ClusterRole /gantry-edit", "ClusterRoleBinding /gantry-hub", "Deployment gantry-system/gantry-hub",

@@ -25,8 +25,10 @@ const (
 	ReleaseName = "gantry"
 	// Namespace is where the chart goes: the agent and the hub's access to a worker must be there.
 	Namespace = "gantry-system"
-	// KubeVersion is the Kubernetes version Render renders for: the oldest the chart supports.
+	// KubeVersion is the Kubernetes version Render renders for: the oldest the hub supports.
 	KubeVersion = "v1.36.0"
+	// OldestWorkerKubeVersion is the oldest Kubernetes a worker (role agent) may run.
+	OldestWorkerKubeVersion = "v1.33.0"
 )
 
 // Chart is a loaded chart.
@@ -49,15 +51,20 @@ func Load(dir string) (*chart.Chart, error) {
 	return ch, nil
 }
 
-// Render renders ch as helm template would: values checked against values.schema.json, no cluster
-// contacted. The documents keep the order of their templates.
+// Render renders ch as helm template would for KubeVersion: values checked against values.schema.json,
+// no cluster contacted. The documents keep the order of their templates.
 func Render(ch *chart.Chart, namespace string, values map[string]any) ([]Document, error) {
+	return RenderFor(ch, namespace, values, KubeVersion)
+}
+
+// RenderFor renders ch as Render does, for a cluster of that Kubernetes version.
+func RenderFor(ch *chart.Chart, namespace string, values map[string]any, kubeVersion string) ([]Document, error) {
 	install := action.NewInstall(action.NewConfiguration())
 	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName = ReleaseName
 	install.Namespace = namespace
 	install.Replace = true
-	kv, err := common.ParseKubeVersion(KubeVersion)
+	kv, err := common.ParseKubeVersion(kubeVersion)
 	if err != nil {
 		return nil, err
 	}

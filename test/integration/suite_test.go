@@ -210,27 +210,34 @@ func setUp() error {
 		return err
 	}
 	for _, n := range names {
-		w := workers[n]
-		kc, err := testcluster.Kubeconfig(w.cfg)
-		if err != nil {
+		if err := register(ctx, workers[n]); err != nil {
 			return err
 		}
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n + "-kubeconfig", Namespace: hubNamespace},
-			Data: map[string][]byte{remote.KubeconfigKey: kc}}
-		if err := hubEnv.client.Create(ctx, secret); err != nil {
+		if err := startAgent(context.Background(), workers[n]); err != nil {
 			return err
 		}
-		wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: n},
-			Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: secret.Name}}}
-		if err := hubEnv.client.Create(ctx, wc); err != nil {
-			return err
-		}
-		for i := 0; i < 2; i++ {
-			if err := testcluster.CreateGPUNode(ctx, w.client, fmt.Sprintf("%s-gpu-%d", n, i), 8); err != nil {
-				return err
-			}
-		}
-		if err := startAgent(w); err != nil {
+	}
+	return nil
+}
+
+// register makes w a worker of the hub (a kubeconfig Secret and a WorkerCluster) with two GPU nodes.
+func register(ctx context.Context, w *cluster) error {
+	kc, err := testcluster.Kubeconfig(w.cfg)
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-kubeconfig", Namespace: hubNamespace},
+		Data: map[string][]byte{remote.KubeconfigKey: kc}}
+	if err := hubEnv.client.Create(ctx, secret); err != nil {
+		return err
+	}
+	wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: w.name},
+		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: secret.Name}}}
+	if err := hubEnv.client.Create(ctx, wc); err != nil {
+		return err
+	}
+	for i := 0; i < 2; i++ {
+		if err := testcluster.CreateGPUNode(ctx, w.client, fmt.Sprintf("%s-gpu-%d", w.name, i), 8); err != nil {
 			return err
 		}
 	}
@@ -259,7 +266,8 @@ func waitForJobPolicy(ctx context.Context) error {
 	return fmt.Errorf("the job admission policy did not take effect")
 }
 
-func startAgent(w *cluster) error {
+// startAgent runs an agent on w until ctx ends.
+func startAgent(ctx context.Context, w *cluster) error {
 	mgr, err := ctrl.NewManager(w.cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: agentcontroller.CacheOptions(w.name),
@@ -275,7 +283,7 @@ func startAgent(w *cluster) error {
 		return err
 	}
 	go func() {
-		if err := mgr.Start(context.Background()); err != nil {
+		if err := mgr.Start(ctx); err != nil {
 			fmt.Println("agent stopped:", err)
 		}
 	}()

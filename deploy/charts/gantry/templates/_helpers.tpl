@@ -4,7 +4,12 @@ ServiceAccounts whose tokens go into kubeconfigs, the Lease names the programs u
 */}}
 
 {{- define "gantry.hub" -}}
-{{- if has .Values.role (list "hub" "both") }}true{{ end -}}
+{{- if has .Values.role (list "hub" "both") -}}
+{{- if semverCompare "<1.36.0-0" .Capabilities.KubeVersion.Version -}}
+{{- fail (printf "role %s installs the hub, whose MutatingAdmissionPolicies need Kubernetes 1.36 or later, and this cluster runs %s: install the hub on a newer cluster (a worker, role agent, may run 1.33 or later)" .Values.role .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+true
+{{- end -}}
 {{- end }}
 
 {{- define "gantry.agent" -}}
