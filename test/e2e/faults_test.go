@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,8 +26,8 @@ import (
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
-// nothingLeftAfterDeletion deletes every hub Job of the namespace and waits until no copy, Job or pod of
-// Gantry's is left in it on any worker, and no Workload on the hub.
+// nothingLeftAfterDeletion deletes every hub Job of the namespace and waits until no copy, Job, pod or
+// PodGroup of Gantry's is left in it on any worker, and no Workload on the hub.
 func nothingLeftAfterDeletion(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -48,7 +49,12 @@ func nothingLeftAfterDeletion(t *testing.T, ns string) {
 			var copies gantry.WorkloadList
 			var jobs batchv1.JobList
 			var pods corev1.PodList
-			for _, l := range []client.ObjectList{&copies, &jobs, &pods} {
+			var podGroups schedulingv1beta1.PodGroupList
+			lists := []client.ObjectList{&copies, &jobs, &pods}
+			if w.Name == gangWorker {
+				lists = append(lists, &podGroups)
+			}
+			for _, l := range lists {
 				if err := w.Client.List(ctx, l, client.InNamespace(ns), owned); err != nil {
 					return err
 				}
@@ -61,6 +67,9 @@ func nothingLeftAfterDeletion(t *testing.T, ns string) {
 			}
 			for _, p := range pods.Items {
 				left = append(left, w.Name+" pod "+p.Name)
+			}
+			for _, g := range podGroups.Items {
+				left = append(left, w.Name+" PodGroup "+g.Name)
 			}
 		}
 		if len(left) > 0 {
@@ -131,7 +140,8 @@ func TestHubAndAgentKilledWhileDispatching(t *testing.T) {
 	for round, kill := range kills {
 		// Each kill lands while the round's jobs are somewhere between nomination and running.
 		for i := range 4 {
-			job := makeJob(ns, fmt.Sprintf("job-%d-%d", round, i)).gpus(4).runsFor("5s").obj()
+			// Half of them gangs of two: on worker-2 their PodGroups go through the kills too.
+			job := makeJob(ns, fmt.Sprintf("job-%d-%d", round, i)).pods(int32(1 + i%2)).gpus(int64(4 / (1 + i%2))).runsFor("5s").obj()
 			submitted = append(submitted, job)
 			submit(t, job)
 		}
