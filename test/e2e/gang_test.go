@@ -11,7 +11,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -70,6 +72,7 @@ func TestAGangRacingLocalPodsIsBoundWholeOrNotAtAll(t *testing.T) {
 			t.Errorf("%s binds pods one by one: the gang should hold 1-3 nodes, not %d, with two nodes taken", name, last)
 		}
 	}
+	gangWaitsWhole(t, tb.Worker(gangWorker), gangs[gangWorker])
 	for _, p := range locals {
 		release(t, tb.Worker(p.Annotations["worker"]), p)
 	}
@@ -194,4 +197,25 @@ func gangJoined(t *testing.T, ns string, deferred ...string) {
 	if checked == 0 {
 		t.Errorf("the ledger saw no pod in %s", ns)
 	}
+}
+
+// gangWaitsWhole checks that the worker's scheduler itself holds the job's gang back as one: its PodGroup
+// says PodGroupInitiallyScheduled=False, Unschedulable, with the scheduler's words.
+func gangWaitsWhole(t *testing.T, w *testbed.Cluster, job *batchv1.Job) {
+	t.Helper()
+	var pgs schedulingv1beta1.PodGroupList
+	if err := w.Client.List(context.Background(), &pgs, client.InNamespace(job.Namespace),
+		client.MatchingLabels{gantry.WorkloadUIDLabel: string(hubWorkload(t, job).UID)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pgs.Items) != 1 {
+		t.Fatalf("%d PodGroups of %s on %s, want 1", len(pgs.Items), job.Name, w.Name)
+	}
+	pg := pgs.Items[0]
+	c := apimeta.FindStatusCondition(pg.Status.Conditions, "PodGroupInitiallyScheduled")
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != schedulingv1beta1.PodGroupReasonUnschedulable {
+		t.Errorf("PodGroup %s on %s: PodGroupInitiallyScheduled %+v, want False, Unschedulable", pg.Name, w.Name, c)
+		return
+	}
+	t.Logf("%s's scheduler on PodGroup %s: %s", w.Name, pg.Name, c.Message)
 }
