@@ -3,6 +3,7 @@ package controller
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,15 +23,20 @@ const podGroupNameMax = 63
 // after the others started or finished, and would wait for a quorum that is gone), in one domain of the
 // copy's topology key when it names one. The copy owns it, so the garbage collector removes it on every
 // path that removes the copy (withdrawal, eviction, fence, deletion). Nil when fewer than two pods would
-// join: one pod is bound whole anyway.
+// join (one pod is bound whole anyway), or when they name different PriorityClasses.
 func GangPodGroup(c *gantryv1alpha1.Workload) *schedulingv1beta1.PodGroup {
 	var members int32
+	var classes []string
 	for _, ps := range c.Spec.PodSets {
 		if !ps.Deferred {
 			members += ps.Count
+			classes = append(classes, ps.PriorityClassName)
 		}
 	}
-	if members < 2 {
+	// The scheduler refuses to place a group whose pods' priority is not the group's own, so the group
+	// takes their PriorityClass (none: the cluster's default, as for the pods); pod sets of different
+	// classes make no group.
+	if members < 2 || len(slices.Compact(classes)) > 1 {
 		return nil
 	}
 	pg := &schedulingv1beta1.PodGroup{
@@ -51,7 +57,8 @@ func GangPodGroup(c *gantryv1alpha1.Workload) *schedulingv1beta1.PodGroup {
 			}},
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
-			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: members}},
+			SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: members}},
+			PriorityClassName: classes[0],
 		},
 	}
 	if c.Spec.TopologyKey != "" {

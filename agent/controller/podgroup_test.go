@@ -24,6 +24,9 @@ func TestGangPodGroup(t *testing.T) {
 		PodSet("submitter", 1, "cpu", "1").Deferred().Obj()
 	c.Labels[gantryv1alpha1.JobNameLabel] = "train"
 	c.Spec.TopologyKey = "topology.kubernetes.io/zone"
+	for i := range c.Spec.PodSets[:2] {
+		c.Spec.PodSets[i].PriorityClassName = "research-high"
+	}
 	want := &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodGroupName(c),
@@ -37,8 +40,9 @@ func TestGangPodGroup(t *testing.T) {
 				UID: "copy-train", Controller: ptr.To(true)}},
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
-			// The deferred submitter comes once the others run: it is not waited for.
+			// The deferred submitter comes once the others run: it is not waited for, and its class does not count.
 			SchedulingPolicy:      schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 4}},
+			PriorityClassName:     "research-high",
 			SchedulingConstraints: &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: "topology.kubernetes.io/zone"}}},
 		},
 	}

@@ -79,6 +79,10 @@ func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	priority := priorityClass(t)
 	for i := range 3 {
 		job := makeJob(ns, fmt.Sprintf("after-upgrade-%d", i)).gpus(4).runsFor("3s").obj()
+		if i == 0 {
+			// A gang on the worker that serves PodGroups: its agent makes one under the chart's identity.
+			job = makeJob(ns, "after-upgrade-gang").pods(2).gpus(2).gpuProducts(h100).runsFor("3s").obj()
+		}
 		// The hub reads a job's PriorityClass: its rights must cover that too.
 		job.Spec.Template.Spec.PriorityClassName = priority
 		submit(t, job)
