@@ -326,7 +326,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 			// The scheduler did not find the room this agent counted (something outside the agent's
 			// view took it). Give the gang up, so that the hub removes the Job and dispatches it again.
 			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout,
-				placementTimeoutMessage(c, progress, copyPods, in.Now.Sub(since)), in.Now), nil)
+				placementTimeoutMessage(c, progress, copyPods, gangVerdict(in, c), in.Now.Sub(since)), in.Now), nil)
 			continue
 		}
 		p.track(in, c, cur, progress)
@@ -622,13 +622,16 @@ func firstPodCreated(pods []*corev1.Pod, podSet string) (time.Time, bool) {
 
 // placementTimeoutMessage says how much of the gang was not placed, and what the scheduler said of a pod
 // that waits, for a person to act on.
-func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods []*corev1.Pod, waited time.Duration) string {
+func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods []*corev1.Pod, gang string, waited time.Duration) string {
 	var left, total int32
 	for _, ps := range c.Spec.PodSets {
 		left += progress.Left[ps.Name]
 		total += ps.Count
 	}
 	msg := fmt.Sprintf("%d of %d pods not placed on a node %s after their placement began", left, total, waited.Round(time.Second))
+	if gang != "" {
+		return msg + "; " + gang // the scheduler's word on the gang as a whole
+	}
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" || IsTerminal(pod) {
 			continue

@@ -3,11 +3,13 @@ package controller
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -115,4 +117,24 @@ func gangMissing(in Input, c *gantryv1alpha1.Workload, progress Progress) *sched
 		return pg
 	}
 	return nil
+}
+
+// podGroupScheduled is the condition the scheduler sets on a PodGroup once it tried to place it.
+const podGroupScheduled = "PodGroupInitiallyScheduled"
+
+// gangVerdict is what the scheduler last said of admitted copy c's PodGroup when it could not place the
+// gang ("PodGroup NAME: REASON: MESSAGE"); empty when it said nothing of the kind.
+func gangVerdict(in Input, c *gantryv1alpha1.Workload) string {
+	if c.Status.Admission == nil || c.Status.Admission.PodGroup == "" {
+		return ""
+	}
+	pg := in.PodGroups[types.NamespacedName{Namespace: c.Namespace, Name: c.Status.Admission.PodGroup}]
+	if pg == nil {
+		return ""
+	}
+	cond := meta.FindStatusCondition(pg.Status.Conditions, podGroupScheduled)
+	if cond == nil || cond.Status != metav1.ConditionFalse {
+		return ""
+	}
+	return fmt.Sprintf("PodGroup %s: %s: %s", pg.Name, cond.Reason, cond.Message)
 }

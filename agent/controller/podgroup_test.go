@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
@@ -187,4 +189,34 @@ func names(pgs []*schedulingv1beta1.PodGroup) []string {
 		out = append(out, pg.Name)
 	}
 	return out
+}
+
+// A gang the scheduler would not place as a whole is given up with the scheduler's word on the group,
+// which speaks for all of its pods.
+func TestPlacementTimeoutSaysWhatTheSchedulerSaidOfTheGang(t *testing.T) {
+	const timeout = 5 * time.Minute
+	c := copyOf("a", 0, 2, "8").Admitted().Obj()
+	c.Status.Admission = &gantryv1alpha1.Admission{PodGroup: PodGroupName(c)}
+	pg := GangPodGroup(c)
+	pg.Status.Conditions = []metav1.Condition{{Type: "PodGroupInitiallyScheduled", Status: metav1.ConditionFalse,
+		Reason: "Unschedulable", Message: "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"}}
+	member := func(name string) *corev1.Pod {
+		p := gpuPod(name, "hub-a", "8").Unschedulable("pod group is unschedulable").Obj()
+		p.Labels[gantryv1alpha1.PodGroupLabel] = pg.Name
+		return p
+	}
+	in := Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")}, Copies: []*gantryv1alpha1.Workload{c},
+		Jobs:       jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Created(now.Add(-timeout - time.Second)).Obj()),
+		Pods:       []*corev1.Pod{member("a-0"), member("a-1")},
+		Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
+		PodGroups:  map[types.NamespacedName]*schedulingv1beta1.PodGroup{client.ObjectKeyFromObject(pg): pg},
+		Now:        now, PlacementTimeout: timeout}
+	plan := Decide(in)
+	if len(plan.Updates) != 1 || plan.Updates[0].Condition.Reason != gantryv1alpha1.ReasonPlacementTimeout {
+		t.Fatalf("updates %+v, want the copy given up", plan.Updates)
+	}
+	want := "PodGroup " + pg.Name + ": Unschedulable: minCount (2) cannot be satisfied"
+	if msg := plan.Updates[0].Condition.Message; !strings.Contains(msg, want) || !strings.HasPrefix(msg, "2 of 2 pods not placed") {
+		t.Errorf("message %q, want the count and %q", msg, want)
+	}
 }
