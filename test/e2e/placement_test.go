@@ -227,7 +227,8 @@ func shapePods(g gantry.GPUProductCapacity, gpus int64) int32 {
 // TestUnplaceableJobIsEvictedAndDispatchedAgain submits a gang of four pods that each take host port
 // 9000, on workers of four nodes each, where a pod from outside Gantry holds that port on one node. The
 // agent counts one pod a node but does not see other pods' host ports, and admits it; the scheduler
-// places all but one pod. After the agents' placement timeout the hub must delete the Job there, and
+// places all but one pod, or, on the worker that serves PodGroups, none (the gang does not fit whole, and
+// the scheduler says so on its PodGroup). After the agents' placement timeout the hub must delete the Job there, and
 // only then create it again in a new epoch: at no time does the Job exist on two workers.
 func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 	ns := newNamespace(t, "e2e-evict")
@@ -251,8 +252,14 @@ func TestUnplaceableJobIsEvictedAndDispatchedAgain(t *testing.T) {
 		return nil
 	})
 	ev := wl.Status.Evictions[0]
-	if ev.Reason != gantry.ReasonPlacementTimeout || !strings.Contains(ev.Message, "1 of 4 pods not placed") {
-		t.Errorf("eviction %+v, want PlacementTimeout with 1 of 4 pods not placed", ev)
+	want := []string{"1 of 4 pods not placed"}
+	if ev.Cluster == gangWorker {
+		want = []string{"4 of 4 pods not placed", "; PodGroup "}
+	}
+	for _, w := range want {
+		if ev.Reason != gantry.ReasonPlacementTimeout || !strings.Contains(ev.Message, w) {
+			t.Errorf("eviction %+v, want PlacementTimeout saying %q", ev, w)
+		}
 	}
 	t.Logf("evicted from %s: %s", ev.Cluster, ev.Message)
 
