@@ -119,9 +119,6 @@ func gangMissing(in Input, c *gantryv1alpha1.Workload, progress Progress) *sched
 	return nil
 }
 
-// podGroupScheduled is the condition the scheduler sets on a PodGroup once it tried to place it.
-const podGroupScheduled = "PodGroupInitiallyScheduled"
-
 // gangVerdict is what the scheduler last said of admitted copy c's PodGroup when it could not place the
 // gang ("PodGroup NAME: REASON: MESSAGE"); empty when it said nothing of the kind.
 func gangVerdict(in Input, c *gantryv1alpha1.Workload) string {
@@ -132,7 +129,7 @@ func gangVerdict(in Input, c *gantryv1alpha1.Workload) string {
 	if pg == nil {
 		return ""
 	}
-	cond := meta.FindStatusCondition(pg.Status.Conditions, podGroupScheduled)
+	cond := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
 	if cond == nil || cond.Status != metav1.ConditionFalse {
 		return ""
 	}

@@ -198,8 +198,8 @@ func TestPlacementTimeoutSaysWhatTheSchedulerSaidOfTheGang(t *testing.T) {
 	c := copyOf("a", 0, 2, "8").Admitted().Obj()
 	c.Status.Admission = &gantryv1alpha1.Admission{PodGroup: PodGroupName(c)}
 	pg := GangPodGroup(c)
-	pg.Status.Conditions = []metav1.Condition{{Type: "PodGroupInitiallyScheduled", Status: metav1.ConditionFalse,
-		Reason: "Unschedulable", Message: "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"}}
+	pg.Status.Conditions = []metav1.Condition{{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse,
+		Reason: schedulingv1beta1.PodGroupReasonUnschedulable, Message: "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"}}
 	member := func(name string) *corev1.Pod {
 		p := gpuPod(name, "hub-a", "8").Unschedulable("pod group is unschedulable").Obj()
 		p.Labels[gantryv1alpha1.PodGroupLabel] = pg.Name

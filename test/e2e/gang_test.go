@@ -212,7 +212,7 @@ func gangWaitsWhole(t *testing.T, w *testbed.Cluster, job *batchv1.Job) {
 		t.Fatalf("%d PodGroups of %s on %s, want 1", len(pgs.Items), job.Name, w.Name)
 	}
 	pg := pgs.Items[0]
-	c := apimeta.FindStatusCondition(pg.Status.Conditions, "PodGroupInitiallyScheduled")
+	c := apimeta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != schedulingv1beta1.PodGroupReasonUnschedulable {
 		t.Errorf("PodGroup %s on %s: PodGroupInitiallyScheduled %+v, want False, Unschedulable", pg.Name, w.Name, c)
 		return
