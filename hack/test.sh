@@ -17,7 +17,7 @@ make --no-print-directory build
 KUBEBUILDER_ASSETS="$assets" go test -count=1 -timeout 10m ./test/scale/...
 
 if compgen -G "test/e2e/*_test.go" >/dev/null; then
-  echo "== end-to-end tests (kwok clusters, real gantry-hub and gantry-agent)"
-  make --no-print-directory build
-  GANTRY_CHROMIUM="$(hack/install-chromium.sh)" GANTRY_TOOLS="$(hack/install-tools.sh | tail -n 1)" go test -count=1 -timeout 25m ./test/e2e/...
+  echo "== end-to-end tests (kwok clusters, real gantry-hub and gantry-agent, some from their images under runc)"
+  make --no-print-directory build images
+  GANTRY_CHROMIUM="$(hack/install-chromium.sh)" GANTRY_RUNC="$(hack/install-debian.sh runc)" GANTRY_TOOLS="$(hack/install-tools.sh | tail -n 1)" go test -count=1 -timeout 25m ./test/e2e/...
 fi

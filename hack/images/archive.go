@@ -2,13 +2,10 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -147,40 +144,4 @@ func writeTar(w io.Writer, files map[string][]byte, mtime time.Time) error {
 		}
 	}
 	return tw.Close()
-}
-
-// unpackArchive extracts an archive writeArchive wrote into dir, refusing any entry outside it.
-func unpackArchive(path, dir string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	tr := tar.NewReader(bytes.NewReader(data))
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
-		}
-		target := filepath.Join(dir, hdr.Name)
-		if !filepath.IsLocal(hdr.Name) {
-			return fmt.Errorf("%s: entry %q leaves the archive", path, hdr.Name)
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(target, 0o755)
-		case tar.TypeReg:
-			var b []byte
-			if b, err = io.ReadAll(tr); err == nil {
-				err = os.WriteFile(target, b, 0o644)
-			}
-		default:
-			err = fmt.Errorf("%s: entry %q is neither a file nor a directory", path, hdr.Name)
-		}
-		if err != nil {
-			return err
-		}
-	}
 }

@@ -14,6 +14,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/gantry-dev/gantry/internal/ociarchive"
 )
 
 var testSource = Source{Version: "v0.3.0", Commit: "0123456789abcdef", URL: sourceURL,
@@ -173,7 +175,7 @@ func TestArchiveIsAnOCILayout(t *testing.T) {
 	dir := t.TempDir()
 	archive, idx := testArchive(t, dir)
 	unpacked := filepath.Join(dir, "layout")
-	if err := unpackArchive(archive, unpacked); err != nil {
+	if err := ociarchive.UnpackFile(archive, unpacked); err != nil {
 		t.Fatal(err)
 	}
 	top, err := layout.ImageIndexFromPath(unpacked)
@@ -227,4 +229,39 @@ func testArchive(t *testing.T, dir string) (string, v1.ImageIndex) {
 		t.Fatal(err)
 	}
 	return archive, idx
+}
+
+// TestArchiveUnpacksToARootFilesystem reads the archive back as the e2e tests do before they run an image
+// under runc: the platform's file system holds the executable binary and the nonroot user, and the
+// configuration runs it as that user.
+func TestArchiveUnpacksToARootFilesystem(t *testing.T) {
+	dir := t.TempDir()
+	archive, _ := testArchive(t, dir)
+	idx, desc, err := ociarchive.Open(archive, filepath.Join(dir, "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Annotations["org.opencontainers.image.ref.name"] != "v0.3.0" {
+		t.Errorf("index.json annotations %v, want the tag v0.3.0", desc.Annotations)
+	}
+	for _, bin := range fakeBinaries() {
+		rootfs := filepath.Join(dir, bin.Platform.Architecture)
+		cfg, err := ociarchive.RootFS(idx, bin.Platform, rootfs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Config.User != "65532:65532" || len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != "/gantry-hub" {
+			t.Errorf("%s: config runs %v as %q, want /gantry-hub as 65532:65532", bin.Platform, cfg.Config.Entrypoint, cfg.Config.User)
+		}
+		st, err := os.Stat(filepath.Join(rootfs, "gantry-hub"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := os.ReadFile(filepath.Join(rootfs, "gantry-hub")); !bytes.Equal(data, bin.Data) || st.Mode().Perm() != 0o755 {
+			t.Errorf("%s: /gantry-hub is %q with mode %v, want the binary, executable", bin.Platform, data, st.Mode())
+		}
+	}
+	if _, err := ociarchive.RootFS(idx, v1.Platform{OS: "linux", Architecture: "s390x"}, t.TempDir()); err == nil {
+		t.Error("a platform the index does not hold gave a file system")
+	}
 }

@@ -22,8 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+		"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gantry-dev/gantry/internal/ociarchive"
 )
 
 const (
@@ -173,22 +174,7 @@ func pushAll(out, registry string) error {
 }
 
 func pushArchive(archive, dir, repository string) error {
-	if err := unpackArchive(archive, dir); err != nil {
-		return err
-	}
-	top, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", archive, err)
-	}
-	im, err := top.IndexManifest()
-	if err != nil {
-		return err
-	}
-	if len(im.Manifests) != 1 {
-		return fmt.Errorf("%s holds %d entries, want one image index", archive, len(im.Manifests))
-	}
-	desc := im.Manifests[0]
-	idx, err := top.ImageIndex(desc.Digest)
+	idx, desc, err := ociarchive.Open(archive, dir)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,23 +31,26 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/internal/helmchart"
 	"github.com/gantry-dev/gantry/internal/manifest"
+	"github.com/gantry-dev/gantry/internal/ociarchive"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
-// chartProcess is a Gantry process of the testbed, the ServiceAccount the chart gives it and the Lease
-// its replicas elect a leader with.
-type chartProcess struct{ name, serviceAccount, lease string }
+// chartProcess is a Gantry process of the testbed, the ServiceAccount the chart gives it, the Lease its
+// replicas elect a leader with, and the image it runs from under the chart (none: the host's binary).
+type chartProcess struct{ name, serviceAccount, lease, image string }
 
 var chartProcesses = []chartProcess{
-	{"gantry-hub", "gantry-hub", "gantry-hub"},
-	{"gantry-agent-1", "gantry-agent", "gantry-agent.gantry.dev"},
-	{"gantry-agent-2", "gantry-agent", "gantry-agent.gantry.dev"},
+	{"gantry-hub", "gantry-hub", "gantry-hub", "gantry-hub"},
+	{"gantry-agent-1", "gantry-agent", "gantry-agent.gantry.dev", ""},
+	{"gantry-agent-2", "gantry-agent", "gantry-agent.gantry.dev", "gantry-agent"},
 }
 
 // TestTheChartInstallsUpgradesAndUninstalls installs the Helm chart into the hub (role hub) and each
 // worker (role agent) with the Helm SDK; kwok runs the Deployments' pods, which become Available. The
-// real gantry-hub and gantry-agent then run on the host under tokens of the chart's ServiceAccounts,
-// the workers are registered with tokens of the chart's gantry-hub-remote, and jobs run to completion:
+// real gantry-hub and gantry-agent then run under tokens of the chart's ServiceAccounts: the hub and
+// worker-2's agent from the images make images built, under runc, as the chart's pods would run (its
+// arguments, security context and memory limit), worker-1's agent on the host. The workers are
+// registered with tokens of the chart's gantry-hub-remote, and jobs run to completion:
 // the API servers' audit logs must show no request of those identities refused, so the chart's rights
 // are enough. An upgrade while a job runs keeps the job, the WorkerClusters and the queues; uninstalling
 // removes the chart's objects and rights and keeps the CRDs and every object of Gantry's kinds.
@@ -210,17 +214,14 @@ func checkAvailable(t *testing.T, c *testbed.Cluster, name string, want int32) {
 	})
 }
 
-// runUnderChartIdentities restarts the hub and the agents with kubeconfigs holding tokens of the
-// chart's ServiceAccounts, and registers each worker with a token of the chart's gantry-hub-remote.
-// Each is stopped as a Deployment stops its pods, with SIGTERM, which releases its lease.
+// runUnderChartIdentities restarts the hub and the agents under the chart's ServiceAccounts, and
+// registers each worker with a token of the chart's gantry-hub-remote. The processes with an image run
+// from it as the chart's pod (runChartPod); the others on the host with a kubeconfig of a token. Each is
+// stopped as a Deployment stops its pods, with SIGTERM, which releases its lease.
 func runUnderChartIdentities(t *testing.T) {
 	t.Helper()
 	for _, p := range chartProcesses {
 		c := clusterOf(p.name)
-		kubeconfig := filepath.Join(tb.Dir, c.Name+".chart-"+p.serviceAccount+".kubeconfig")
-		if err := writeTokenKubeconfig(c, p.serviceAccount, kubeconfig); err != nil {
-			t.Fatal(err)
-		}
 		proc, err := tb.Process(p.name)
 		if err != nil {
 			t.Fatal(err)
@@ -231,6 +232,14 @@ func runUnderChartIdentities(t *testing.T) {
 		// SIGTERM hands the lease on: the next leader need not wait for it to expire.
 		if holder, err := leaseHolder(c, p.lease); err != nil || holder != "" {
 			t.Errorf("%s stopped with SIGTERM: its lease is held by %q (%v), want it released", p.name, holder, err)
+		}
+		if p.image != "" {
+			runChartPod(t, c, p, proc.Args)
+			continue
+		}
+		kubeconfig := filepath.Join(tb.Dir, c.Name+".chart-"+p.serviceAccount+".kubeconfig")
+		if err := writeTokenKubeconfig(c, p.serviceAccount, kubeconfig); err != nil {
+			t.Fatal(err)
 		}
 		if _, err := tb.Start(p.name, withFlag(proc.Args, "--kubeconfig", kubeconfig)); err != nil {
 			t.Fatal(err)
@@ -243,6 +252,67 @@ func runUnderChartIdentities(t *testing.T) {
 		}
 		setHubToken(t, w.Name, token)
 	}
+}
+
+// runChartPod runs the process from its image under runc, with the pod template of the chart's
+// Deployment on that cluster. The container shares the host's network (the API servers listen on
+// loopback), so it listens where the host process did, the one flag it takes from hostArgs. The kernel
+// must then see the process as the chart describes it.
+func runChartPod(t *testing.T, c *testbed.Cluster, p chartProcess, hostArgs []string) {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := c.Client.Get(context.Background(), types.NamespacedName{Namespace: helmchart.Namespace, Name: deploymentOf(c)}, &d); err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]string{}
+	for _, f := range []string{"metrics-bind-address", "health-probe-bind-address"} {
+		if i := slices.Index(hostArgs, "--"+f); i >= 0 && i+1 < len(hostArgs) {
+			flags[f] = hostArgs[i+1]
+		}
+	}
+	pod := testbed.Pod{Cluster: c, Template: d.Spec.Template, Namespace: helmchart.Namespace, Image: imageArchive(t, p.image), Flags: flags}
+	if _, err := tb.StartPod(context.Background(), p.name, pod); err != nil {
+		t.Fatal(err)
+	}
+	container := d.Spec.Template.Spec.Containers[0]
+	eventually(t, p.name+" running from its image as the chart says", time.Minute, poll, func() error {
+		got, err := tb.InspectPod(p.name)
+		if err != nil {
+			return err
+		}
+		want := testbed.ContainerProcess{UID: 65532, GID: 65532, NoNewPrivs: true, ReadOnlyRoot: true,
+			Executable: "/" + p.image, MemoryLimit: container.Resources.Limits.Memory().Value()}
+		if got != want {
+			return fmt.Errorf("the kernel sees %+v, want %+v", got, want)
+		}
+		return nil
+	})
+}
+
+// imageArchive is the path of the image archive make images wrote, which must be of the commit checked
+// out: an older image would test older code.
+func imageArchive(t *testing.T, image string) string {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("..", "..", "bin", "images", image+".tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, _, err := ociarchive.Open(path, t.TempDir())
+	if err != nil {
+		t.Fatalf("%v (make images builds it)", err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built := m.Annotations["org.opencontainers.image.revision"]; built != strings.TrimSpace(string(head)) {
+		t.Fatalf("%s is of commit %s, the checkout is at %s: make images", path, built, head)
+	}
+	return path
 }
 
 func clusterOf(process string) *testbed.Cluster {
