@@ -285,6 +285,7 @@ func runChartPod(t *testing.T, c *testbed.Cluster, p chartProcess, hostArgs []st
 		if got != want {
 			return fmt.Errorf("the kernel sees %+v, want %+v", got, want)
 		}
+		t.Logf("%s runs from %s under runc: %+v", p.name, pod.Image, got)
 		return nil
 	})
 }
