@@ -31,7 +31,7 @@ push:
 	go run ./hack/images -out bin/images -push "$(REGISTRY)"
 
 generate:
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/... paths=./internal/kueue/...
 
 # manifests generates the CRDs, copies them into the chart, and renders the kustomize bases and overlays
 # of deploy/ from the chart.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/expectations"
+	"github.com/gantry-dev/gantry/internal/kueue"
 )
 
 // maxConditionMessage is the longest message a metav1.Condition accepts.
@@ -71,6 +73,9 @@ type Input struct {
 	// PodGroups are the PodGroups Gantry made in the cluster, by namespace and name; nil when the
 	// cluster does not serve the PodGroup API, and then no gang gets one.
 	PodGroups map[types.NamespacedName]*schedulingv1beta1.PodGroup
+	// KueueWorkloads are the Workloads of the cluster's Kueue, by the UID of the job each stands for;
+	// nil when the cluster does not run Kueue.
+	KueueWorkloads map[types.UID]*kueue.Workload
 }
 
 // Plan is what one pass decided.
@@ -326,7 +331,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 			// The scheduler did not find the room this agent counted (something outside the agent's
 			// view took it). Give the gang up, so that the hub removes the Job and dispatches it again.
 			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout,
-				placementTimeoutMessage(c, progress, copyPods, gangVerdict(in, c), in.Now.Sub(since)), in.Now), nil)
+				placementTimeoutMessage(c, progress, copyPods, cmp.Or(kueueVerdict(in, job), gangVerdict(in, c)), in.Now.Sub(since)), in.Now), nil)
 			continue
 		}
 		p.track(in, c, cur, progress)
@@ -622,15 +627,15 @@ func firstPodCreated(pods []*corev1.Pod, podSet string) (time.Time, bool) {
 
 // placementTimeoutMessage says how much of the gang was not placed, and what the scheduler said of a pod
 // that waits, for a person to act on.
-func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods []*corev1.Pod, gang string, waited time.Duration) string {
+func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods []*corev1.Pod, verdict string, waited time.Duration) string {
 	var left, total int32
 	for _, ps := range c.Spec.PodSets {
 		left += progress.Left[ps.Name]
 		total += ps.Count
 	}
 	msg := fmt.Sprintf("%d of %d pods not placed on a node %s after their placement began", left, total, waited.Round(time.Second))
-	if gang != "" {
-		return msg + "; " + gang // the scheduler's word on the gang as a whole
+	if verdict != "" {
+		return msg + "; " + verdict // Kueue's word on the job, or the scheduler's on the gang as a whole
 	}
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" || IsTerminal(pod) {

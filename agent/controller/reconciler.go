@@ -39,6 +39,7 @@ import (
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/expectations"
+	"github.com/gantry-dev/gantry/internal/kueue"
 )
 
 // parallelWrites bounds the status writes of one pass in flight at once.
@@ -99,6 +100,8 @@ type Reconciler struct {
 	kinds map[gantryv1alpha1.JobKind]bool
 	// podGroups: the cluster serves the PodGroup API, found at start (GangScheduling).
 	podGroups bool
+	// kueue: the cluster serves Kueue's Workloads, found at start.
+	kueue bool
 }
 
 // NewReconciler returns the agent's reconciler. c must read from a cache set up with CacheOptions (any
@@ -150,6 +153,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.ResourceQuota{}, enqueue, builder.WithPredicates(quotaChanged)).
 		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
 	r.podGroups = serves(mgr, schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"))
+	// Kueue's Workloads are read, not watched: what Kueue says of a job waiting there is read when its
+	// placement timeout wakes the pass.
+	r.kueue = serves(mgr, kueue.GroupVersion.WithKind("Workload"))
 	if r.podGroups {
 		b = b.Watches(&schedulingv1beta1.PodGroup{}, enqueue, builder.WithPredicates(createdOrDeleted))
 	}
@@ -271,6 +277,9 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	if in.PodGroups, err = r.readPodGroups(ctx); err != nil {
 		return Input{}, err
 	}
+	if in.KueueWorkloads, err = r.readKueueWorkloads(ctx); err != nil {
+		return Input{}, err
+	}
 	keepBehind(r.assumed, in.Copies)
 	return in, nil
 }
@@ -289,6 +298,22 @@ func (r *Reconciler) readPodGroups(ctx context.Context) (map[types.NamespacedNam
 		byName[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
 	}
 	return byName, nil
+}
+
+// readKueueWorkloads are the Kueue Workloads of jobs, by the job's UID; nil where the cluster serves none.
+func (r *Reconciler) readKueueWorkloads(ctx context.Context) (map[types.UID]*kueue.Workload, error) {
+	if !r.kueue {
+		return nil, nil
+	}
+	var list kueue.WorkloadList
+	if err := r.client.List(ctx, &list, client.HasLabels{kueue.JobUIDLabel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing Kueue's Workloads: %w", err)
+	}
+	byJob := make(map[types.UID]*kueue.Workload, len(list.Items))
+	for i := range list.Items {
+		byJob[types.UID(list.Items[i].Labels[kueue.JobUIDLabel])] = &list.Items[i]
+	}
+	return byJob, nil
 }
 
 // classes are the names of the cluster's PriorityClasses, and its RuntimeClasses by name.

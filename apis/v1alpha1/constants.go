@@ -17,6 +17,11 @@ const (
 	// policy gantry-pod-group copies it into spec.schedulingGroup where a job kind's API does not carry
 	// that field down to its pods.
 	PodGroupLabel = "gantry.dev/pod-group"
+	// KueueLocalQueueAnnotation on a copy names the LocalQueue of the worker's Kueue that its job goes
+	// through (WorkerCluster spec.kueue), so that the agent admits it by that queue's room.
+	KueueLocalQueueAnnotation = "gantry.dev/kueue-local-queue"
+	// KueueQueueNameLabel is Kueue's label that puts a job into a LocalQueue of its namespace.
+	KueueQueueNameLabel = "kueue.x-k8s.io/queue-name"
 	// WorkloadUIDLabel on every object Gantry creates on a worker holds the hub Workload's UID. Its presence
 	// marks an object as Gantry's own; a worker object without it is never adopted or deleted.
 	WorkloadUIDLabel = "gantry.dev/workload-uid"

@@ -38,6 +38,57 @@ type WorkerClusterSpec struct {
 	// cluster is back and fenced is cleared, what is left there of those jobs is deleted.
 	// +optional
 	Fenced bool `json:"fenced,omitempty"`
+
+	// Kueue says that the worker runs Kueue and which of its LocalQueues Gantry's jobs go through there.
+	// The agent then admits a job only when the ClusterQueue behind that LocalQueue has room for it by
+	// Kueue's accounting, the job is created in that LocalQueue, and it counts as started only once Kueue
+	// admitted it; one Kueue keeps waiting past the agent's placement timeout is dispatched elsewhere.
+	// Gantry never changes Kueue's objects.
+	// +optional
+	Kueue *WorkerKueue `json:"kueue,omitempty"`
+}
+
+// WorkerKueue names the LocalQueues of a worker's Kueue that Gantry's jobs go through.
+type WorkerKueue struct {
+	// LocalQueue is the LocalQueue, in the job's namespace on the worker, of the jobs of every namespace
+	// that Namespaces does not name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	LocalQueue string `json:"localQueue"`
+	// Namespaces name another LocalQueue for the jobs of some namespaces.
+	// +listType=map
+	// +listMapKey=namespace
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Namespaces []NamespaceLocalQueue `json:"namespaces,omitempty"`
+}
+
+// NamespaceLocalQueue is the LocalQueue of one namespace's jobs.
+type NamespaceLocalQueue struct {
+	// Namespace of the jobs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// LocalQueue is the LocalQueue in that namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	LocalQueue string `json:"localQueue"`
+}
+
+// LocalQueueFor is the LocalQueue of a namespace's jobs on the worker, or "" when the worker does not
+// run Kueue for Gantry.
+func (k *WorkerKueue) LocalQueueFor(namespace string) string {
+	if k == nil {
+		return ""
+	}
+	for _, n := range k.Namespaces {
+		if n.Namespace == namespace {
+			return n.LocalQueue
+		}
+	}
+	return k.LocalQueue
 }
 
 // FailoverPolicy is what the hub does with a lost cluster's jobs.

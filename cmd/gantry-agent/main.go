@@ -29,6 +29,7 @@ import (
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/leadership"
 	"github.com/gantry-dev/gantry/internal/memlimit"
 	"github.com/gantry-dev/gantry/internal/version"
@@ -141,7 +142,7 @@ func run(o *options) error {
 	cfg.UserAgent = "gantry-agent"
 
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gantryv1alpha1.AddToScheme, jobkind.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gantryv1alpha1.AddToScheme, jobkind.AddToScheme, kueue.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}

@@ -165,7 +165,7 @@ func (d *decider) syncCopies() {
 		case cp == nil && nominated && !c.Fenced && c.CopyRefused != "":
 			d.copyRefused(c)
 		case cp == nil && nominated && !c.Fenced:
-			d.worker(CreateCopy, c.Name, NewCopy(d.wl))
+			d.worker(CreateCopy, c.Name, NewCopy(d.wl, c.KueueLocalQueue))
 		case cp == nil:
 		case !nominated || epochOf(cp.Labels) != st.DispatchEpoch:
 			d.worker(Delete, c.Name, cp)
@@ -191,7 +191,7 @@ func (d *decider) copyRefused(c Cluster) {
 		d.plan.requeue(retry.Sub(d.v.Now))
 		return
 	}
-	d.worker(CreateCopy, c.Name, NewCopy(d.wl))
+	d.worker(CreateCopy, c.Name, NewCopy(d.wl, c.KueueLocalQueue))
 }
 
 // endIfPastAdmissionDeadline finishes a Workload without a winner that has waited its admission deadline,
@@ -281,7 +281,7 @@ func (d *decider) runOnWinner() {
 		d.createFailing(w)
 		return
 	case job == nil && d.v.HubJob != nil:
-		d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl))
+		d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl, w.KueueLocalQueue))
 		return
 	}
 	switch {
@@ -482,7 +482,7 @@ func (d *decider) createFailing(w Cluster) {
 		d.plan.requeue(min(retry.Sub(d.v.Now), due.Sub(d.v.Now)))
 		return
 	}
-	d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl))
+	d.worker(CreateJob, w.Name, NewRemoteJob(d.v.HubJob, d.wl, w.KueueLocalQueue))
 }
 
 // refused takes the Workload back from a winner whose API server refused its job: nothing of it was

@@ -20,9 +20,10 @@ func remoteLabels(wl *gantry.Workload, epoch int64) map[string]string {
 	}
 }
 
-// NewCopy builds the copy of a hub Workload sent to a nominated cluster.
-func NewCopy(wl *gantry.Workload) *gantry.Workload {
-	return &gantry.Workload{
+// NewCopy builds the copy of a hub Workload sent to a nominated cluster; localQueue, when the cluster's
+// jobs go through its Kueue, names the LocalQueue whose room the agent admits it by.
+func NewCopy(wl *gantry.Workload, localQueue string) *gantry.Workload {
+	cp := &gantry.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      wl.Name,
 			Namespace: wl.Namespace,
@@ -30,15 +31,25 @@ func NewCopy(wl *gantry.Workload) *gantry.Workload {
 		},
 		Spec: *wl.Spec.DeepCopy(),
 	}
+	if localQueue != "" {
+		cp.Annotations = map[string]string{gantry.KueueLocalQueueAnnotation: localQueue}
+	}
+	return cp
 }
 
 // NewRemoteJob builds the job that runs on the winner from the hub's job, as its kind says, labelled as
-// Gantry's for the Workload's current epoch and held to the winning agent's choices.
-func NewRemoteJob(hubJob client.Object, wl *gantry.Workload) client.Object {
-	return jobkind.Of(wl).Remote(hubJob, wl.Spec.PodSets, remoteLabels(wl, wl.Status.DispatchEpoch), func(podSet string, tpl *corev1.PodTemplateSpec) {
+// Gantry's for the Workload's current epoch and held to the winning agent's choices. Where the winner's
+// jobs go through Kueue, the job (not its pods: Kueue would take pods so labelled as jobs of their own)
+// goes into localQueue; Kueue's webhook suspends it until Kueue admits it.
+func NewRemoteJob(hubJob client.Object, wl *gantry.Workload, localQueue string) client.Object {
+	job := jobkind.Of(wl).Remote(hubJob, wl.Spec.PodSets, remoteLabels(wl, wl.Status.DispatchEpoch), func(podSet string, tpl *corev1.PodTemplateSpec) {
 		pinToAdmission(&tpl.Spec, podSet, wl)
 		joinGang(tpl, podSet, wl)
 	})
+	if localQueue != "" {
+		job.SetLabels(mergeLabels(job.GetLabels(), map[string]string{gantry.KueueQueueNameLabel: localQueue}))
+	}
+	return job
 }
 
 // joinGang makes the pods of a pod set that is not deferred join the PodGroup the winning agent made

@@ -30,7 +30,7 @@ func TestNewRemoteJob(t *testing.T) {
 	}
 	wl := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: "wl-uid"},
 		Status: gantry.WorkloadStatus{DispatchEpoch: 3}}
-	job := NewRemoteJob(hubJob, wl).(*batchv1.Job)
+	job := NewRemoteJob(hubJob, wl, "").(*batchv1.Job)
 
 	if job.Spec.ManagedBy != nil || ptr.Deref(job.Spec.Suspend, true) || job.Spec.TTLSecondsAfterFinished != nil || job.Spec.Selector != nil {
 		t.Errorf("spec not made runnable on the worker: managedBy %v suspend %v ttl %v selector %v",
@@ -69,7 +69,7 @@ func TestNewRemoteJobPinnedToAdmission(t *testing.T) {
 			TopologyDomain: "zone-b",
 		}},
 	}
-	job := NewRemoteJob(hubJob, wl).(*batchv1.Job)
+	job := NewRemoteJob(hubJob, wl, "").(*batchv1.Job)
 	want := map[string]string{"pool": "gpu", gantry.GPUProductLabel: "NVIDIA-A100-SXM4-80GB", "topology.kubernetes.io/zone": "zone-b"}
 	if got := job.Spec.Template.Spec.NodeSelector; !maps.Equal(got, want) {
 		t.Errorf("nodeSelector %v, want %v", got, want)
@@ -79,7 +79,7 @@ func TestNewRemoteJobPinnedToAdmission(t *testing.T) {
 	}
 
 	wl.Status.Admission = nil
-	if got := NewRemoteJob(hubJob, wl).(*batchv1.Job).Spec.Template.Spec.NodeSelector; !maps.Equal(got, map[string]string{"pool": "gpu"}) {
+	if got := NewRemoteJob(hubJob, wl, "").(*batchv1.Job).Spec.Template.Spec.NodeSelector; !maps.Equal(got, map[string]string{"pool": "gpu"}) {
 		t.Errorf("without choices the nodeSelector is %v, want the Job's own", got)
 	}
 }
@@ -107,7 +107,7 @@ func TestNewRemoteJobJoinsTheGang(t *testing.T) {
 		t := js.Spec.ReplicatedJobs[i].Template.Spec.Template
 		return t.Labels[gantry.PodGroupLabel], ptr.Deref(ptr.Deref(t.Spec.SchedulingGroup, corev1.PodSchedulingGroup{}).PodGroupName, "")
 	}
-	js := NewRemoteJob(hubJob, wl).(*jobsetapi.JobSet)
+	js := NewRemoteJob(hubJob, wl, "").(*jobsetapi.JobSet)
 	if label, field := group(js, 0); label != "train-1a2b3c4d" || field != "train-1a2b3c4d" {
 		t.Errorf("workers join label %q, field %q; want both train-1a2b3c4d", label, field)
 	}
@@ -115,7 +115,7 @@ func TestNewRemoteJobJoinsTheGang(t *testing.T) {
 		t.Errorf("the deferred eval joins label %q, field %q; want none", label, field)
 	}
 	wl.Status.Admission = nil
-	if label, field := group(NewRemoteJob(hubJob, wl).(*jobsetapi.JobSet), 0); label != "" || field != "" {
+	if label, field := group(NewRemoteJob(hubJob, wl, "").(*jobsetapi.JobSet), 0); label != "" || field != "" {
 		t.Errorf("without a PodGroup the workers join label %q, field %q; want none", label, field)
 	}
 	if label, field := group(hubJob, 0); label != "users-own" || field != "users-own" {
@@ -129,7 +129,7 @@ func TestNewCopy(t *testing.T) {
 		Spec:       gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 2}}},
 		Status:     gantry.WorkloadStatus{DispatchEpoch: 7, ClusterName: "x"},
 	}
-	cp := NewCopy(wl)
+	cp := NewCopy(wl, "")
 	if cp.Name != wl.Name || cp.Namespace != wl.Namespace || cp.Spec.PodSets[0].Count != 2 {
 		t.Fatalf("copy %+v", cp)
 	}
@@ -141,5 +141,29 @@ func TestNewCopy(t *testing.T) {
 	}
 	if cp.Status.ClusterName != "" || len(cp.Finalizers) != 0 {
 		t.Errorf("copy carries hub state: %+v %v", cp.Status, cp.Finalizers)
+	}
+}
+
+// TestAJobForAKueueWorkerGoesIntoItsLocalQueue: the winner's job, not its pods, carries Kueue's queue
+// label, and the copy names the LocalQueue its agent admits it by; without Kueue neither does.
+func TestAJobForAKueueWorkerGoesIntoItsLocalQueue(t *testing.T) {
+	hubJob := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "hub-job-uid"}}
+	wl := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: "wl-uid"},
+		Spec: gantry.WorkloadSpec{PodSets: []gantry.PodSet{{Name: "main", Count: 1}}}, Status: gantry.WorkloadStatus{DispatchEpoch: 1}}
+	job := NewRemoteJob(hubJob, wl, "team-a").(*batchv1.Job)
+	if job.Labels[gantry.KueueQueueNameLabel] != "team-a" || job.Labels[gantry.WorkloadUIDLabel] != "wl-uid" {
+		t.Errorf("job labels %v, want Kueue's queue team-a beside Gantry's marks", job.Labels)
+	}
+	if _, ok := job.Spec.Template.Labels[gantry.KueueQueueNameLabel]; ok {
+		t.Errorf("the pods carry Kueue's queue label: %v", job.Spec.Template.Labels)
+	}
+	if cp := NewCopy(wl, "team-a"); cp.Annotations[gantry.KueueLocalQueueAnnotation] != "team-a" {
+		t.Errorf("copy annotations %v, want the LocalQueue", cp.Annotations)
+	}
+	if job := NewRemoteJob(hubJob, wl, "").(*batchv1.Job); job.Labels[gantry.KueueQueueNameLabel] != "" {
+		t.Errorf("a job for a worker without Kueue carries %v", job.Labels)
+	}
+	if cp := NewCopy(wl, ""); cp.Annotations != nil {
+		t.Errorf("a copy for a worker without Kueue carries %v", cp.Annotations)
 	}
 }

@@ -59,6 +59,9 @@ type Cluster struct {
 	DisconnectedReason string
 	// Fenced: the operator said nothing of the cluster runs any more (WorkerCluster spec.fenced).
 	Fenced bool
+	// KueueLocalQueue is the LocalQueue of the worker's Kueue that the Workload's job goes through there
+	// (WorkerCluster spec.kueue); empty when the worker's jobs do not go through Kueue.
+	KueueLocalQueue string
 	// FenceDue, under the failover policy Fence, is when the cluster's agent has surely stopped the hub's
 	// Jobs there if the hub has not reached it since; zero under the policy Wait.
 	FenceDue time.Time

@@ -300,6 +300,7 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	c := workersync.Cluster{Name: name}
 	if wc != nil {
 		r.readRegistration(wc, &c)
+		c.KueueLocalQueue = wc.Spec.Kueue.LocalQueueFor(wl.Namespace)
 	}
 	w, ok := r.Workers.Worker(name)
 	if !ok {

@@ -126,7 +126,7 @@ func TestTheWinnersJobIsBuiltFromTheWholeHubJob(t *testing.T) {
 // retry.
 func TestAFailingWithdrawalDoesNotHoldBackTheWinner(t *testing.T) {
 	wl, job := hubObjects("w1")
-	loserCopy := workersync.NewCopy(wl)
+	loserCopy := workersync.NewCopy(wl, "")
 	refuse := interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
 		return errors.New("worker refuses")
 	}}
@@ -207,7 +207,7 @@ func TestTheWinnersJobDoesNotWaitForTheLosersWithdrawal(t *testing.T) {
 		return err
 	}}
 	w1 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithInterceptorFuncs(noteJob).Build()}
-	w2 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithObjects(workersync.NewCopy(wl)).
+	w2 := &remotetest.Worker{Store: fake.NewClientBuilder().WithScheme(testScheme).WithObjects(workersync.NewCopy(wl, "")).
 		WithInterceptorFuncs(waitForJob).Build()}
 	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": w1, "w2": w2}}
 	r := newReconciler(t, []client.Object{wl, job}, ws)
@@ -239,7 +239,7 @@ func (w staleWorker) HoldsJob(_ gantry.JobKind, key types.NamespacedName) bool {
 // A deletion the worker's cache does not show yet is not sent again by the reconciles in between.
 func TestADeletionIsNotRepeatedWhileTheCacheTrailsIt(t *testing.T) {
 	wl, job := hubObjects("w1")
-	loserCopy := workersync.NewCopy(wl)
+	loserCopy := workersync.NewCopy(wl, "")
 	loserCopy.UID = "copy-uid"
 	deletes := 0
 	count := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -299,7 +299,7 @@ func (r countedReader) Get(ctx context.Context, key client.ObjectKey, obj client
 // rest of the fleet are not read at all.
 func TestOnlyTheClustersThatHoldSomethingAreRead(t *testing.T) {
 	wl, job := hubObjects("")
-	leftover := workersync.NewCopy(wl) // of this Workload, on a cluster its nomination left
+	leftover := workersync.NewCopy(wl, "") // of this Workload, on a cluster its nomination left
 	reads := map[string]*int{}
 	ws := &staleWorkers{Workers: remotetest.Workers{ByName: map[string]*remotetest.Worker{}}, stale: map[string]remote.Worker{}}
 	for _, name := range []string{"w1", "w2", "w3", "w4", "w5"} {
@@ -359,7 +359,7 @@ func TestAForeignJobIsNeverRunOver(t *testing.T) {
 func TestConfirmGoneReadsTheWorker(t *testing.T) {
 	wl, job := hubObjects("w1", gantry.WorkloadJobCreated)
 	wl.DeletionTimestamp = ptr.To(metav1.Now())
-	remote := workersync.NewRemoteJob(job, wl)
+	remote := workersync.NewRemoteJob(job, wl, "")
 	ws := &remotetest.Workers{ByName: map[string]*remotetest.Worker{"w1": worker(remote)}}
 	r := newReconciler(t, []client.Object{wl, job}, ws)
 	r.init()
@@ -407,9 +407,9 @@ func TestRequestsForClusterReadTheIndex(t *testing.T) {
 // going already: the finalizer deleted the Job pods first, and a second deletion would let it go first.
 func TestAnOrphanIsDeletedOnce(t *testing.T) {
 	wl, job := hubObjects("w1")
-	orphanCopy := workersync.NewCopy(wl)
+	orphanCopy := workersync.NewCopy(wl, "")
 	orphanCopy.UID = "copy-uid"
-	goingJob := workersync.NewRemoteJob(job, wl).(*batchv1.Job)
+	goingJob := workersync.NewRemoteJob(job, wl, "").(*batchv1.Job)
 	goingJob.UID = "remote-job-uid"
 	goingJob.Finalizers = []string{metav1.FinalizerDeleteDependents}
 	goingJob.DeletionTimestamp = ptr.To(metav1.Now())
