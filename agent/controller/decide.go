@@ -19,7 +19,6 @@ import (
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/expectations"
-	"github.com/gantry-dev/gantry/internal/kueue"
 )
 
 // maxConditionMessage is the longest message a metav1.Condition accepts.
@@ -73,9 +72,10 @@ type Input struct {
 	// PodGroups are the PodGroups Gantry made in the cluster, by namespace and name; nil when the
 	// cluster does not serve the PodGroup API, and then no gang gets one.
 	PodGroups map[types.NamespacedName]*schedulingv1beta1.PodGroup
-	// KueueWorkloads are the Workloads of the cluster's Kueue, by the UID of the job each stands for;
-	// nil when the cluster does not run Kueue.
-	KueueWorkloads map[types.UID]*kueue.Workload
+	// Kueue is what the cluster's Kueue holds; nil when the cluster does not run Kueue. A copy whose
+	// WorkerCluster sends its jobs through a LocalQueue is admitted only within what that queue's
+	// ClusterQueue has left.
+	Kueue *Kueue
 }
 
 // Plan is what one pass decided.
@@ -189,7 +189,7 @@ func Decide(in Input) Plan {
 	}
 	cs := plan.sortCopies(in)
 	plan.holdAdmitted(in, cs, podsByCopy, nodes)
-	plan.admitPending(in, cs, quotasLeft(in, cs, podsByCopy))
+	plan.admitPending(in, cs, quotasLeft(in, cs, podsByCopy), kueueLeft(in, cs))
 	return plan
 }
 
@@ -237,6 +237,28 @@ func (p *Plan) withinQuota(in Input, cur *metav1.Condition, c *gantryv1alpha1.Wo
 		p.setWaiting(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonInsufficientResources, msg, in.Now), nil)
 	}
 	return false
+}
+
+// withinKueue says whether the ClusterQueue behind the copy's LocalQueue holds it now, with what it
+// would take there; if not, the copy is rejected (KueueQuotaTooSmall: it never could, or the cluster
+// runs no Kueue) or waits (KueueQueueFull), with the reason in Kueue's terms.
+func (p *Plan) withinKueue(in Input, cur *metav1.Condition, c *gantryv1alpha1.Workload, kq *kueueQuotas) (kueueCharge, bool) {
+	if kq == nil {
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKueueQuotaTooSmall,
+			fmt.Sprintf("its WorkerCluster sends its jobs here through Kueue's LocalQueue %s, but this cluster serves no Kueue",
+				c.Annotations[gantryv1alpha1.KueueLocalQueueAnnotation]), in.Now), nil)
+		return kueueCharge{}, false
+	}
+	charge, fits, never, msg := kq.judge(c)
+	switch {
+	case fits:
+		return charge, true
+	case never:
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKueueQuotaTooSmall, msg, in.Now), nil)
+	default:
+		p.setWaiting(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKueueQueueFull, msg, in.Now), nil)
+	}
+	return kueueCharge{}, false
 }
 
 // missingClass names the first PriorityClass or RuntimeClass a pod set of c names that the cluster does
@@ -378,9 +400,10 @@ func (p *Plan) track(in Input, c *gantryv1alpha1.Workload, cur *metav1.Condition
 // admitPending admits, in admission order, the pending copies that fit, and tells the others why not.
 // A copy the quotas of its namespace leave no room for is not offered; two admitted in one pass that
 // the quotas hold only one of keep the first in admission order.
-func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas) {
+func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas, kq *kueueQuotas) {
 	gangs := make([]admission.Gang, 0, len(cs.pending))
 	demands := make(map[string]map[corev1.ResourceName]int64, len(cs.pending))
+	throughKueue := map[string]bool{}
 	for _, c := range cs.pending {
 		job := in.Jobs[client.ObjectKeyFromObject(c)]
 		if !p.offered(in, cs.current[GangKey(c)], c, job) {
@@ -392,6 +415,12 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas) {
 				continue
 			}
 			demands[GangKey(c)] = demand
+		}
+		if c.Annotations[gantryv1alpha1.KueueLocalQueueAnnotation] != "" {
+			if _, ok := p.withinKueue(in, cs.current[GangKey(c)], c, kq); !ok {
+				continue
+			}
+			throughKueue[GangKey(c)] = true
 		}
 		g := withRuntimeClasses(GangFromCopy(c), c, in.RuntimeClasses)
 		g.Preempting = preemptionUnderWay(in, cs, c)
@@ -408,8 +437,18 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas) {
 			p.Snapshot.Release(d.Key)
 			continue
 		}
+		var charge kueueCharge
+		if d.Admitted && throughKueue[d.Key] {
+			// Judged again: the copies admitted before it in this pass took their part.
+			var ok bool
+			if charge, ok = p.withinKueue(in, cs.current[d.Key], c, kq); !ok {
+				p.Snapshot.Release(d.Key)
+				continue
+			}
+		}
 		if d.Admitted {
 			nq.charge(c.Namespace, demands[d.Key])
+			kq.charge(charge)
 			p.Placements[c.UID] = d.Placement
 			p.Placing[c.UID] = in.Now
 			p.admit(in, c, cs.current[d.Key], d.Placement)

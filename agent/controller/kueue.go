@@ -20,10 +20,10 @@ func kueueVerdict(in Input, job client.Object) string {
 	if queue == "" {
 		return ""
 	}
-	if in.KueueWorkloads == nil {
+	if in.Kueue == nil {
 		return fmt.Sprintf("the job waits in LocalQueue %s, but the cluster serves no Kueue Workloads", queue)
 	}
-	kw := in.KueueWorkloads[job.GetUID()]
+	kw := in.Kueue.Workloads[job.GetUID()]
 	if kw == nil {
 		return fmt.Sprintf("Kueue made no Workload for it in LocalQueue %s", queue)
 	}

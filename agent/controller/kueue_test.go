@@ -44,8 +44,8 @@ func TestPlacementTimeoutSaysWhatKueueSaidOfTheJob(t *testing.T) {
 				job.Labels[gantryv1alpha1.KueueQueueNameLabel] = tc.queue
 			}
 			in := Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")}, Copies: []*gantryv1alpha1.Workload{c}, Jobs: jobs(job),
-				Placements:     map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
-				KueueWorkloads: tc.workloads, Now: now, PlacementTimeout: timeout}
+				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
+				Kueue:      kueueWith(tc.workloads), Now: now, PlacementTimeout: timeout}
 			plan := Decide(in)
 			if len(plan.Updates) != 1 || plan.Updates[0].Condition.Reason != gantryv1alpha1.ReasonPlacementTimeout {
 				t.Fatalf("updates %+v, want the copy given up", plan.Updates)
@@ -63,11 +63,19 @@ func TestKueueSaysNothingOfAJobItAdmitted(t *testing.T) {
 	job.UID = "job-a-uid"
 	job.Labels[gantryv1alpha1.KueueQueueNameLabel] = "team"
 	admitted := kueueWorkload("job-a-1f2e3", []metav1.Condition{{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"}})
-	if v := kueueVerdict(Input{KueueWorkloads: map[types.UID]*kueue.Workload{"job-a-uid": admitted}}, job); v != "" {
+	if v := kueueVerdict(Input{Kueue: kueueWith(map[types.UID]*kueue.Workload{"job-a-uid": admitted})}, job); v != "" {
 		t.Errorf("verdict %q for an admitted job, want none", v)
 	}
 }
 
 func kueueWorkload(name string, conds []metav1.Condition) *kueue.Workload {
 	return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Status: kueue.WorkloadStatus{Conditions: conds}}
+}
+
+// kueueWith is a Kueue of those Workloads, nil for none: a cluster without Kueue.
+func kueueWith(workloads map[types.UID]*kueue.Workload) *Kueue {
+	if workloads == nil {
+		return nil
+	}
+	return &Kueue{Workloads: workloads}
 }

@@ -153,9 +153,16 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.ResourceQuota{}, enqueue, builder.WithPredicates(quotaChanged)).
 		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
 	r.podGroups = serves(mgr, schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"))
-	// Kueue's Workloads are read, not watched: what Kueue says of a job waiting there is read when its
-	// placement timeout wakes the pass.
 	r.kueue = serves(mgr, kueue.GroupVersion.WithKind("Workload"))
+	if r.kueue {
+		// Room comes and goes with a ClusterQueue's reservations; queues, cohorts and flavors change
+		// by hand. Kueue's Workloads are read, not watched: their reservations show on the queues, and
+		// what Kueue says of a job waiting there is read when its placement timeout wakes the pass.
+		b = b.Watches(&kueue.ClusterQueue{}, enqueue, builder.WithPredicates(clusterQueueChanged)).
+			Watches(&kueue.LocalQueue{}, enqueue, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&kueue.Cohort{}, enqueue, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&kueue.ResourceFlavor{}, enqueue, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
 	if r.podGroups {
 		b = b.Watches(&schedulingv1beta1.PodGroup{}, enqueue, builder.WithPredicates(createdOrDeleted))
 	}
@@ -277,7 +284,7 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	if in.PodGroups, err = r.readPodGroups(ctx); err != nil {
 		return Input{}, err
 	}
-	if in.KueueWorkloads, err = r.readKueueWorkloads(ctx); err != nil {
+	if in.Kueue, err = r.readKueue(ctx); err != nil {
 		return Input{}, err
 	}
 	keepBehind(r.assumed, in.Copies)
@@ -300,20 +307,45 @@ func (r *Reconciler) readPodGroups(ctx context.Context) (map[types.NamespacedNam
 	return byName, nil
 }
 
-// readKueueWorkloads are the Kueue Workloads of jobs, by the job's UID; nil where the cluster serves none.
-func (r *Reconciler) readKueueWorkloads(ctx context.Context) (map[types.UID]*kueue.Workload, error) {
+// readKueue reads the cluster's Kueue queues, cohorts, flavors and job Workloads; nil where the
+// cluster serves none.
+func (r *Reconciler) readKueue(ctx context.Context) (*Kueue, error) {
 	if !r.kueue {
 		return nil, nil
 	}
-	var list kueue.WorkloadList
-	if err := r.client.List(ctx, &list, client.HasLabels{kueue.JobUIDLabel}, client.UnsafeDisableDeepCopy); err != nil {
+	var (
+		lqs kueue.LocalQueueList
+		cqs kueue.ClusterQueueList
+		cos kueue.CohortList
+		rfs kueue.ResourceFlavorList
+		wls kueue.WorkloadList
+	)
+	for _, l := range []client.ObjectList{&lqs, &cqs, &cos, &rfs} {
+		if err := r.client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing Kueue's %T: %w", l, err)
+		}
+	}
+	if err := r.client.List(ctx, &wls, client.HasLabels{kueue.JobUIDLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing Kueue's Workloads: %w", err)
 	}
-	byJob := make(map[types.UID]*kueue.Workload, len(list.Items))
-	for i := range list.Items {
-		byJob[types.UID(list.Items[i].Labels[kueue.JobUIDLabel])] = &list.Items[i]
+	st := &Kueue{LocalQueues: map[types.NamespacedName]*kueue.LocalQueue{}, ClusterQueues: map[string]*kueue.ClusterQueue{},
+		Cohorts: map[string]*kueue.Cohort{}, Flavors: map[string]*kueue.ResourceFlavor{}, Workloads: map[types.UID]*kueue.Workload{}}
+	for i := range lqs.Items {
+		st.LocalQueues[client.ObjectKeyFromObject(&lqs.Items[i])] = &lqs.Items[i]
 	}
-	return byJob, nil
+	for i := range cqs.Items {
+		st.ClusterQueues[cqs.Items[i].Name] = &cqs.Items[i]
+	}
+	for i := range cos.Items {
+		st.Cohorts[cos.Items[i].Name] = &cos.Items[i]
+	}
+	for i := range rfs.Items {
+		st.Flavors[rfs.Items[i].Name] = &rfs.Items[i]
+	}
+	for i := range wls.Items {
+		st.Workloads[types.UID(wls.Items[i].Labels[kueue.JobUIDLabel])] = &wls.Items[i]
+	}
+	return st, nil
 }
 
 // classes are the names of the cluster's PriorityClasses, and its RuntimeClasses by name.
@@ -512,6 +544,16 @@ var quotaChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*corev1.ResourceQuota)
 	n, ok2 := e.ObjectNew.(*corev1.ResourceQuota)
 	return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Status, n.Status)
+}}
+
+// clusterQueueChanged lets through a ClusterQueue as it comes and goes, as its spec changes, and as
+// what its workloads hold of it or its activity changes.
+var clusterQueueChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*kueue.ClusterQueue)
+	n, ok2 := e.ObjectNew.(*kueue.ClusterQueue)
+	return !ok1 || !ok2 || o.Generation != n.Generation ||
+		!equality.Semantic.DeepEqual(o.Status.FlavorsReservation, n.Status.FlavorsReservation) ||
+		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions)
 }}
 
 // createdOrDeleted lets through a class as it comes and goes: only its name counts.

@@ -148,6 +148,13 @@ const (
 	// ReasonNamespaceQuotaTooSmall: a ResourceQuota of the copy's namespace on this cluster allows less
 	// than the job needs, even with nothing else there; the rejection lapses, as ClassNotFound's.
 	ReasonNamespaceQuotaTooSmall = "NamespaceQuotaTooSmall"
+	// ReasonKueueQuotaTooSmall: the ClusterQueue of the worker's Kueue that the copy's LocalQueue feeds
+	// could never hold the job, even with nothing else admitted and all it may borrow; or the worker
+	// runs no Kueue though its WorkerCluster says so. The rejection lapses, as ClassNotFound's.
+	ReasonKueueQuotaTooSmall = "KueueQuotaTooSmall"
+	// ReasonKueueQueueFull: that ClusterQueue has no room for the job now, by Kueue's accounting, or
+	// the LocalQueue cannot take it now (missing, stopped, inactive); the copy waits.
+	ReasonKueueQueueFull = "KueueQueueFull"
 	// ReasonHubLeaseExpired: the hub's lease on the cluster lapsed under the failover policy Fence; the
 	// agent suspended the copy's Job (its pods are deleted) until the hub resumes it or removes it.
 	ReasonHubLeaseExpired = "HubLeaseExpired"
@@ -266,7 +273,8 @@ const (
 // and the agent does not decide the copy again.
 func RejectsCluster(reason string) bool {
 	switch reason {
-	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict, ReasonKindNotServed, ReasonClassNotFound, ReasonNamespaceQuotaTooSmall:
+	case ReasonNeverFits, ReasonNoEligibleNode, ReasonJobNameConflict, ReasonKindNotServed, ReasonClassNotFound, ReasonNamespaceQuotaTooSmall,
+		ReasonKueueQuotaTooSmall:
 		return true
 	}
 	return false

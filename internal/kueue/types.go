@@ -8,6 +8,8 @@
 package kueue
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +27,10 @@ const (
 	// WorkloadAdmitted is true once the Workload's quota is reserved and its admission checks passed:
 	// Kueue then lets the job run.
 	WorkloadAdmitted = "Admitted"
+	// ClusterQueueActive is true while a ClusterQueue can admit: its flavors and checks exist.
+	ClusterQueueActive = "Active"
+	// StopPolicyNone is the stop policy of a queue that admits.
+	StopPolicyNone = "None"
 )
 
 // Workload is Kueue's unit of admission: one per job in a LocalQueue.
@@ -62,9 +68,140 @@ type WorkloadList struct {
 	Items           []Workload `json:"items"`
 }
 
+// LocalQueue is a namespace's queue into a ClusterQueue.
+// +kubebuilder:object:root=true
+type LocalQueue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              LocalQueueSpec `json:"spec,omitempty"`
+}
+
+// LocalQueueSpec is the part of a LocalQueue's spec the agent reads.
+type LocalQueueSpec struct {
+	ClusterQueue string `json:"clusterQueue,omitempty"`
+	// StopPolicy other than None holds the queue's workloads.
+	StopPolicy *string `json:"stopPolicy,omitempty"`
+}
+
+// LocalQueueList is a list of LocalQueues.
+// +kubebuilder:object:root=true
+type LocalQueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LocalQueue `json:"items"`
+}
+
+// ClusterQueue holds quota per flavor and resource, and may borrow from its cohort.
+// +kubebuilder:object:root=true
+type ClusterQueue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ClusterQueueSpec   `json:"spec,omitempty"`
+	Status            ClusterQueueStatus `json:"status,omitempty"`
+}
+
+// ClusterQueueSpec is the part of a ClusterQueue's spec the agent reads.
+type ClusterQueueSpec struct {
+	ResourceGroups []ResourceGroup `json:"resourceGroups,omitempty"`
+	CohortName     string          `json:"cohortName,omitempty"`
+	StopPolicy     *string         `json:"stopPolicy,omitempty"`
+}
+
+// ResourceGroup is a set of resources whose quota is given per flavor, flavors in the order Kueue
+// tries them.
+type ResourceGroup struct {
+	CoveredResources []corev1.ResourceName `json:"coveredResources,omitempty"`
+	Flavors          []FlavorQuotas        `json:"flavors,omitempty"`
+}
+
+// FlavorQuotas is the quota of one flavor for the resources of its group.
+type FlavorQuotas struct {
+	Name      string          `json:"name"`
+	Resources []ResourceQuota `json:"resources,omitempty"`
+}
+
+// ResourceQuota is a nominal quota with what may be borrowed beyond it and lent of it.
+type ResourceQuota struct {
+	Name           corev1.ResourceName `json:"name"`
+	NominalQuota   resource.Quantity   `json:"nominalQuota,omitempty"`
+	BorrowingLimit *resource.Quantity  `json:"borrowingLimit,omitempty"`
+	LendingLimit   *resource.Quantity  `json:"lendingLimit,omitempty"`
+}
+
+// ClusterQueueStatus is the part of a ClusterQueue's status the agent reads.
+type ClusterQueueStatus struct {
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// FlavorsReservation is the quota held by the Workloads Kueue reserved quota for.
+	FlavorsReservation []FlavorUsage `json:"flavorsReservation,omitempty"`
+}
+
+// FlavorUsage is what is held of one flavor.
+type FlavorUsage struct {
+	Name      string          `json:"name"`
+	Resources []ResourceUsage `json:"resources,omitempty"`
+}
+
+// ResourceUsage is what is held of one resource of a flavor.
+type ResourceUsage struct {
+	Name  corev1.ResourceName `json:"name"`
+	Total resource.Quantity   `json:"total,omitempty"`
+}
+
+// ClusterQueueList is a list of ClusterQueues.
+// +kubebuilder:object:root=true
+type ClusterQueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterQueue `json:"items"`
+}
+
+// Cohort groups ClusterQueues and Cohorts that lend each other unused quota, with quota of its own.
+// +kubebuilder:object:root=true
+type Cohort struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              CohortSpec `json:"spec,omitempty"`
+}
+
+// CohortSpec is the part of a Cohort's spec the agent reads.
+type CohortSpec struct {
+	ParentName     string          `json:"parentName,omitempty"`
+	ResourceGroups []ResourceGroup `json:"resourceGroups,omitempty"`
+}
+
+// CohortList is a list of Cohorts.
+// +kubebuilder:object:root=true
+type CohortList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cohort `json:"items"`
+}
+
+// ResourceFlavor says which nodes a flavor's quota stands for.
+// +kubebuilder:object:root=true
+type ResourceFlavor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ResourceFlavorSpec `json:"spec,omitempty"`
+}
+
+// ResourceFlavorSpec is the part of a ResourceFlavor's spec the agent reads.
+type ResourceFlavorSpec struct {
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
+}
+
+// ResourceFlavorList is a list of ResourceFlavors.
+// +kubebuilder:object:root=true
+type ResourceFlavorList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceFlavor `json:"items"`
+}
+
 // AddToScheme registers the types under Kueue's group and version.
 func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Workload{}, &WorkloadList{})
+	s.AddKnownTypes(GroupVersion, &Workload{}, &WorkloadList{}, &LocalQueue{}, &LocalQueueList{}, &ClusterQueue{},
+		&ClusterQueueList{}, &Cohort{}, &CohortList{}, &ResourceFlavor{}, &ResourceFlavorList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
