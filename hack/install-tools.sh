@@ -12,16 +12,19 @@
 #   trainer-controller-manager (github.com/kubeflow/trainer/v2), with the module's TrainJob,
 #   TrainingRuntime and ClusterTrainingRuntime CRDs and its webhook manifests copied next to it into
 #   trainer/ (the testbed installs them)
+#   kueue-controller-manager (sigs.k8s.io/kueue), with the module's CRDs of the kinds it serves copied
+#   next to it into kueue/crd/ and its webhook manifests into kueue/webhook/ (one e2e test runs Kueue
+#   on one worker and installs them; the testbed does not)
 #
 # Usage: BIN=$(hack/install-tools.sh [--envtest])
 #   Prints the bin dir as the last line of stdout; progress goes to stderr.
 #   Binaries are cached in ${GANTRY_CACHE:-$HOME/.cache/gantry}/bin/<stamp>/, so a
 #   second run returns at once. envtest: KUBEBUILDER_ASSETS=$(hack/install-tools.sh --envtest)
 #   --envtest  only etcd, the two kube-apiservers and kubectl (what envtest runs; saves
-#              several minutes on a cold machine; never builds JobSet, KubeRay or the trainer).
+#              several minutes on a cold machine; never builds JobSet, KubeRay, the trainer or Kueue).
 #              Same bin dir as a full run.
 #
-# Versions come from the build modules under hack/tools/{kube,kube-oldest,etcd,kwok,jobset,kuberay,trainer};
+# Versions come from the build modules under hack/tools/{kube,kube-oldest,etcd,kwok,jobset,kuberay,trainer,kueue};
 # each is a separate module so their dependency graphs never have to agree.
 set -euo pipefail
 
@@ -68,7 +71,9 @@ if gantry_trainer=$(modver "${ROOT}/go.mod" "${TRAINER_MODULE}" 2>/dev/null) \
   log "warning: go.mod requires ${TRAINER_MODULE} ${gantry_trainer}, hack/tools/trainer builds ${TRAINER_VERSION}"
 fi
 
-STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_jobset-${JOBSET_VERSION}_kuberay-${KUBERAY_VERSION}_trainer-${TRAINER_VERSION}"
+KUEUE_VERSION=$(modver "${TOOLS}/kueue/go.mod" sigs.k8s.io/kueue)
+
+STAMP="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_jobset-${JOBSET_VERSION}_kuberay-${KUBERAY_VERSION}_trainer-${TRAINER_VERSION}_kueue-${KUEUE_VERSION}"
 BIN="${CACHE}/bin/${STAMP}"
 # What the testbed reads from the JobSet module, copied into BIN/jobset/ (see jobset_manifests).
 JOBSET_CRD=crd/jobset.x-k8s.io_jobsets.yaml
@@ -77,11 +82,16 @@ KUBERAY_CRDS=(ray.io_rayclusters.yaml ray.io_rayjobs.yaml ray.io_rayservices.yam
 # The CRDs of the trainer module, copied into BIN/trainer/crd/ (see copy_crds).
 TRAINER_CRDS=(trainer.kubeflow.org_trainjobs.yaml trainer.kubeflow.org_trainingruntimes.yaml
               trainer.kubeflow.org_clustertrainingruntimes.yaml)
+# The CRDs of the Kueue module, copied into BIN/kueue/crd/ (see copy_crds): the kinds its controller
+# manager watches with MultiKueue and provisioning requests off.
+KUEUE_CRDS=(kueue.x-k8s.io_admissionchecks.yaml kueue.x-k8s.io_clusterqueues.yaml kueue.x-k8s.io_cohorts.yaml
+            kueue.x-k8s.io_localqueues.yaml kueue.x-k8s.io_resourceflavors.yaml
+            kueue.x-k8s.io_workloadpriorityclasses.yaml kueue.x-k8s.io_workloads.yaml kueue.x-k8s.io_topologies.yaml)
 if ((ENVTEST_ONLY)); then
   WANT=(etcd kube-apiserver kubectl "kube-apiserver-${OLDEST_K8S_VERSION}")
 else
   WANT=(etcd kube-apiserver kubectl "kube-apiserver-${OLDEST_K8S_VERSION}" kube-controller-manager kube-scheduler kwok kwokctl jobset-controller-manager
-        kuberay-operator trainer-controller-manager)
+        kuberay-operator trainer-controller-manager kueue-controller-manager)
 fi
 
 # crds_present NAME FILE...: true when every FILE is in BIN/NAME/crd/.
@@ -104,6 +114,8 @@ missing() {
     crds_present kuberay "${KUBERAY_CRDS[@]}" || echo "kuberay CRDs"
     crds_present trainer "${TRAINER_CRDS[@]}" && [[ -f "${BIN}/trainer/webhook/kustomization.yaml" ]] \
       || echo "trainer manifests"
+    crds_present kueue "${KUEUE_CRDS[@]}" && [[ -f "${BIN}/kueue/webhook/manifests.yaml" ]] \
+      || echo "kueue manifests"
   fi
 }
 
@@ -244,18 +256,19 @@ copy_crds() {
   log "copied the ${module} CRDs into ${BIN}/${name}/crd"
 }
 
-# Copies the trainer module's webhook kustomization (manifests/base/webhook) into BIN/trainer/webhook/.
-trainer_webhook() {
-  [[ -f "${BIN}/trainer/webhook/kustomization.yaml" ]] && return 0
-  local dir
-  dir=$(module_dir "${TOOLS}/trainer" "${TRAINER_MODULE}")
-  [[ -f "${dir}/manifests/base/webhook/kustomization.yaml" ]] \
-    || die "no webhook kustomization in the module ${TRAINER_MODULE} (${dir}/manifests/base/webhook)"
+# copy_webhook NAME BUILD_MODULE_DIR MODULE SUBDIR FILE: copies the directory SUBDIR of MODULE, the
+# webhook manifests, which must hold FILE, into BIN/NAME/webhook/.
+copy_webhook() {
+  local name=$1 build_dir=$2 module=$3 subdir=$4 file=$5 dir
+  [[ -f "${BIN}/${name}/webhook/${file}" ]] && return 0
+  dir=$(module_dir "${build_dir}" "${module}")
+  [[ -f "${dir}/${subdir}/${file}" ]] || die "no ${file} in the module ${module} (${dir}/${subdir})"
   rm -rf "${STAGE:?}"/*
-  cp -R "${dir}/manifests/base/webhook" "${STAGE}/webhook"
+  cp -R "${dir}/${subdir}" "${STAGE}/webhook"
   chmod -R u+w "${STAGE}/webhook"   # the module cache is read-only
-  mv "${STAGE}/webhook" "${BIN}/trainer/webhook"
-  log "copied the trainer's ${TRAINER_VERSION} webhook manifests into ${BIN}/trainer/webhook"
+  rm -rf "${BIN:?}/${name}/webhook"
+  mv "${STAGE}/webhook" "${BIN}/${name}/webhook"
+  log "copied the ${module} webhook manifests into ${BIN}/${name}/webhook"
 }
 
 if ((!ENVTEST_ONLY)); then
@@ -270,7 +283,12 @@ if ((!ENVTEST_ONLY)); then
   # The trainer: its controller manager has no version variables for ldflags to set.
   build "${TOOLS}/trainer" "-s -w" trainer-controller-manager="${TRAINER_MODULE}/cmd/trainer-controller-manager"
   copy_crds trainer "${TOOLS}/trainer" "${TRAINER_MODULE}" manifests/base/crds "${TRAINER_CRDS[@]}"
-  trainer_webhook
+  copy_webhook trainer "${TOOLS}/trainer" "${TRAINER_MODULE}" manifests/base/webhook kustomization.yaml
+  # Kueue: its version variables say which release it is (the module carries no commit).
+  build "${TOOLS}/kueue" "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}" \
+    kueue-controller-manager=sigs.k8s.io/kueue/cmd/kueue
+  copy_crds kueue "${TOOLS}/kueue" sigs.k8s.io/kueue config/components/crd/bases "${KUEUE_CRDS[@]}"
+  copy_webhook kueue "${TOOLS}/kueue" sigs.k8s.io/kueue config/components/webhook manifests.yaml
 fi
 
 [[ -z "$(missing)" ]] || die "still missing after build: $(missing | tr '\n' ' ')"

@@ -287,6 +287,13 @@ func (pod Pod) writeServiceAccount(ctx context.Context, sa, dir string) error {
 }
 
 func containerMounts(tokenDir string) []specs.Mount {
+	return append(systemMounts(),
+		specs.Mount{Destination: "/var/run/secrets/kubernetes.io/serviceaccount", Type: "bind", Source: tokenDir,
+			Options: []string{"rbind", "ro"}})
+}
+
+// systemMounts are the kernel's file systems a container runtime mounts into every container.
+func systemMounts() []specs.Mount {
 	return []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc"},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
@@ -295,8 +302,6 @@ func containerMounts(tokenDir string) []specs.Mount {
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
-		{Destination: "/var/run/secrets/kubernetes.io/serviceaccount", Type: "bind", Source: tokenDir,
-			Options: []string{"rbind", "ro"}},
 	}
 }
 

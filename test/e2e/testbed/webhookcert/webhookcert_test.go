@@ -1,4 +1,4 @@
-package main
+package webhookcert
 
 import (
 	"crypto/tls"
@@ -12,14 +12,14 @@ import (
 // The serving certificate verifies for 127.0.0.1 against the CA, and no CA key is left behind.
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()
-	if err := write(dir, time.Now()); err != nil {
+	if err := Write(dir, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	caPEM, err := os.ReadFile(filepath.Join(dir, CAFile))
 	if err != nil {
 		t.Fatal(err)
 	}
