@@ -20,7 +20,7 @@
 #   Prints the bin dir as the last line of stdout; progress goes to stderr.
 #   Binaries are cached in ${GANTRY_CACHE:-$HOME/.cache/gantry}/bin/<stamp>/, so a
 #   second run returns at once. envtest: KUBEBUILDER_ASSETS=$(hack/install-tools.sh --envtest)
-#   --envtest  only etcd, the two kube-apiservers and kubectl (what envtest runs; saves
+#   --envtest  only etcd, the two kube-apiservers, kubectl and Kueue's CRDs (what the integration tests use; saves
 #              several minutes on a cold machine; never builds JobSet, KubeRay, the trainer or Kueue).
 #              Same bin dir as a full run.
 #
@@ -108,14 +108,15 @@ missing() {
   for b in "${WANT[@]}"; do
     [[ -x "${BIN}/${b}" ]] || echo "${b}"
   done
+  # The integration tests install Kueue's CRDs on a worker (no controller): copied in either run.
+  crds_present kueue "${KUEUE_CRDS[@]}" || echo "kueue CRDs"
   if ((!ENVTEST_ONLY)); then
     [[ -f "${BIN}/jobset/${JOBSET_CRD}" && -f "${BIN}/jobset/webhook/kustomization.yaml" ]] \
       || echo "jobset manifests"
     crds_present kuberay "${KUBERAY_CRDS[@]}" || echo "kuberay CRDs"
     crds_present trainer "${TRAINER_CRDS[@]}" && [[ -f "${BIN}/trainer/webhook/kustomization.yaml" ]] \
       || echo "trainer manifests"
-    crds_present kueue "${KUEUE_CRDS[@]}" && [[ -f "${BIN}/kueue/webhook/manifests.yaml" ]] \
-      || echo "kueue manifests"
+    [[ -f "${BIN}/kueue/webhook/manifests.yaml" ]] || echo "kueue webhook manifests"
   fi
 }
 
@@ -271,6 +272,8 @@ copy_webhook() {
   log "copied the ${module} webhook manifests into ${BIN}/${name}/webhook"
 }
 
+# Before Kueue's webhook manifests: copy_crds replaces the whole kueue/ directory.
+copy_crds kueue "${TOOLS}/kueue" sigs.k8s.io/kueue config/components/crd/bases "${KUEUE_CRDS[@]}"
 if ((!ENVTEST_ONLY)); then
   # The module carries no commit the build could read; the version says which release it is.
   build "${TOOLS}/jobset" "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=${JOBSET_VERSION} -X sigs.k8s.io/jobset/pkg/version.GitCommit=unknown" \
@@ -287,7 +290,6 @@ if ((!ENVTEST_ONLY)); then
   # Kueue: its version variables say which release it is (the module carries no commit).
   build "${TOOLS}/kueue" "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}" \
     kueue-controller-manager=sigs.k8s.io/kueue/cmd/kueue
-  copy_crds kueue "${TOOLS}/kueue" sigs.k8s.io/kueue config/components/crd/bases "${KUEUE_CRDS[@]}"
   copy_webhook kueue "${TOOLS}/kueue" sigs.k8s.io/kueue config/components/webhook manifests.yaml
 fi
 

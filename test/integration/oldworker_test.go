@@ -54,13 +54,13 @@ func TestAWorkerOnTheOldestSupportedKubernetesRunsJobs(t *testing.T) {
 	}
 	dryRunAll(t, w, objs)
 
-	agentCtx, stopAgent := context.WithCancel(ctx)
-	t.Cleanup(stopAgent)
+	stopAgent := func() {}
+	t.Cleanup(func() { stopAgent() }) // after the worker is unregistered
 	if err := register(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unregister(t, w.name) })
-	if err := startAgent(agentCtx, w); err != nil {
+	if stopAgent, err = startAgent(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	startHubWith(t, hub.Options{}, append(names, w.name)...)

@@ -42,6 +42,7 @@ import (
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/manifest"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
@@ -80,6 +81,7 @@ func TestMain(m *testing.M) {
 	must(gantry.AddToScheme(scheme))
 	must(inventory.AddToScheme(scheme))
 	must(jobkind.AddToScheme(scheme))
+	must(kueue.AddToScheme(scheme))
 	must(ocm.AddToScheme(scheme))
 	must(apiextensionsv1.AddToScheme(scheme))
 
@@ -213,9 +215,11 @@ func setUp() error {
 		if err := register(ctx, workers[n]); err != nil {
 			return err
 		}
-		if err := startAgent(context.Background(), workers[n]); err != nil {
+		stop, err := startAgent(context.Background(), workers[n])
+		if err != nil {
 			return err
 		}
+		agentStops[n] = stop
 	}
 	return nil
 }
@@ -267,27 +271,45 @@ func waitForJobPolicy(ctx context.Context) error {
 }
 
 // startAgent runs an agent on w until ctx ends.
-func startAgent(ctx context.Context, w *cluster) error {
+func startAgent(ctx context.Context, w *cluster) (stop func(), err error) {
 	mgr, err := ctrl.NewManager(w.cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: agentcontroller.CacheOptions(w.name),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r, err := agentcontroller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("gantry-agent"), clock.RealClock{}, agentcontroller.Options{ClusterName: w.name})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
-		return err
+		return nil, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Println("agent stopped:", err)
 		}
 	}()
-	return nil
+	return func() { cancel(); <-done }, nil
+}
+
+// agentStops stop the agents setUp started, by worker.
+var agentStops = map[string]func(){}
+
+// restartAgent stops the worker's agent and starts another, which finds the APIs the worker serves
+// anew, as a restarted agent process does.
+func restartAgent(t *testing.T, name string) {
+	t.Helper()
+	agentStops[name]()
+	stop, err := startAgent(context.Background(), workers[name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentStops[name] = stop
 }
 
 // runningHubs counts the hubs started and not yet stopped, so that a test's cleanup knows whether one
