@@ -340,8 +340,9 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		}
 		copyPods := podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]]
 		progress := ProgressOf(c, copyPods)
-		// A Job suspended because the hub's lease lapsed has no pods on purpose: it keeps its room.
-		placing := owned && !suspended && in.PlacementTimeout > 0 && !progress.Done()
+		// A Job suspended because the hub's lease lapsed has no pods on purpose: it keeps its room. One
+		// that the worker's Kueue holds suspended waits for Kueue, which the placement timeout bounds.
+		placing := owned && (!suspended || heldByKueue(c, job)) && in.PlacementTimeout > 0 && !progress.Done()
 		var since time.Time
 		if placing {
 			since, placing = placementClock(c, placingSince(c, job, in.Now), copyPods, progress)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
@@ -41,7 +42,9 @@ func TestPlacementTimeoutSaysWhatKueueSaidOfTheJob(t *testing.T) {
 			job := agenttest.MakeJob("a", "ns").Workload("hub-a").Created(now.Add(-timeout - time.Second)).Obj()
 			job.UID = "job-a-uid"
 			if tc.queue != "" {
+				// Kueue's webhook suspends a job of its LocalQueue until Kueue admits it.
 				job.Labels[gantryv1alpha1.KueueQueueNameLabel] = tc.queue
+				job.Spec.Suspend = ptr.To(true)
 			}
 			in := Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")}, Copies: []*gantryv1alpha1.Workload{c}, Jobs: jobs(job),
 				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},

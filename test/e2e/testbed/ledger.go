@@ -88,10 +88,12 @@ type Ledger struct {
 	mu      sync.Mutex
 	records []JobRecord
 	pods    []PodRecord
-	hubLog  []HubRecord
-	last    map[string]PodRecord // by cluster/namespace/name: a deleted pod's key carries no value
-	synced  map[string]int64     // highest revision each watch has delivered
-	errs    []error
+	// others are the pods that are not Gantry's: those users submit straight to a worker.
+	others []PodRecord
+	hubLog []HubRecord
+	last   map[string]PodRecord // by cluster/namespace/name: a deleted pod's key carries no value
+	synced map[string]int64     // highest revision each watch has delivered
+	errs   []error
 
 	clients map[string]*clientv3.Client
 	cancel  context.CancelFunc
@@ -205,6 +207,8 @@ func (a *Ledger) recordPod(cluster string, ev *clientv3.Event, now time.Time) {
 	}
 	if r.WorkloadUID != "" {
 		a.pods = append(a.pods, r)
+	} else {
+		a.others = append(a.others, r)
 	}
 }
 
@@ -305,6 +309,11 @@ func (a *Ledger) Records(namespace string) []JobRecord {
 // Pods returns the records of Gantry's pods in a namespace, in the order they were seen.
 func (a *Ledger) Pods(namespace string) []PodRecord {
 	return inNamespace(a, func() []PodRecord { return a.pods }, func(r PodRecord) string { return r.Namespace }, namespace)
+}
+
+// OtherPods returns the records of the pods in a namespace that are not Gantry's, in the order seen.
+func (a *Ledger) OtherPods(namespace string) []PodRecord {
+	return inNamespace(a, func() []PodRecord { return a.others }, func(r PodRecord) string { return r.Namespace }, namespace)
 }
 
 // inNamespace returns the records of a namespace; records is read with the ledger locked.
