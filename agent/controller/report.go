@@ -55,12 +55,29 @@ func CapacityFromSummary(s admission.Summary) gantryv1alpha1.CapacitySummary {
 // GangSchedulingCondition is the report's GangScheduling condition for a cluster that serves the
 // PodGroup API or not, its transition time kept from cur's conditions.
 func GangSchedulingCondition(cur []metav1.Condition, served bool, now time.Time) metav1.Condition {
-	c := metav1.Condition{Type: gantryv1alpha1.ClusterGangScheduling, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonNoPodGroupAPI,
-		Message: "the cluster does not serve scheduling.k8s.io/v1beta1 PodGroups: its scheduler binds a gang's pods one by one", LastTransitionTime: metav1.NewTime(now).Rfc3339Copy()}
 	if served {
-		c.Status, c.Reason = metav1.ConditionTrue, gantryv1alpha1.ReasonPodGroupsServed
-		c.Message = "the cluster serves scheduling.k8s.io/v1beta1 PodGroups: its scheduler binds a gang's pods all or none"
+		return servedCondition(cur, gantryv1alpha1.ClusterGangScheduling, metav1.ConditionTrue, gantryv1alpha1.ReasonPodGroupsServed,
+			"the cluster serves scheduling.k8s.io/v1beta1 PodGroups: its scheduler binds a gang's pods all or none", now)
 	}
+	return servedCondition(cur, gantryv1alpha1.ClusterGangScheduling, metav1.ConditionFalse, gantryv1alpha1.ReasonNoPodGroupAPI,
+		"the cluster does not serve scheduling.k8s.io/v1beta1 PodGroups: its scheduler binds a gang's pods one by one", now)
+}
+
+// KueueCondition is the report's Kueue condition for a cluster that serves Kueue's API or not, its
+// transition time kept from cur's conditions.
+func KueueCondition(cur []metav1.Condition, served bool, now time.Time) metav1.Condition {
+	if served {
+		return servedCondition(cur, gantryv1alpha1.ClusterKueue, metav1.ConditionTrue, gantryv1alpha1.ReasonKueueServed,
+			"the cluster serves Kueue's API (kueue.x-k8s.io/v1beta2): a job sent through one of its LocalQueues is admitted within what its ClusterQueue has left", now)
+	}
+	return servedCondition(cur, gantryv1alpha1.ClusterKueue, metav1.ConditionFalse, gantryv1alpha1.ReasonNoKueueAPI,
+		"the cluster does not serve Kueue's API (kueue.x-k8s.io/v1beta2): jobs sent through a LocalQueue (WorkerCluster spec.kueue) are refused here", now)
+}
+
+// servedCondition is a condition of the report, its transition time kept from cur's while its status
+// stays.
+func servedCondition(cur []metav1.Condition, typ string, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {
+	c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(now).Rfc3339Copy()}
 	if old := apimeta.FindStatusCondition(cur, c.Type); old != nil && old.Status == c.Status {
 		c.LastTransitionTime = old.LastTransitionTime
 	}
@@ -121,7 +138,7 @@ func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1alpha1.Cap
 	if written, behind := r.lastReport.Behind(report.Name, report.ResourceVersion); behind {
 		cur = written // the cache does not show the last write yet
 	}
-	want.Conditions = []metav1.Condition{GangSchedulingCondition(cur.Conditions, r.podGroups, now)}
+	want.Conditions = []metav1.Condition{GangSchedulingCondition(cur.Conditions, r.podGroups, now), KueueCondition(cur.Conditions, r.kueue, now)}
 	due, next := ReportDue(cur, want, now, r.opts.HeartbeatInterval)
 	if !due {
 		return next, nil

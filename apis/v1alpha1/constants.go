@@ -203,6 +203,12 @@ const (
 	// ReasonPodGroupsServed and ReasonNoPodGroupAPI are ClusterGangScheduling's reasons.
 	ReasonPodGroupsServed = "PodGroupsServed"
 	ReasonNoPodGroupAPI   = "NoPodGroupAPI"
+	// ClusterKueue, on a CapacityReport and, as its agent reports it, on the WorkerCluster, is True when
+	// the cluster serves Kueue's API (kueue.x-k8s.io/v1beta2), which spec.kueue needs.
+	ClusterKueue = "Kueue"
+	// ReasonKueueServed and ReasonNoKueueAPI are ClusterKueue's reasons.
+	ReasonKueueServed = "KueueServed"
+	ReasonNoKueueAPI  = "NoKueueAPI"
 
 	ReasonConnected          = "Connected"
 	ReasonSecretNotFound     = "SecretNotFound"

@@ -174,6 +174,7 @@ type WorkerClusterStatus struct {
 // +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.cordoned`
 // +kubebuilder:printcolumn:name="Fenced",type=boolean,JSONPath=`.spec.fenced`
 // +kubebuilder:printcolumn:name="Gangs",type=string,JSONPath=`.status.conditions[?(@.type=="GangScheduling")].status`,priority=1
+// +kubebuilder:printcolumn:name="Kueue",type=string,JSONPath=`.spec.kueue.localQueue`,priority=1
 // +kubebuilder:printcolumn:name="Failover",type=string,JSONPath=`.spec.failover.policy`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

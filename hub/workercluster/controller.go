@@ -196,7 +196,8 @@ func (r *Reconciler) observeAgent(ctx context.Context, name string, status *gant
 			newest = &reports.Items[i]
 		}
 	}
-	observeGangScheduling(newest, status)
+	observeReported(newest, status, gantry.ClusterGangScheduling)
+	observeReported(newest, status, gantry.ClusterKueue)
 	switch {
 	case newest == nil:
 		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionFalse, gantry.ReasonNoCapacityReport, "no agent has published a CapacityReport in the cluster")
@@ -210,18 +211,18 @@ func (r *Reconciler) observeAgent(ctx context.Context, name string, status *gant
 	}
 }
 
-// observeGangScheduling shows on the WorkerCluster whether its scheduler binds gangs all or none, as its
-// agent reports it; nothing when no agent said.
-func observeGangScheduling(report *gantry.CapacityReport, status *gantry.WorkerClusterStatus) {
+// observeReported shows on the WorkerCluster a condition of its agent's report (GangScheduling: its
+// scheduler binds gangs all or none; Kueue: it serves Kueue's API); nothing when no agent said.
+func observeReported(report *gantry.CapacityReport, status *gantry.WorkerClusterStatus, typ string) {
 	var said *metav1.Condition
 	if report != nil {
-		said = apimeta.FindStatusCondition(report.Status.Conditions, gantry.ClusterGangScheduling)
+		said = apimeta.FindStatusCondition(report.Status.Conditions, typ)
 	}
 	if said == nil {
-		apimeta.RemoveStatusCondition(&status.Conditions, gantry.ClusterGangScheduling)
+		apimeta.RemoveStatusCondition(&status.Conditions, typ)
 		return
 	}
-	setCondition(status, 0, gantry.ClusterGangScheduling, said.Status, said.Reason, said.Message)
+	setCondition(status, 0, typ, said.Status, said.Reason, said.Message)
 }
 
 // backoff is the wait before the next attempt: it doubles while failures of the same reason repeat, and

@@ -32,6 +32,19 @@ func TestAJobForAKueueWorkerGoesIntoItsLocalQueueWithinItsRoom(t *testing.T) {
 	ctx := context.Background()
 	w := workers[jobSetWorker]
 	installKueueAPI(t, w)
+	eventually(t, "the WorkerClusters saying which workers serve Kueue", func() error {
+		for _, n := range names {
+			var wc gantry.WorkerCluster
+			if err := hubEnv.client.Get(ctx, types.NamespacedName{Name: n}, &wc); err != nil {
+				return err
+			}
+			want := map[bool]string{true: gantry.ReasonKueueServed, false: gantry.ReasonNoKueueAPI}[n == w.name]
+			if c := apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterKueue); c == nil || c.Reason != want {
+				return fmt.Errorf("%s Kueue condition %+v, want %s", n, c, want)
+			}
+		}
+		return nil
+	})
 	newGlobalQueue(t, "kueue", map[string]int64{jobSetWorker: 16})
 	ns := newNamespace(t, "kueue")
 	dumpOnFailure(t, ns)
