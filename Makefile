@@ -49,8 +49,9 @@ vet:
 # verify regenerates every generated file and fails when the checked-in copy differs.
 verify: generate manifests
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@git diff --exit-code -- apis deploy || { echo "generated files are out of date: run make generate manifests"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- apis deploy)" || { echo "untracked generated files:"; git ls-files --others --exclude-standard -- apis deploy; exit 1; }
+	@git diff --exit-code -- apis internal/kueue deploy || { echo "generated files are out of date: run make generate manifests"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- apis internal/kueue deploy)" || { echo "untracked generated files:"; git ls-files --others --exclude-standard -- apis internal/kueue deploy; exit 1; }
+	@go mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 
 tools:
 	@hack/install-tools.sh >/dev/null
