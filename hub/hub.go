@@ -23,7 +23,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/dispatcher"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/metrics"
@@ -31,6 +30,7 @@ import (
 	"github.com/gantry-dev/gantry/hub/workercluster"
 	"github.com/gantry-dev/gantry/hub/workerclusterset"
 	"github.com/gantry-dev/gantry/hub/workload"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // Options configure the hub.

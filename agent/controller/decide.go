@@ -17,8 +17,8 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/expectations"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // maxConditionMessage is the longest message a metav1.Condition accepts.

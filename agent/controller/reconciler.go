@@ -37,9 +37,9 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/expectations"
 	"github.com/gantry-dev/gantry/internal/kueue"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // parallelWrites bounds the status writes of one pass in flight at once.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // PodRequests is what the scheduler sets aside for pod on its node: the larger of the sum over its

@@ -28,11 +28,11 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/leadership"
 	"github.com/gantry-dev/gantry/internal/memlimit"
 	"github.com/gantry-dev/gantry/internal/version"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // leaderElectionID names the Lease the agent's replicas compete for in --namespace.

@@ -30,7 +30,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/endpoint"
 	"github.com/gantry-dev/gantry/hub/jobs"
@@ -39,6 +38,7 @@ import (
 	"github.com/gantry-dev/gantry/internal/leadership"
 	"github.com/gantry-dev/gantry/internal/memlimit"
 	"github.com/gantry-dev/gantry/internal/version"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 func main() {

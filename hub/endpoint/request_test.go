@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/view"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // code is the status an error answers with; 200 for none.

@@ -1,4 +1,4 @@
-// Package jobs turns the jobs submitted to the hub, of every kind of dispatch/jobkind, into Workloads.
+// Package jobs turns the jobs submitted to the hub, of every kind of jobkind, into Workloads.
 package jobs
 
 import (
@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // Reasons of Events on hub Jobs.

@@ -30,8 +30,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/metrics"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // Options tune connections.

@@ -20,9 +20,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/facts"
 	"github.com/gantry-dev/gantry/internal/view"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // Access asks the hub's authorizer whether the request's user may do what attrs say.

@@ -22,7 +22,7 @@ import (
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)

@@ -30,12 +30,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/expectations"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // Workers gives access to connected workers.

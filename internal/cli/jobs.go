@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/facts"
 	"github.com/gantry-dev/gantry/internal/view"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // scope is where a command lists: one namespace or all, and a label selector.

@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/view"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // kubeconfigFile writes a kubeconfig for the hub whose user has the given lines, and returns its path.

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/view"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // NotFoundError says the hub has no job (of the kind named, or of any kind) nor Workload of that name.

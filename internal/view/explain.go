@@ -17,7 +17,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // Facts are what kubectl gantry explain read from the hub about one job. What the reader may not read

@@ -15,7 +15,7 @@ import (
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // fleetFacts: GlobalQueue gpus over w1 (quota 16 GPUs, 8 used, 4 reserved; 24 of 32 A100s free) and w2

@@ -13,7 +13,7 @@ import (
 
 	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // jobStatusLines tell what the hub mirrored back of its job from the cluster it runs on: how far it

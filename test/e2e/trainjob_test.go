@@ -24,8 +24,8 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub/dispatcher"
+	"github.com/gantry-dev/gantry/jobkind"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 

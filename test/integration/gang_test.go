@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/helmchart"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // A gang sent to a worker that serves the PodGroup API gets a PodGroup there, made by the worker's agent

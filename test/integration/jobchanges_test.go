@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // TestAJobChangedWhileItWaitsRunsAsItIsNow: a waiting Job whose parallelism and GPUs are raised gets a

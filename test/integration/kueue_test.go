@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/internal/kueue"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // A WorkerCluster that says its worker runs Kueue gets its jobs in the LocalQueue it names for their

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
 	"github.com/gantry-dev/gantry/hub/dispatcher"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // refuseJobsIn makes the worker's API server refuse, as invalid, every Job created in the namespace,

@@ -38,12 +38,12 @@ import (
 
 	agentcontroller "github.com/gantry-dev/gantry/agent/controller"
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/dispatch/jobkind"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/manifest"
+	"github.com/gantry-dev/gantry/jobkind"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
