@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // Access makes the client config of a WorkerCluster from its registration: a kubeconfig Secret or a
@@ -24,7 +25,7 @@ type Access struct {
 	// Profiles reads the ClusterProfiles in Namespace; nil reads them with Hub.
 	Profiles  client.Reader
 	Namespace string
-	Policy    Policy
+	Policy    workerconfig.Policy
 	// Providers are the access providers of the hub's provider file; nil when it has none, and then
 	// no ClusterProfile can be used.
 	Providers *Providers
@@ -42,7 +43,7 @@ type Target struct {
 	Hub HubIdentity
 }
 
-// For returns the Target of the WorkerCluster, or why it has none: a ConfigError whose reason is the
+// For returns the Target of the WorkerCluster, or why it has none: a workerconfig.ConfigError whose reason is the
 // Connected condition's.
 func (a *Access) For(ctx context.Context, wc *gantry.WorkerCluster) (Target, error) {
 	var t Target
@@ -53,7 +54,7 @@ func (a *Access) For(ctx context.Context, wc *gantry.WorkerCluster) (Target, err
 	case wc.Spec.KubeconfigSecretRef != nil:
 		t, err = a.fromSecret(ctx, wc.Spec.KubeconfigSecretRef.Name)
 	default:
-		err = invalid("the WorkerCluster names neither a kubeconfig Secret nor a ClusterProfile")
+		err = workerconfig.Invalid("the WorkerCluster names neither a kubeconfig Secret nor a ClusterProfile")
 	}
 	if err != nil {
 		return Target{}, err
@@ -72,15 +73,15 @@ func (a *Access) fromSecret(ctx context.Context, name string) (Target, error) {
 	key := types.NamespacedName{Namespace: a.Namespace, Name: name}
 	if err := a.Hub.Get(ctx, key, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Target{}, &ConfigError{Reason: gantry.ReasonSecretNotFound, Message: "Secret " + key.String() + " not found"}
+			return Target{}, &workerconfig.ConfigError{Reason: gantry.ReasonSecretNotFound, Message: "Secret " + key.String() + " not found"}
 		}
 		return Target{}, fmt.Errorf("reading Secret %s: %w", key, err)
 	}
-	kubeconfig, err := KubeconfigFrom(&secret)
+	data, err := workerconfig.FromSecret(&secret)
 	if err != nil {
 		return Target{}, err
 	}
-	cfg, err := RESTConfig(kubeconfig, a.Policy)
+	cfg, err := workerconfig.RESTConfig(data, a.Policy)
 	if err != nil {
 		return Target{}, err
 	}
@@ -93,11 +94,11 @@ func (a *Access) fromProfile(ctx context.Context, name string) (Target, error) {
 		return Target{}, err
 	}
 	if c := apimeta.FindStatusCondition(profile.Status.Conditions, inventory.ClusterConditionControlPlaneHealthy); c != nil && c.Status == "False" {
-		return Target{}, &ConfigError{Reason: gantry.ReasonClusterUnhealthy, Message: fmt.Sprintf(
+		return Target{}, &workerconfig.ConfigError{Reason: gantry.ReasonClusterUnhealthy, Message: fmt.Sprintf(
 			"ClusterProfile %s/%s says the control plane is not healthy (%s: %s)", a.Namespace, name, c.Reason, c.Message)}
 	}
 	if a.Providers == nil {
-		return Target{}, &ConfigError{Reason: gantry.ReasonNoAccessProvider, Message: "the hub was started without " +
+		return Target{}, &workerconfig.ConfigError{Reason: gantry.ReasonNoAccessProvider, Message: "the hub was started without " +
 			"--clusterprofile-provider-file, so it has no access provider for ClusterProfile " + a.Namespace + "/" + name}
 	}
 	cfg, version, err := a.Providers.ConfigFor(profile, a.Policy)
@@ -119,9 +120,9 @@ func (a *Access) readProfile(ctx context.Context, name string) (*inventory.Clust
 	case err == nil:
 		return &profile, nil
 	case apierrors.IsNotFound(err):
-		return nil, &ConfigError{Reason: gantry.ReasonClusterProfileNotFound, Message: "ClusterProfile " + key.String() + " not found"}
+		return nil, &workerconfig.ConfigError{Reason: gantry.ReasonClusterProfileNotFound, Message: "ClusterProfile " + key.String() + " not found"}
 	case apimeta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err):
-		return nil, &ConfigError{Reason: gantry.ReasonClusterProfileNotFound, Message: "the hub's API server does not serve " +
+		return nil, &workerconfig.ConfigError{Reason: gantry.ReasonClusterProfileNotFound, Message: "the hub's API server does not serve " +
 			"ClusterProfiles (" + inventory.GroupVersion.String() + "): install the cluster inventory's CRD there"}
 	}
 	return nil, fmt.Errorf("reading ClusterProfile %s: %w", key, err)

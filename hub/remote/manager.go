@@ -31,6 +31,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/metrics"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -56,8 +57,8 @@ type Options struct {
 }
 
 // Policy is the kubeconfig policy of the options.
-func (o Options) Policy() Policy {
-	return Policy{AllowInsecure: o.AllowInsecureKubeconfigs, AllowLoopback: o.AllowLoopback}
+func (o Options) Policy() workerconfig.Policy {
+	return workerconfig.Policy{AllowInsecure: o.AllowInsecureKubeconfigs, AllowLoopback: o.AllowLoopback}
 }
 
 // Handler is told about changes on workers.
@@ -253,7 +254,7 @@ var errKindsChanged = errors.New("the kinds of jobs the hub can run on the clust
 
 // check health checks a live connection: no informer was refused, and the worker is ready, accepts the
 // hub's token, lets the hub do what it needs and serves the kinds the connection caches. Its errors of
-// access are the Unauthorized ConfigError.
+// access are the Unauthorized workerconfig.ConfigError.
 func (c *Cluster) check(ctx context.Context) error {
 	if err := c.deniedError(); err != nil {
 		return err
@@ -365,7 +366,7 @@ func (m *Manager) IsConnected(name string) bool {
 // Ensure makes sure the named cluster is connected through the target. A live connection made from
 // the same target version is health checked and kept. A target whose server is the hub's own is refused
 // before anything is dialed. A worker that refuses the hub's credentials, or does not grant the hub all
-// of deploy/worker/hub-access.yaml, is not connected, or is dropped: a ConfigError with reason
+// of deploy/worker/hub-access.yaml, is not connected, or is dropped: a workerconfig.ConfigError with reason
 // Unauthorized says which; a credential plugin that fails is one with reason CredentialPluginFailed.
 func (m *Manager) Ensure(ctx context.Context, name string, target Target) error {
 	return pluginFailure(m.ensure(ctx, name, target))
@@ -379,7 +380,7 @@ func (m *Manager) ensure(ctx context.Context, name string, target Target) error 
 				m.contacted(name)
 				return nil
 			}
-			var refused *ConfigError
+			var refused *workerconfig.ConfigError
 			switch {
 			case errors.Is(err, errKindsChanged):
 				// Made again below, with a cache of what it serves now.
@@ -423,11 +424,11 @@ func (m *Manager) ensure(ctx context.Context, name string, target Target) error 
 // pluginFailure gives the error of a request whose credential plugin failed its own reason. client-go
 // says so only in the error's text.
 func pluginFailure(err error) error {
-	var ce *ConfigError
+	var ce *workerconfig.ConfigError
 	if err == nil || errors.As(err, &ce) || !strings.Contains(err.Error(), "getting credentials: ") {
 		return err
 	}
-	return &ConfigError{Reason: gantry.ReasonCredentialPluginFailed, Message: "the credential plugin gave the hub no credential: " + err.Error()}
+	return &workerconfig.ConfigError{Reason: gantry.ReasonCredentialPluginFailed, Message: "the credential plugin gave the hub no credential: " + err.Error()}
 }
 
 func (m *Manager) replay(ctx context.Context, c *Cluster) {
@@ -478,7 +479,7 @@ func (m *Manager) connect(ctx context.Context, name string, target Target) (*Clu
 	cfg := rest.CopyConfig(target.Config)
 	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
 	cfg.Timeout = 30 * time.Second
-	guardDial(cfg, m.opts.AllowLoopback)
+	workerconfig.GuardDial(cfg, m.opts.AllowLoopback)
 	c, err := vet(ctx, name, cfg, target.Version, target.Hub)
 	if err != nil {
 		return nil, err
@@ -565,11 +566,11 @@ func vet(ctx context.Context, name string, cfg *rest.Config, version string, hub
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
+		return nil, &workerconfig.ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
 	}
 	authz, err := authorizationv1client.NewForConfig(cfg)
 	if err != nil {
-		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
+		return nil, &workerconfig.ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
 	}
 	c := &Cluster{Name: name, config: cfg, discovery: dc, authz: authz, source: version, identity: identity}
 	if err := checkAPIs(c); err != nil {
@@ -684,7 +685,7 @@ func (m *Manager) registeredAs(name string, identity types.UID) (string, bool) {
 }
 
 func duplicateError(other string, identity types.UID) error {
-	return &ConfigError{Reason: gantry.ReasonDuplicateCluster, Message: fmt.Sprintf(
+	return &workerconfig.ConfigError{Reason: gantry.ReasonDuplicateCluster, Message: fmt.Sprintf(
 		"the cluster is already registered as WorkerCluster %s (kube-system namespace UID %s); one cluster may be registered once", other, identity)}
 }
 
@@ -694,7 +695,7 @@ func checkAPIs(c *Cluster) error {
 	list, err := c.discovery.ServerResourcesForGroupVersion(gantry.GroupVersion.String())
 	if err != nil {
 		if isNotFound(err) {
-			return &ConfigError{Reason: gantry.ReasonMissingAPI, Message: "the cluster does not serve " + gantry.GroupVersion.String() + ": install Gantry's CRDs there"}
+			return &workerconfig.ConfigError{Reason: gantry.ReasonMissingAPI, Message: "the cluster does not serve " + gantry.GroupVersion.String() + ": install Gantry's CRDs there"}
 		}
 		if apierrors.IsForbidden(err) {
 			return lacksRights("discovery of " + gantry.GroupVersion.String() + ": " + err.Error())
@@ -709,7 +710,7 @@ func checkAPIs(c *Cluster) error {
 	}
 	for r, ok := range need {
 		if !ok {
-			return &ConfigError{Reason: gantry.ReasonMissingAPI, Message: "the cluster does not serve " + r + "." + gantry.GroupVersion.Group}
+			return &workerconfig.ConfigError{Reason: gantry.ReasonMissingAPI, Message: "the cluster does not serve " + r + "." + gantry.GroupVersion.Group}
 		}
 	}
 	return nil

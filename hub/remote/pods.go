@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // Pods is read access to the pods of one worker cluster, for the hub's endpoint (kubectl gantry logs).
@@ -47,7 +48,7 @@ type podConn struct {
 }
 
 // Pods returns read access to the pods of the named WorkerCluster. Its errors say what is wrong with
-// the registration: a ConfigError for one the hub will not use.
+// the registration: a workerconfig.ConfigError for one the hub will not use.
 func (p *PodLogs) Pods(ctx context.Context, cluster string) (Pods, error) {
 	var wc gantry.WorkerCluster
 	if err := p.Hub.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
@@ -81,7 +82,7 @@ func (p *PodLogs) dial(ctx context.Context, target Target) (Pods, error) {
 	cfg.QPS, cfg.Burst = 20, 40
 	// No overall timeout: a followed log lasts as long as the user watches it.
 	cfg.Timeout = 0
-	guardDial(cfg, p.Access.Policy.AllowLoopback)
+	workerconfig.GuardDial(cfg, p.Access.Policy.AllowLoopback)
 	idCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := identify(idCtx, cfg, target.Hub); err != nil {
@@ -89,7 +90,7 @@ func (p *PodLogs) dial(ctx context.Context, target Target) (Pods, error) {
 	}
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
-		return nil, &ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
+		return nil, &workerconfig.ConfigError{Reason: gantry.ReasonInvalidKubeconfig, Message: err.Error()}
 	}
 	return workerPods{core}, nil
 }

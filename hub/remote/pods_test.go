@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
+	"github.com/gantry-dev/gantry/internal/workerconfig/workerconfigtest"
 )
 
 // fakeWorkerAPI serves what PodLogs reads of a worker: its kube-system namespace, a pod list and a log.
@@ -63,7 +65,7 @@ func newFakeWorkerAPI(t *testing.T, uid types.UID) *fakeWorkerAPI {
 // kubeconfig is a token-only kubeconfig for the fake worker.
 func (f *fakeWorkerAPI) kubeconfig() string {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.Certificate().Raw})
-	return strings.NewReplacer(baseServer, f.URL, "ZmFrZQ==", base64.StdEncoding.EncodeToString(ca), "token: abc", "token: "+f.token).Replace(base)
+	return strings.NewReplacer(workerconfigtest.BaseServer, f.URL, "ZmFrZQ==", base64.StdEncoding.EncodeToString(ca), "token: abc", "token: "+f.token).Replace(workerconfigtest.Base)
 }
 
 func hubReader(t *testing.T, objs ...client.Object) client.Reader {
@@ -81,9 +83,9 @@ func hubReader(t *testing.T, objs ...client.Object) client.Reader {
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }
 
-func kubeconfigSecret(kubeconfig string) *corev1.Secret {
+func kubeconfigSecret(data string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker-1-kubeconfig", Namespace: "gantry-system"},
-		Data: map[string][]byte{KubeconfigKey: []byte(kubeconfig)}}
+		Data: map[string][]byte{workerconfig.SecretKey: []byte(data)}}
 }
 
 // PodLogs lists a worker's pods and opens their logs through a connection of its own, made once per
@@ -91,7 +93,7 @@ func kubeconfigSecret(kubeconfig string) *corev1.Secret {
 func TestPodLogsReadsPodsAndLogs(t *testing.T) {
 	worker := newFakeWorkerAPI(t, "worker-uid")
 	hub := hubReader(t, kubeconfigSecret(worker.kubeconfig()))
-	p := &PodLogs{Hub: hub, Access: &Access{Hub: hub, Namespace: "gantry-system", Policy: Policy{AllowLoopback: true}, HubHost: "https://hub.example:6443"}}
+	p := &PodLogs{Hub: hub, Access: &Access{Hub: hub, Namespace: "gantry-system", Policy: workerconfig.Policy{AllowLoopback: true}, HubHost: "https://hub.example:6443"}}
 	ctx := context.Background()
 	for range 2 {
 		pods, err := p.Pods(ctx, "worker-1")
@@ -124,7 +126,7 @@ func TestPodLogsReadsPodsAndLogs(t *testing.T) {
 	if err := w.Get(ctx, types.NamespacedName{Namespace: "gantry-system", Name: "worker-1-kubeconfig"}, &s); err != nil {
 		t.Fatal(err)
 	}
-	s.Data[KubeconfigKey] = append(s.Data[KubeconfigKey], '\n')
+	s.Data[workerconfig.SecretKey] = append(s.Data[workerconfig.SecretKey], '\n')
 	if err := w.Update(ctx, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -143,18 +145,18 @@ func TestPodLogsRefusesWhatManagerRefuses(t *testing.T) {
 	hubItself := newFakeWorkerAPI(t, "hub-uid")
 	cases := map[string]struct {
 		secret     *corev1.Secret
-		policy     Policy
+		policy     workerconfig.Policy
 		hubHost    string
 		wantReason string
 		wantError  string
 	}{
-		"no Secret":            {policy: Policy{AllowLoopback: true}, wantReason: gantry.ReasonSecretNotFound},
+		"no Secret":            {policy: workerconfig.Policy{AllowLoopback: true}, wantReason: gantry.ReasonSecretNotFound},
 		"loopback not allowed": {secret: kubeconfigSecret(worker.kubeconfig()), wantReason: gantry.ReasonInvalidKubeconfig, wantError: "loopback"},
-		"an exec plugin": {secret: kubeconfigSecret(strings.Replace(worker.kubeconfig(), "    token: hub-token", execUser, 1)),
-			policy: Policy{AllowLoopback: true}, wantReason: gantry.ReasonInsecureKubeconfig},
-		"the hub's address": {secret: kubeconfigSecret(worker.kubeconfig()), policy: Policy{AllowLoopback: true}, hubHost: worker.URL,
+		"an exec plugin": {secret: kubeconfigSecret(strings.Replace(worker.kubeconfig(), "    token: hub-token", workerconfigtest.ExecUser, 1)),
+			policy: workerconfig.Policy{AllowLoopback: true}, wantReason: gantry.ReasonInsecureKubeconfig},
+		"the hub's address": {secret: kubeconfigSecret(worker.kubeconfig()), policy: workerconfig.Policy{AllowLoopback: true}, hubHost: worker.URL,
 			wantReason: gantry.ReasonInvalidKubeconfig, wantError: "the hub's own API server"},
-		"the hub under another address": {secret: kubeconfigSecret(hubItself.kubeconfig()), policy: Policy{AllowLoopback: true},
+		"the hub under another address": {secret: kubeconfigSecret(hubItself.kubeconfig()), policy: workerconfig.Policy{AllowLoopback: true},
 			wantReason: gantry.ReasonInvalidKubeconfig, wantError: "the hub's own API server"},
 	}
 	for name, tc := range cases {

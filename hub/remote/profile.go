@@ -16,6 +16,7 @@ import (
 	profileaccess "sigs.k8s.io/cluster-inventory-api/pkg/access"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // Providers are the access providers of the administrator's provider file: which credential plugin the
@@ -88,20 +89,20 @@ func copyProviders(list []profileaccess.Provider) []profileaccess.Provider {
 // ConfigFor builds the client config of a profile through the first of its access providers the file
 // names, and a fingerprint of that config. The profile's server goes through the checks a kubeconfig's
 // does; a proxy or plain http is refused unless the policy allows insecure access.
-func (p *Providers) ConfigFor(profile *inventory.ClusterProfile, policy Policy) (*rest.Config, string, error) {
+func (p *Providers) ConfigFor(profile *inventory.ClusterProfile, policy workerconfig.Policy) (*rest.Config, string, error) {
 	provider, cluster := p.accessorOf(profile)
 	if provider == "" {
-		return nil, "", &ConfigError{Reason: gantry.ReasonNoAccessProvider, Message: fmt.Sprintf(
+		return nil, "", &workerconfig.ConfigError{Reason: gantry.ReasonNoAccessProvider, Message: fmt.Sprintf(
 			"ClusterProfile %s/%s offers access providers [%s]; the hub's provider file names [%s]",
 			profile.Namespace, profile.Name, strings.Join(offeredProviders(profile), ", "), strings.Join(p.Names(), ", "))}
 	}
 	if problem := profileServerProblem(cluster.Server, cluster.ProxyURL, policy); problem != "" {
-		return nil, "", &ConfigError{Reason: gantry.ReasonInvalidClusterProfile, Message: fmt.Sprintf(
+		return nil, "", &workerconfig.ConfigError{Reason: gantry.ReasonInvalidClusterProfile, Message: fmt.Sprintf(
 			"ClusterProfile %s/%s, access provider %s: %s", profile.Namespace, profile.Name, provider, problem)}
 	}
 	cfg, err := profileaccess.New(copyProviders(p.list)).BuildConfigFromCP(profile)
 	if err != nil {
-		return nil, "", &ConfigError{Reason: gantry.ReasonInvalidClusterProfile, Message: fmt.Sprintf(
+		return nil, "", &workerconfig.ConfigError{Reason: gantry.ReasonInvalidClusterProfile, Message: fmt.Sprintf(
 			"ClusterProfile %s/%s, access provider %s: %v", profile.Namespace, profile.Name, provider, err)}
 	}
 	if cluster.ProxyURL == "" {
@@ -148,7 +149,7 @@ func offeredProviders(profile *inventory.ClusterProfile) []string {
 }
 
 // profileServerProblem says why the hub will not reach a profile's server, or "".
-func profileServerProblem(server, proxyURL string, policy Policy) string {
+func profileServerProblem(server, proxyURL string, policy workerconfig.Policy) string {
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
 		return fmt.Sprintf("the server %q is not an https:// URL", server)
@@ -156,7 +157,7 @@ func profileServerProblem(server, proxyURL string, policy Policy) string {
 	if u.User != nil {
 		return "the server URL has user information"
 	}
-	if p := hostProblem(u.Hostname(), policy.AllowLoopback); p != "" {
+	if p := workerconfig.HostProblem(u.Hostname(), policy.AllowLoopback); p != "" {
 		return p
 	}
 	if policy.AllowInsecure {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 const argsExtension = "clusterprofiles.multicluster.x-k8s.io/exec/additional-args"
@@ -116,7 +117,7 @@ func TestConfigFor(t *testing.T) {
 	server := "https://worker.example:6443"
 	cases := map[string]struct {
 		profile     *inventory.ClusterProfile
-		policy      Policy
+		policy      workerconfig.Policy
 		wantCommand string
 		wantArgs    []string
 		wantReason  string
@@ -135,13 +136,13 @@ func TestConfigFor(t *testing.T) {
 			wantMessage: "offers access providers [other]; the hub's provider file names [first, second]"},
 		"no providers at all": {profile: profile(server), wantReason: gantry.ReasonNoAccessProvider, wantMessage: "offers access providers []"},
 		"loopback":            {profile: profile("https://127.0.0.1:6443", "first"), wantReason: gantry.ReasonInvalidClusterProfile, wantMessage: "loopback"},
-		"loopback allowed":    {profile: profile("https://127.0.0.1:6443", "first"), policy: Policy{AllowLoopback: true}, wantCommand: "/bin/first"},
+		"loopback allowed":    {profile: profile("https://127.0.0.1:6443", "first"), policy: workerconfig.Policy{AllowLoopback: true}, wantCommand: "/bin/first"},
 		"cloud metadata":      {profile: profile("https://169.254.169.254", "first"), wantReason: gantry.ReasonInvalidClusterProfile, wantMessage: "link-local"},
 		"odd address form":    {profile: profile("https://2130706433", "first"), wantReason: gantry.ReasonInvalidClusterProfile, wantMessage: "canonical form"},
 		"no URL":              {profile: profile("worker.example", "first"), wantReason: gantry.ReasonInvalidClusterProfile, wantMessage: "not an https:// URL"},
 		"user info":           {profile: profile("https://u:p@worker.example", "first"), wantReason: gantry.ReasonInvalidClusterProfile, wantMessage: "user information"},
 		"http":                {profile: profile("http://worker.example", "first"), wantReason: gantry.ReasonInvalidClusterProfile, wantMessage: "in the clear"},
-		"http allowed":        {profile: profile("http://worker.example", "first"), policy: Policy{AllowInsecure: true}, wantCommand: "/bin/first"},
+		"http allowed":        {profile: profile("http://worker.example", "first"), policy: workerconfig.Policy{AllowInsecure: true}, wantCommand: "/bin/first"},
 		"proxy": {profile: func() *inventory.ClusterProfile {
 			p := profile(server, "first")
 			p.Status.AccessProviders[0].Cluster.ProxyURL = "http://proxy.example:3128"
@@ -183,7 +184,7 @@ func TestConfigForDoesNotPileUpArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cluster := range []string{"a", "b", "c"} {
-		cfg, _, err := providers.ConfigFor(withArgs(profile("https://worker.example", "p"), `["--cluster=`+cluster+`"]`), Policy{})
+		cfg, _, err := providers.ConfigFor(withArgs(profile("https://worker.example", "p"), `["--cluster=`+cluster+`"]`), workerconfig.Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +202,7 @@ func TestConfigForVersion(t *testing.T) {
 	}
 	version := func(p *inventory.ClusterProfile) string {
 		t.Helper()
-		_, v, err := providers.ConfigFor(p, Policy{})
+		_, v, err := providers.ConfigFor(p, workerconfig.Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +268,7 @@ func TestPodLogsThroughAClusterProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	hub := profileHub(t, p)
-	logs := &PodLogs{Hub: hub, Access: &Access{Hub: hub, Namespace: "gantry-system", Policy: Policy{AllowLoopback: true},
+	logs := &PodLogs{Hub: hub, Access: &Access{Hub: hub, Namespace: "gantry-system", Policy: workerconfig.Policy{AllowLoopback: true},
 		Providers: providers, HubHost: "https://hub.example:6443"}}
 	pods, err := logs.Pods(context.Background(), "worker-1")
 	if err != nil {
@@ -314,12 +315,12 @@ func TestAccessForAClusterProfile(t *testing.T) {
 		Spec: gantry.WorkerClusterSpec{ClusterProfileRef: &gantry.ClusterProfileReference{Name: "worker-1"}}}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			a := &Access{Hub: tc.hub, Namespace: "gantry-system", Policy: Policy{AllowLoopback: true}, Providers: tc.providers, HubHost: "https://hub.example:6443"}
+			a := &Access{Hub: tc.hub, Namespace: "gantry-system", Policy: workerconfig.Policy{AllowLoopback: true}, Providers: tc.providers, HubHost: "https://hub.example:6443"}
 			target, err := a.For(context.Background(), wc)
 			if err == nil {
 				// Only the identity read: the fake serves no more, so the connection stops short after it.
 				cfg := rest.CopyConfig(target.Config)
-				guardDial(cfg, true)
+				workerconfig.GuardDial(cfg, true)
 				_, err = identify(context.Background(), cfg, target.Hub)
 				err = pluginFailure(unauthorized(err))
 			}

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // hubAccessClusterRules (with hubAccessPodCheckRules and hubAccessKindRules) and hubAccessNamespaceRules
@@ -241,8 +243,8 @@ func add(verbs map[string]map[string]bool, what, verb string) {
 // listed writes each what with its verbs, "jobs.batch: create, get", sorted.
 func listed(verbs map[string]map[string]bool) []string {
 	var out []string
-	for _, what := range sortedKeys(verbs) {
-		out = append(out, what+": "+strings.Join(sortedKeys(verbs[what]), ", "))
+	for _, what := range slices.Sorted(maps.Keys(verbs)) {
+		out = append(out, what+": "+strings.Join(slices.Sorted(maps.Keys(verbs[what])), ", "))
 	}
 	return out
 }
@@ -293,14 +295,14 @@ func bounded(items []string, n int) string {
 }
 
 // refusedToken is the error of a worker that answers 401: the token expired or was revoked.
-func refusedToken() *ConfigError {
-	return &ConfigError{Reason: gantry.ReasonUnauthorized,
+func refusedToken() *workerconfig.ConfigError {
+	return &workerconfig.ConfigError{Reason: gantry.ReasonUnauthorized,
 		Message: "the worker refuses the hub's token (401); a valid one in the kubeconfig Secret is picked up at once"}
 }
 
 // lacksRights is the error of a worker that does not let the hub do what it needs.
-func lacksRights(what string) *ConfigError {
-	return &ConfigError{Reason: gantry.ReasonUnauthorized, Message: "the hub's identity lacks rights on the worker: " + what}
+func lacksRights(what string) *workerconfig.ConfigError {
+	return &workerconfig.ConfigError{Reason: gantry.ReasonUnauthorized, Message: "the hub's identity lacks rights on the worker: " + what}
 }
 
 // unauthorized turns an answer 401 into the error that says so; other errors are returned as they are.

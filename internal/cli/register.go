@@ -28,9 +28,9 @@ import (
 	nsmanifest "github.com/gantry-dev/gantry/deploy/namespace"
 	workermanifest "github.com/gantry-dev/gantry/deploy/worker"
 	"github.com/gantry-dev/gantry/dispatch"
-	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
 	"github.com/gantry-dev/gantry/internal/view"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // fieldManager owns what kubectl gantry applies on workers.
@@ -278,11 +278,11 @@ func mintKubeconfig(ctx context.Context, c client.Client, name string, sa types.
 // the hub's rights, reading the hub's Lease there as the hub does. The authorizer may take a moment to
 // see bindings just applied, so refusals are tried again for a few seconds.
 func checkHubAccess(ctx context.Context, kubeconfig []byte, ns string, out io.Writer) error {
-	cfg, err := remote.RESTConfig(kubeconfig, remote.Policy{AllowLoopback: true})
+	cfg, err := workerconfig.RESTConfig(kubeconfig, workerconfig.Policy{AllowLoopback: true})
 	if err != nil {
 		return fmt.Errorf("the hub would refuse the kubeconfig built for it: %w (fix the worker's cluster entry in --worker-kubeconfig)", err)
 	}
-	if _, err := remote.RESTConfig(kubeconfig, remote.Policy{}); err != nil {
+	if _, err := workerconfig.RESTConfig(kubeconfig, workerconfig.Policy{}); err != nil {
 		fmt.Fprintf(out, "note: a hub started without --allow-loopback-workers refuses this kubeconfig: %v\n", err)
 	}
 	c, err := workerClient(cfg)
@@ -323,7 +323,7 @@ func writeSecret(ctx context.Context, hub client.Client, existing *corev1.Secret
 			ObjectMeta: metav1.ObjectMeta{Namespace: gantry.GantryNamespace, Name: name,
 				Labels: map[string]string{"app.kubernetes.io/part-of": "gantry", "app.kubernetes.io/managed-by": fieldManager}},
 			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{remote.KubeconfigKey: kubeconfig},
+			Data: map[string][]byte{workerconfig.SecretKey: kubeconfig},
 		}
 		if err := hub.Create(ctx, s); err != nil {
 			return fmt.Errorf("creating Secret %s on the hub: %w (you need to create Secrets there)", ref, err)
@@ -335,8 +335,8 @@ func writeSecret(ctx context.Context, hub client.Client, existing *corev1.Secret
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
 	}
-	_, previous, _ := view.HubKubeconfigParts(s.Data[remote.KubeconfigKey])
-	s.Data[remote.KubeconfigKey] = kubeconfig
+	_, previous, _ := view.HubKubeconfigParts(s.Data[workerconfig.SecretKey])
+	s.Data[workerconfig.SecretKey] = kubeconfig
 	if err := hub.Update(ctx, s); err != nil {
 		return fmt.Errorf("updating Secret %s on the hub: %w (run the command again)", ref, err)
 	}
@@ -482,7 +482,7 @@ func unregister(ctx context.Context, o *Options, f *unregisterFlags, name string
 // or a cluster that another WorkerCluster reaches.
 func checkSameWorker(ctx context.Context, hub client.Client, name string, ex view.Existing, server, file string) error {
 	if ex.Secret != nil {
-		if was, _, err := view.HubKubeconfigParts(ex.Secret.Data[remote.KubeconfigKey]); err == nil && !view.SameServer(was, server) {
+		if was, _, err := view.HubKubeconfigParts(ex.Secret.Data[workerconfig.SecretKey]); err == nil && !view.SameServer(was, server) {
 			return fmt.Errorf("%s reaches %s, but WorkerCluster %s reaches %s: give the kubeconfig of %s, or leave out --worker-kubeconfig",
 				file, server, name, was, name)
 		}
@@ -499,7 +499,7 @@ func checkSameWorker(ctx context.Context, hub client.Client, name string, ex vie
 		if err := hub.Get(ctx, types.NamespacedName{Namespace: gantry.GantryNamespace, Name: wc.Spec.SecretName()}, &s); err != nil {
 			continue // a registration without a readable Secret reaches nothing
 		}
-		if other, _, err := view.HubKubeconfigParts(s.Data[remote.KubeconfigKey]); err == nil && view.SameServer(other, server) {
+		if other, _, err := view.HubKubeconfigParts(s.Data[workerconfig.SecretKey]); err == nil && view.SameServer(other, server) {
 			return fmt.Errorf("%s reaches %s, which WorkerCluster %s uses too: removing the hub's access there would cut %s off; "+
 				"leave out --worker-kubeconfig", file, server, wc.Name, wc.Name)
 		}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
@@ -111,11 +111,11 @@ func TestRegisterCluster(t *testing.T) {
 	if wc.Spec.KubeconfigSecretRef.Name != "worker-3-kubeconfig" {
 		t.Errorf("WorkerCluster spec %+v", wc.Spec)
 	}
-	data, err := remote.KubeconfigFrom(hubSecret(t, hub, "worker-3-kubeconfig"))
+	data, err := workerconfig.FromSecret(hubSecret(t, hub, "worker-3-kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := remote.RESTConfig(data, remote.Policy{AllowLoopback: true})
+	cfg, err := workerconfig.RESTConfig(data, workerconfig.Policy{AllowLoopback: true})
 	if err != nil {
 		t.Fatalf("the hub refuses the kubeconfig: %v", err)
 	}

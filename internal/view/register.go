@@ -17,7 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // Endpoint is how the hub reaches a worker's API server: its URL, the CA that signed its certificate,
@@ -205,7 +205,7 @@ func DecideRegistration(name, secret, server string, ex Existing, rotate bool) (
 	}
 	if ex.Secret != nil {
 		// A Secret the hub cannot read reaches no cluster: replacing it loses nothing.
-		if was, _, err := HubKubeconfigParts(ex.Secret.Data[remote.KubeconfigKey]); err == nil && was != "" && !SameServer(was, server) {
+		if was, _, err := HubKubeconfigParts(ex.Secret.Data[workerconfig.SecretKey]); err == nil && was != "" && !SameServer(was, server) {
 			return "", fmt.Errorf("WorkerCluster %s reaches %s, not %s: to register another cluster under this name, unregister %s first",
 				name, was, server, name)
 		}

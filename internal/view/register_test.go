@@ -15,7 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
@@ -113,7 +113,7 @@ func TestHubKubeconfig(t *testing.T) {
 	if diff := cmp.Diff(want, cfg, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("kubeconfig (-want +got):\n%s", diff)
 	}
-	rest, err := remote.RESTConfig(data, remote.Policy{})
+	rest, err := workerconfig.RESTConfig(data, workerconfig.Policy{})
 	if err != nil {
 		t.Fatalf("the hub refuses it: %v", err)
 	}
@@ -162,7 +162,7 @@ func TestDecideRegistration(t *testing.T) {
 	const server = "https://w3.example:6443"
 	secret := func(server string) *corev1.Secret {
 		data, _ := HubKubeconfig("worker-3", "gantry-hub-remote", Endpoint{Server: server, CAData: []byte(testCA)}, "old")
-		return &corev1.Secret{Data: map[string][]byte{remote.KubeconfigKey: data}}
+		return &corev1.Secret{Data: map[string][]byte{workerconfig.SecretKey: data}}
 	}
 	cluster := func(ref string) *gantry.WorkerCluster {
 		return &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "worker-3"},

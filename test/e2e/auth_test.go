@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // hubIdentity is the ServiceAccount, ClusterRoleBinding and RoleBinding the testbed gives the hub on
@@ -120,14 +120,14 @@ func setHubToken(t *testing.T, worker, token string) {
 		if err := tb.Hub.Client.Get(ctx, key, &s); err != nil {
 			return err
 		}
-		cfg, err := clientcmd.Load(s.Data[remote.KubeconfigKey])
+		cfg, err := clientcmd.Load(s.Data[workerconfig.SecretKey])
 		if err != nil {
 			return err
 		}
 		for _, ai := range cfg.AuthInfos {
 			ai.Token = token
 		}
-		if s.Data[remote.KubeconfigKey], err = clientcmd.Write(*cfg); err != nil {
+		if s.Data[workerconfig.SecretKey], err = clientcmd.Write(*cfg); err != nil {
 			return err
 		}
 		return tb.Hub.Client.Update(ctx, &s)

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // setFailover sets the failover policy of every worker, and Wait again when the test ends.
@@ -60,14 +60,14 @@ func cutOff(t *testing.T, worker string) func() {
 	if err := tb.Hub.Client.Get(ctx, key, &secret); err != nil {
 		t.Fatal(err)
 	}
-	good := secret.Data[remote.KubeconfigKey]
+	good := secret.Data[workerconfig.SecretKey]
 	write := func(kc []byte) {
 		eventually(t, "writing the kubeconfig of "+worker, 10*time.Second, 100*time.Millisecond, func() error {
 			var s corev1.Secret
 			if err := tb.Hub.Client.Get(ctx, key, &s); err != nil {
 				return err
 			}
-			s.Data[remote.KubeconfigKey] = kc
+			s.Data[workerconfig.SecretKey] = kc
 			return tb.Hub.Client.Update(ctx, &s)
 		})
 	}

@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
 	"github.com/gantry-dev/gantry/internal/view"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/jobkind"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
@@ -293,7 +293,7 @@ func hubToken(t *testing.T, worker string) string {
 	if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: gantry.GantryNamespace, Name: worker + "-kubeconfig"}, &s); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := remote.RESTConfig(s.Data[remote.KubeconfigKey], remote.Policy{AllowLoopback: true})
+	cfg, err := workerconfig.RESTConfig(s.Data[workerconfig.SecretKey], workerconfig.Policy{AllowLoopback: true})
 	if err != nil {
 		t.Fatalf("the hub refuses the kubeconfig register-cluster wrote: %v", err)
 	}

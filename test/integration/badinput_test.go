@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
@@ -102,10 +102,10 @@ func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
 	}{
 		"bad-missing":     {reason: gantry.ReasonSecretNotFound},
 		"bad-empty":       {data: map[string][]byte{"other": []byte("x")}, reason: gantry.ReasonInvalidKubeconfig},
-		"bad-malformed":   {data: map[string][]byte{remote.KubeconfigKey: []byte("{not yaml: [")}, reason: gantry.ReasonInvalidKubeconfig},
-		"bad-exec":        {data: map[string][]byte{remote.KubeconfigKey: []byte(withExec)}, reason: gantry.ReasonInsecureKubeconfig},
-		"bad-token-file":  {data: map[string][]byte{remote.KubeconfigKey: []byte(withTokenFile)}, reason: gantry.ReasonInsecureKubeconfig},
-		"bad-unreachable": {data: map[string][]byte{remote.KubeconfigKey: []byte(unreachable)}, reason: gantry.ReasonUnreachable},
+		"bad-malformed":   {data: map[string][]byte{workerconfig.SecretKey: []byte("{not yaml: [")}, reason: gantry.ReasonInvalidKubeconfig},
+		"bad-exec":        {data: map[string][]byte{workerconfig.SecretKey: []byte(withExec)}, reason: gantry.ReasonInsecureKubeconfig},
+		"bad-token-file":  {data: map[string][]byte{workerconfig.SecretKey: []byte(withTokenFile)}, reason: gantry.ReasonInsecureKubeconfig},
+		"bad-unreachable": {data: map[string][]byte{workerconfig.SecretKey: []byte(unreachable)}, reason: gantry.ReasonUnreachable},
 	}
 	for name, tc := range cases {
 		registerWithSecret(t, name, tc.data)
@@ -408,7 +408,7 @@ func TestAClusterThatNeverAnswersHoldsUpNoOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registerWithSecret(t, "silent", map[string][]byte{remote.KubeconfigKey: []byte(strings.Replace(string(goodConfig),
+	registerWithSecret(t, "silent", map[string][]byte{workerconfig.SecretKey: []byte(strings.Replace(string(goodConfig),
 		workers["worker-1"].cfg.Host, "https://"+silent, 1))})
 	select {
 	case <-accepted:

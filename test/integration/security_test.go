@@ -23,6 +23,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/manifest"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
@@ -32,7 +33,7 @@ func registerRefusedWorker(t *testing.T, name string, kubeconfig []byte) *metav1
 	t.Helper()
 	ctx := context.Background()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNamespace},
-		Data: map[string][]byte{remote.KubeconfigKey: kubeconfig}}
+		Data: map[string][]byte{workerconfig.SecretKey: kubeconfig}}
 	if err := hubEnv.client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestTheHubAccessServiceAccountHoldsTheAllowlistOnly(t *testing.T) {
 	}
 	// A manager of its own, with no handler: nothing of the hub acts on this second view of worker-1.
 	m := remote.NewManager(scheme, remote.Options{AllowLoopback: true, QPS: 50, Burst: 100})
-	cfg, err := remote.RESTConfig(kc, remote.Policy{AllowLoopback: true})
+	cfg, err := workerconfig.RESTConfig(kc, workerconfig.Policy{AllowLoopback: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/manifest"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/jobkind"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
@@ -231,7 +232,7 @@ func register(ctx context.Context, w *cluster) error {
 		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-kubeconfig", Namespace: hubNamespace},
-		Data: map[string][]byte{remote.KubeconfigKey: kc}}
+		Data: map[string][]byte{workerconfig.SecretKey: kc}}
 	if err := hubEnv.client.Create(ctx, secret); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/jobkind"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
@@ -52,8 +52,8 @@ func setKubeconfig(t *testing.T, name string, kc []byte) []byte {
 		if err := hubEnv.client.Get(ctx, key, &s); err != nil {
 			return err
 		}
-		old = s.Data[remote.KubeconfigKey]
-		s.Data[remote.KubeconfigKey] = kc
+		old = s.Data[workerconfig.SecretKey]
+		s.Data[workerconfig.SecretKey] = kc
 		return hubEnv.client.Update(ctx, &s)
 	})
 	return old

@@ -22,7 +22,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/test/scale/memworker"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
@@ -150,7 +150,7 @@ func register(ctx context.Context, hub, w *apiServer) error {
 		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-kubeconfig", Namespace: systemNamespace},
-		Data: map[string][]byte{remote.KubeconfigKey: kc}}
+		Data: map[string][]byte{workerconfig.SecretKey: kc}}
 	if err := hub.client.Create(ctx, secret); err != nil {
 		return err
 	}

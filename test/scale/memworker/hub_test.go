@@ -12,6 +12,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
 // The hub's own connection code connects to the server through the kubeconfig the hub's Secret would
@@ -27,7 +28,7 @@ func TestTheHubConnectsAsToARealWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := remote.RESTConfig(kc, remote.Policy{AllowLoopback: true})
+	cfg, err := workerconfig.RESTConfig(kc, workerconfig.Policy{AllowLoopback: true})
 	if err != nil {
 		t.Fatal(err)
 	}
