@@ -14,7 +14,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/gantry-dev/gantry/internal/metricstest"
+	"github.com/gantry-dev/gantry/test/metricstest"
 )
 
 // rangeArg is, for each PromQL function, the position of its range-vector argument, or -1 when it
