@@ -288,7 +288,7 @@ func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
 // setupSets registers the WorkerClusterSet controller; it watches ClusterProfiles and OCM's
 // PlacementDecisions where the hub serves them, and reads them from the API server otherwise.
 func (h *Hub) setupSets(mgr ctrl.Manager, opts Options, watchProfiles bool) error {
-	watchDecisions, err := serves(mgr, ocm.SchemeGroupVersion.WithKind("PlacementDecision"))
+	watchDecisions, err := serves(mgr, schema.GroupVersion(ocm.GroupVersion).WithKind("PlacementDecision"))
 	if err != nil {
 		return err
 	}

@@ -129,7 +129,7 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	cfg = remote.CountWrites(cfg, metrics.TargetHub, "")
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gantry.AddToScheme, jobkind.AddToScheme,
-		inventory.AddToScheme, ocm.AddToScheme} {
+		inventory.AddToScheme, ocm.Install} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -221,7 +221,7 @@ func namespacedKinds(cfg *rest.Config, scheme *runtime.Scheme, namespace string,
 	}
 	for obj, gvk := range map[client.Object]schema.GroupVersionKind{
 		&inventory.ClusterProfile{}: inventory.GroupVersion.WithKind("ClusterProfile"),
-		&ocm.PlacementDecision{}:    ocm.SchemeGroupVersion.WithKind("PlacementDecision"),
+		&ocm.PlacementDecision{}:    schema.GroupVersion(ocm.GroupVersion).WithKind("PlacementDecision"),
 	} {
 		ok, err := hub.Serves(scheme, mapper, gvk)
 		if err != nil {

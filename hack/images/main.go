@@ -108,7 +108,7 @@ func buildAll(out, repo string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func writeImage(path, binary, ref string, src Source, bins []Binary) error {
 		return err
 	}
 	if err := writeArchive(f, idx, ref, src.Version, src.Created); err != nil {
-		f.Close()
+		_ = f.Close() // the write failed already
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
@@ -165,7 +165,7 @@ func pushAll(out, registry string) error {
 			return err
 		}
 		err = pushArchive(filepath.Join(out, binary+".tar"), dir, registry+"/"+binary)
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // a temporary copy of the archive
 		if err != nil {
 			return err
 		}

@@ -23,34 +23,34 @@ func TestLoginKeepsAReviewedTokenForThePage(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar}
 
-	resp, body := do(t, browser, http.MethodGet, srv.URL+"/", "", map[string]string{"Accept": "text/html"})
-	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, `<form id="login"`) {
-		t.Errorf("the page before logging in: %d, want 401 with the login form:\n%s", resp.StatusCode, body)
+	status, body := do(t, browser, http.MethodGet, srv.URL+"/", "", map[string]string{"Accept": "text/html"})
+	if status != http.StatusUnauthorized || !strings.Contains(body, `<form id="login"`) {
+		t.Errorf("the page before logging in: %d, want 401 with the login form:\n%s", status, body)
 	}
-	resp, body = do(t, browser, http.MethodPost, srv.URL+"/login", "token=not-a-token", map[string]string{"Origin": srv.URL})
-	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "does not accept the token") {
-		t.Errorf("a bad token: %d\n%s", resp.StatusCode, body)
+	status, body = do(t, browser, http.MethodPost, srv.URL+"/login", "token=not-a-token", map[string]string{"Origin": srv.URL})
+	if status != http.StatusUnauthorized || !strings.Contains(body, "does not accept the token") {
+		t.Errorf("a bad token: %d\n%s", status, body)
 	}
-	resp, body = do(t, browser, http.MethodPost, srv.URL+"/login", "token="+strings.Repeat("x", maxTokenBytes), map[string]string{"Origin": srv.URL})
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "at most 16 KiB") {
-		t.Errorf("an oversized token: %d\n%s", resp.StatusCode, body)
+	status, body = do(t, browser, http.MethodPost, srv.URL+"/login", "token="+strings.Repeat("x", maxTokenBytes), map[string]string{"Origin": srv.URL})
+	if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, "at most 16 KiB") {
+		t.Errorf("an oversized token: %d\n%s", status, body)
 	}
-	resp, _ = do(t, browser, http.MethodPost, srv.URL+"/login", "token=alice-token", map[string]string{"Origin": "https://elsewhere.example"})
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("a login posted from another site: %d, want 403", resp.StatusCode)
+	status, _ = do(t, browser, http.MethodPost, srv.URL+"/login", "token=alice-token", map[string]string{"Origin": "https://elsewhere.example"})
+	if status != http.StatusForbidden {
+		t.Errorf("a login posted from another site: %d, want 403", status)
 	}
-	resp, body = do(t, browser, http.MethodPost, srv.URL+"/login", "token=alice-token", map[string]string{"Origin": srv.URL})
-	if resp.StatusCode != http.StatusOK || body != "page for alice" {
-		t.Errorf("after logging in: %d %q, want alice's page", resp.StatusCode, body)
+	status, body = do(t, browser, http.MethodPost, srv.URL+"/login", "token=alice-token", map[string]string{"Origin": srv.URL})
+	if status != http.StatusOK || body != "page for alice" {
+		t.Errorf("after logging in: %d %q, want alice's page", status, body)
 	}
 	u, _ := url.Parse(srv.URL)
 	cookies := jar.Cookies(u)
 	if len(cookies) != 1 || cookies[0].Name != sessionCookie {
 		t.Fatalf("cookies after logging in: %v", cookies)
 	}
-	resp, body = do(t, browser, http.MethodPost, srv.URL+"/logout", "", map[string]string{"Origin": srv.URL})
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `<form id="login"`) || len(jar.Cookies(u)) != 0 {
-		t.Errorf("after logging out: %d, cookies %v; want the login form and no cookie", resp.StatusCode, jar.Cookies(u))
+	status, body = do(t, browser, http.MethodPost, srv.URL+"/logout", "", map[string]string{"Origin": srv.URL})
+	if status != http.StatusOK || !strings.Contains(body, `<form id="login"`) || len(jar.Cookies(u)) != 0 {
+		t.Errorf("after logging out: %d, cookies %v; want the login form and no cookie", status, jar.Cookies(u))
 	}
 }
 
@@ -68,7 +68,7 @@ func TestTheSessionCookieIsKeptFromScriptsAndOtherSites(t *testing.T) {
 	}
 }
 
-func do(t *testing.T, c *http.Client, method, url, form string, headers map[string]string) (*http.Response, string) {
+func do(t *testing.T, c *http.Client, method, url, form string, headers map[string]string) (status int, body string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(form))
 	if form != "" {
@@ -83,5 +83,5 @@ func do(t *testing.T, c *http.Client, method, url, form string, headers map[stri
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return resp.StatusCode, string(b)
 }

@@ -65,7 +65,7 @@ func writeFile(path string, r io.Reader, perm os.FileMode) error {
 		return err
 	}
 	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
+		_ = f.Close() // the copy failed already
 		return err
 	}
 	return f.Close()

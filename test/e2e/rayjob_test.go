@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -208,8 +209,8 @@ func kubeRayRunsIt(t *testing.T, worker client.Client, rj *ray.RayJob) string {
 	if err := worker.Get(ctx, types.NamespacedName{Namespace: rj.Namespace, Name: got.Status.RayClusterName}, &rc); err != nil {
 		t.Fatalf("the RayJob's Ray cluster: %v", err)
 	}
-	if rc.Status.State != ray.Ready || !metav1.IsControlledBy(&rc, &got) {
-		t.Fatalf("Ray cluster %s: state %q, owners %v", rc.Name, rc.Status.State, rc.OwnerReferences)
+	if !apimeta.IsStatusConditionTrue(rc.Status.Conditions, string(ray.RayClusterProvisioned)) || !metav1.IsControlledBy(&rc, &got) {
+		t.Fatalf("Ray cluster %s: conditions %+v, owners %v; want it provisioned, owned by the RayJob", rc.Name, rc.Status.Conditions, rc.OwnerReferences)
 	}
 	want := map[string]string{"head": "head", "worker": "gpu"} // KubeRay's node type -> Gantry's pod set
 	for _, p := range readyRayPods(t, worker, rj.Namespace, client.MatchingLabels{rayClusterLabel: rc.Name}, 2) {

@@ -83,7 +83,7 @@ func TestMain(m *testing.M) {
 	must(inventory.AddToScheme(scheme))
 	must(jobkind.AddToScheme(scheme))
 	must(kueue.AddToScheme(scheme))
-	must(ocm.AddToScheme(scheme))
+	must(ocm.Install(scheme))
 	must(apiextensionsv1.AddToScheme(scheme))
 
 	all := append([]string{"hub"}, names...)
