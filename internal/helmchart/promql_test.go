@@ -10,121 +10,46 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/VictoriaMetrics/metricsql"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gantry-dev/gantry/test/metricstest"
 )
 
-// rangeArg is, for each PromQL function, the position of its range-vector argument, or -1 when it
-// takes none. A function missing here is not PromQL (the parser also knows MetricsQL's).
-var rangeArg = map[string]int{
-	"abs": -1, "absent": -1, "ceil": -1, "clamp": -1, "clamp_max": -1, "clamp_min": -1, "day_of_month": -1,
-	"day_of_week": -1, "day_of_year": -1, "days_in_month": -1, "exp": -1, "floor": -1, "histogram_quantile": -1,
-	"hour": -1, "label_join": -1, "label_replace": -1, "ln": -1, "log10": -1, "log2": -1, "minute": -1, "month": -1,
-	"round": -1, "scalar": -1, "sgn": -1, "sort": -1, "sort_desc": -1, "sqrt": -1, "time": -1, "timestamp": -1,
-	"vector": -1, "year": -1,
-	"absent_over_time": 0, "avg_over_time": 0, "changes": 0, "count_over_time": 0, "delta": 0, "deriv": 0,
-	"idelta": 0, "increase": 0, "irate": 0, "last_over_time": 0, "max_over_time": 0, "min_over_time": 0,
-	"predict_linear": 0, "present_over_time": 0, "rate": 0, "resets": 0, "stddev_over_time": 0,
-	"stdvar_over_time": 0, "sum_over_time": 0, "quantile_over_time": 1,
-}
+// grafanaRanges stand for the range variables Grafana fills in before it sends a query.
+var grafanaRanges = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
 
-var (
-	aggregations = []string{"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk", "quantile"}
-	binaryOps    = []string{"+", "-", "*", "/", "%", "^", "==", "!=", ">", "<", ">=", "<=", "and", "or", "unless", "atan2"}
-	// grafanaRanges stand for the range variables Grafana fills in before it sends a query.
-	grafanaRanges = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
-)
+// promql is Prometheus's own parser, with its default (stable) functions: what it refuses, Prometheus
+// refuses.
+var promql = parser.NewParser(parser.Options{})
 
-// metricNames parses a PromQL expression and returns the metric names it selects. The parser reads
-// MetricsQL, a superset of PromQL; what PromQL refuses is refused here too: functions and operators it
-// lacks, a range vector where it wants an instant vector or the other way round, vector matching with a
-// number, a selector without a metric name.
+// metricNames parses a PromQL expression as Prometheus does (syntax, functions, and the types it
+// checks: a range vector where an instant one is wanted or the other way round, vector matching with a
+// number) and returns the metric names it selects; a selector must name its metric.
 func metricNames(expr string) ([]string, error) {
-	e, err := metricsql.Parse(grafanaRanges.Replace(expr))
+	e, err := promql.ParseExpr(grafanaRanges.Replace(expr))
 	if err != nil {
 		return nil, err
 	}
 	var names []string
-	if err := walk(e, false, &names); err != nil {
-		return nil, err
-	}
-	return names, nil
-}
-
-func walk(e metricsql.Expr, wantRange bool, names *[]string) error {
-	if r, ok := e.(*metricsql.RollupExpr); ok && r.Window == nil && !r.ForSubquery() {
-		e = r.Expr // an offset or @ only
-	}
-	r, isRange := e.(*metricsql.RollupExpr)
-	switch {
-	case wantRange && !isRange:
-		return fmt.Errorf("%s: a range vector is wanted here", e.AppendString(nil))
-	case isRange && !wantRange:
-		return fmt.Errorf("%s: an instant vector is wanted here", e.AppendString(nil))
-	}
-	switch x := e.(type) {
-	case *metricsql.RollupExpr:
-		return walk(r.Expr, false, names)
-	case *metricsql.MetricExpr:
-		return selectorName(x, names)
-	case *metricsql.NumberExpr, *metricsql.StringExpr:
-		return nil
-	case *metricsql.FuncExpr:
-		at, ok := rangeArg[x.Name]
-		if !ok || x.KeepMetricNames {
-			return fmt.Errorf("%s is not a PromQL function", x.Name)
-		}
-		for i, a := range x.Args {
-			if err := walk(a, i == at, names); err != nil {
-				return err
-			}
-		}
-		return nil
-	case *metricsql.AggrFuncExpr:
-		if !slices.Contains(aggregations, x.Name) || x.Limit > 0 {
-			return fmt.Errorf("%s is not a PromQL aggregation", x.Name)
-		}
-		for _, a := range x.Args {
-			if err := walk(a, false, names); err != nil {
-				return err
-			}
-		}
-		return nil
-	case *metricsql.BinaryOpExpr:
-		return binary(x, names)
-	}
-	return fmt.Errorf("%s: %T is not PromQL", e.AppendString(nil), e)
-}
-
-func binary(x *metricsql.BinaryOpExpr, names *[]string) error {
-	if !slices.Contains(binaryOps, strings.ToLower(x.Op)) || x.KeepMetricNames || x.FillLeft != nil || x.FillRight != nil {
-		return fmt.Errorf("%s is not a PromQL operation", x.AppendString(nil))
-	}
-	_, leftNumber := x.Left.(*metricsql.NumberExpr)
-	_, rightNumber := x.Right.(*metricsql.NumberExpr)
-	if (x.GroupModifier.Op != "" || x.JoinModifier.Op != "") && (leftNumber || rightNumber) {
-		return fmt.Errorf("%s: vector matching with a number", x.AppendString(nil))
-	}
-	if err := walk(x.Left, false, names); err != nil {
-		return err
-	}
-	return walk(x.Right, false, names)
-}
-
-func selectorName(m *metricsql.MetricExpr, names *[]string) error {
-	if len(m.LabelFilterss) != 1 {
-		return fmt.Errorf("%s: one selector of one metric name wanted", m.AppendString(nil))
-	}
-	for _, f := range m.LabelFilterss[0] {
-		if f.Label == "__name__" && !f.IsRegexp && !f.IsNegative {
-			*names = append(*names, f.Value)
+	var walkErr error
+	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok || walkErr != nil {
 			return nil
 		}
-	}
-	return fmt.Errorf("%s selects no metric by name", m.AppendString(nil))
+		for _, m := range vs.LabelMatchers {
+			if m.Name == "__name__" && m.Type == labels.MatchEqual {
+				names = append(names, m.Value)
+				return nil
+			}
+		}
+		walkErr = fmt.Errorf("%s selects no metric by name", vs)
+		return nil
+	})
+	return names, walkErr
 }
 
 func TestMetricNames(t *testing.T) {
@@ -135,7 +60,7 @@ func TestMetricNames(t *testing.T) {
 		`max by (c, r) (a) == 0 and on (c) max by (c) (b) == 1`:                                           {"a", "b"},
 		`time() - max by (cluster) (ts)`:                                                                  {"ts"},
 		`absent(up{job="gantry-hub-metrics"} == 1)`:                                                       {"up"},
-		`quantile_over_time(0.9, a[5m]) offset 1h`:                                                        {"a"},
+		`quantile_over_time(0.9, a[5m] offset 1h)`:                                                        {"a"},
 		`{__name__="a", job="x"}`:                                                                         {"a"},
 		`max_over_time(rate(a_total[5m])[1h:1m])`:                                                         {"a_total"},
 		`sum(rate(a_sum[5m])) / sum(rate(a_count[5m]))`:                                                   {"a_sum", "a_count"},
@@ -147,16 +72,17 @@ func TestMetricNames(t *testing.T) {
 		}
 	}
 	for _, expr := range []string{
-		`rate(a[5m]`,                           // syntax
-		`rate(a)`,                              // an instant vector where a range is wanted
-		`sum(a[5m])`,                           // a range where an instant vector is wanted
-		`a > 0.5 * ignoring (p) b`,             // vector matching with a number
-		`rollup_rate(a[5m])`,                   // MetricsQL only
-		`sum(a) by (c) limit 3`,                // MetricsQL only
-		`a default 0`,                          // MetricsQL only
-		`{job="x"}`,                            // no metric name
-		`{__name__=~"gantry_.*"}`,              // no metric name to check
-		`rate(a[$__unknown_grafana_variable])`, // a range Grafana would not fill in
+		`rate(a[5m]`,                               // syntax
+		`rate(a)`,                                  // an instant vector where a range is wanted
+		`sum(a[5m])`,                               // a range where an instant vector is wanted
+		`a > 0.5 * ignoring (p) b`,                 // vector matching with a number
+		`rollup_rate(a[5m])`,                       // MetricsQL only
+		`sum(a) by (c) limit 3`,                    // MetricsQL only
+		`a default 0`,                              // MetricsQL only
+		`{job="x"}`,                                // no metric name
+		`{__name__=~"gantry_.*"}`,                  // no metric name to check
+		`rate(a[$__unknown_grafana_variable])`,     // a range Grafana would not fill in
+		`quantile_over_time(0.9, a[5m]) offset 1h`, // an offset on a function (MetricsQL took it)
 	} {
 		if names, err := metricNames(expr); err == nil {
 			t.Errorf("metricNames(%s) = %v, want an error", expr, names)
