@@ -325,7 +325,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		if owned && JobFinished(c, job) {
 			continue
 		}
-		suspended := owned && p.fence(in, c, job)
+		fenced := owned && p.fence(in, c, job)
 		cur := cs.current[GangKey(c)]
 		if !owned && in.ReservationTTL > 0 && in.Now.Sub(cur.LastTransitionTime.Time) > in.ReservationTTL {
 			// The hub never confirmed: it is gone, cut off, or chose another cluster and could not
@@ -340,9 +340,9 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		}
 		copyPods := podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]]
 		progress := ProgressOf(c, copyPods)
-		// A Job suspended because the hub's lease lapsed has no pods on purpose: it keeps its room. One
-		// that the worker's Kueue holds suspended waits for Kueue, which the placement timeout bounds.
-		placing := owned && (!suspended || heldByKueue(c, job)) && in.PlacementTimeout > 0 && !progress.Done()
+		// A Job the fence stopped because the hub's lease lapsed has no pods on purpose: it keeps its
+		// room. One the worker's Kueue holds suspended waits for Kueue, which the placement timeout bounds.
+		placing := owned && !fenced && in.PlacementTimeout > 0 && !progress.Done()
 		var since time.Time
 		if placing {
 			since, placing = placementClock(c, placingSince(c, job, in.Now), copyPods, progress)

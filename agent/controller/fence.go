@@ -66,7 +66,8 @@ func SuspendedByFence(w *gantryv1alpha1.Workload, job client.Object) bool {
 // fence stops the Job of an admitted copy while the hub's lease has lapsed: the Job is suspended (its
 // pods are deleted by the Job controller; suspending rather than deleting lets the hub resume it in
 // place when it comes back and the cluster is still the winner), and the copy says so. Once the lease is
-// renewed and the hub resumed the Job, the copy says that too. It reports whether the Job is suspended.
+// renewed and the hub resumed the Job, the copy says that too. It reports whether the fence holds the
+// Job stopped (another suspension, such as Kueue's while it waits to admit the job, is not the fence's).
 func (p *Plan) fence(in Input, c *gantryv1alpha1.Workload, job client.Object) bool {
 	suspended := jobkind.Of(c).State(job).Suspended
 	cur := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadSuspended)
@@ -86,7 +87,7 @@ func (p *Plan) fence(in Input, c *gantryv1alpha1.Workload, job client.Object) bo
 		p.setOther(c, cur, conditionOf(c, gantryv1alpha1.WorkloadSuspended, metav1.ConditionFalse, gantryv1alpha1.ReasonResumed,
 			"the hub renewed its lease and resumed the Job", in.Now))
 	}
-	return suspended
+	return SuspendedByFence(c, job)
 }
 
 // setOther plans to write a condition other than Admitted, unless the copy already shows its status and

@@ -37,10 +37,3 @@ func kueueVerdict(in Input, job client.Object) string {
 	}
 	return fmt.Sprintf("Kueue Workload %s in LocalQueue %s is not admitted", kw.Name, queue)
 }
-
-// heldByKueue says whether the job of an admitted copy is suspended by the worker's Kueue, not by the
-// fence: it went into a LocalQueue, and Kueue suspends such a job until it admits it (and again when it
-// takes it back).
-func heldByKueue(c *gantryv1alpha1.Workload, job client.Object) bool {
-	return job.GetLabels()[gantryv1alpha1.KueueQueueNameLabel] != "" && !SuspendedByFence(c, job)
-}

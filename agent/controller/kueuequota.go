@@ -383,7 +383,7 @@ func (kq *kueueQuotas) charge(ch kueueCharge) {
 
 // kueueLeft is Kueue's accounting less what the copies admitted here through a LocalQueue take that
 // Kueue does not count yet: until Kueue reserved quota for a job, its ClusterQueue's status leaves it
-// out. Nil when the cluster runs no Kueue.
+// out. Nil when the cluster runs no Kueue (in.Kueue is nil: see ThroughKueue).
 func kueueLeft(in Input, cs copyStates) *kueueQuotas {
 	if in.Kueue == nil {
 		return nil
@@ -409,4 +409,21 @@ func kueueLeft(in Input, cs copyStates) *kueueQuotas {
 func kueueReserved(st *Kueue, job client.Object) bool {
 	kw := st.Workloads[job.GetUID()]
 	return kw != nil && meta.IsStatusConditionTrue(kw.Status.Conditions, kueue.WorkloadQuotaReserved)
+}
+
+// ThroughKueue says whether any copy goes through a LocalQueue of the worker's Kueue or any job waits
+// in one: only then does a pass need Kueue's objects, which the reconciler then reads. Without such a
+// copy nothing is judged by Kueue, and without such a job nothing quotes it.
+func ThroughKueue(copies []*gantryv1alpha1.Workload, jobs map[types.NamespacedName]client.Object) bool {
+	for _, c := range copies {
+		if c.Annotations[gantryv1alpha1.KueueLocalQueueAnnotation] != "" {
+			return true
+		}
+	}
+	for _, j := range jobs {
+		if j.GetLabels()[gantryv1alpha1.KueueQueueNameLabel] != "" {
+			return true
+		}
+	}
+	return false
 }

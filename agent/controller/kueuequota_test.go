@@ -178,3 +178,19 @@ func TestDecideAdmitsThroughKueueWithinItsQueue(t *testing.T) {
 		})
 	}
 }
+
+// A pass reads Kueue's objects only when a copy goes through a LocalQueue or a job waits in one.
+func TestThroughKueue(t *testing.T) {
+	plain := copyOf("a", 0, 1, "8").Obj()
+	job := agenttest.MakeJob("a", "ns").Workload("hub-a").Obj()
+	if ThroughKueue([]*gantryv1alpha1.Workload{plain}, jobs(job)) {
+		t.Error("a pass without Kueue's copies or jobs reads Kueue")
+	}
+	if !ThroughKueue([]*gantryv1alpha1.Workload{plain, inKueue(copyOf("b", 0, 1, "8"))}, nil) {
+		t.Error("a copy sent through a LocalQueue did not count")
+	}
+	job.Labels[gantryv1alpha1.KueueQueueNameLabel] = "team"
+	if !ThroughKueue(nil, jobs(job)) {
+		t.Error("a job waiting in a LocalQueue did not count")
+	}
+}

@@ -284,8 +284,10 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	if in.PodGroups, err = r.readPodGroups(ctx); err != nil {
 		return Input{}, err
 	}
-	if in.Kueue, err = r.readKueue(ctx); err != nil {
-		return Input{}, err
+	if r.kueue && ThroughKueue(in.Copies, in.Jobs) {
+		if in.Kueue, err = r.readKueue(ctx); err != nil {
+			return Input{}, err
+		}
 	}
 	keepBehind(r.assumed, in.Copies)
 	return in, nil
@@ -307,12 +309,8 @@ func (r *Reconciler) readPodGroups(ctx context.Context) (map[types.NamespacedNam
 	return byName, nil
 }
 
-// readKueue reads the cluster's Kueue queues, cohorts, flavors and job Workloads; nil where the
-// cluster serves none.
+// readKueue reads the cluster's Kueue queues, cohorts, flavors and job Workloads.
 func (r *Reconciler) readKueue(ctx context.Context) (*Kueue, error) {
-	if !r.kueue {
-		return nil, nil
-	}
 	var (
 		lqs kueue.LocalQueueList
 		cqs kueue.ClusterQueueList
