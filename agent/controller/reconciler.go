@@ -284,10 +284,8 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	if in.PodGroups, err = r.readPodGroups(ctx); err != nil {
 		return Input{}, err
 	}
-	if r.kueue && ThroughKueue(in.Copies, in.Jobs) {
-		if in.Kueue, err = r.readKueue(ctx); err != nil {
-			return Input{}, err
-		}
+	if in.Kueue, err = r.readKueue(ctx, in); err != nil {
+		return Input{}, err
 	}
 	keepBehind(r.assumed, in.Copies)
 	return in, nil
@@ -309,8 +307,12 @@ func (r *Reconciler) readPodGroups(ctx context.Context) (map[types.NamespacedNam
 	return byName, nil
 }
 
-// readKueue reads the cluster's Kueue queues, cohorts, flavors and job Workloads.
-func (r *Reconciler) readKueue(ctx context.Context) (*Kueue, error) {
+// readKueue reads the cluster's Kueue queues, cohorts, flavors and job Workloads when the pass needs
+// them (ThroughKueue); nil where the cluster serves none, or the pass needs none.
+func (r *Reconciler) readKueue(ctx context.Context, in Input) (*Kueue, error) {
+	if !r.kueue || !ThroughKueue(in.Copies, in.Jobs) {
+		return nil, nil
+	}
 	var (
 		lqs kueue.LocalQueueList
 		cqs kueue.ClusterQueueList
