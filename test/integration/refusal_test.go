@@ -134,7 +134,8 @@ func TestAJobTheWinnersRefuseIsTakenBackAndSaysWhy(t *testing.T) {
 // An agent admits a job only within what the ResourceQuotas of its namespace on that worker leave: a
 // quota that could never hold it rejects it there at once, with the quota's words; a quota used up for
 // now makes it wait, the hub's Pending message repeating why, until room comes back. Nothing is created
-// where the quota would refuse it.
+// where the quota would refuse it. The jobs are small beside the worker's nodes, so that what earlier
+// tests still hold there (their cleanup may be under way) does not keep the hub from sending them.
 func TestAnAgentJudgesTheNamespaceQuotaBeforeItAdmits(t *testing.T) {
 	ctx := context.Background()
 	startHub(t)
@@ -147,7 +148,7 @@ func TestAnAgentJudgesTheNamespaceQuotaBeforeItAdmits(t *testing.T) {
 	}
 	const gpus = corev1.ResourceName("requests." + string(gantry.GPUResource))
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{gpus: resource.MustParse("8")}}}
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{gpus: resource.MustParse("2")}}}
 	if err := c.Create(ctx, quota); err != nil {
 		t.Fatal(err)
 	}
@@ -159,9 +160,9 @@ func TestAnAgentJudgesTheNamespaceQuotaBeforeItAdmits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	setUsed("8")
-	tooBig := gpuJob(ns, "too-big", 2, 8)
-	fits := gpuJob(ns, "fits-later", 1, 8)
+	setUsed("2")
+	tooBig := gpuJob(ns, "too-big", 1, 4)
+	fits := gpuJob(ns, "fits-later", 1, 2)
 	submit(t, tooBig)
 	submit(t, fits)
 	eventually(t, "worker-1 rejecting the job its quota never holds", func() error {
@@ -170,16 +171,16 @@ func TestAnAgentJudgesTheNamespaceQuotaBeforeItAdmits(t *testing.T) {
 			return err
 		}
 		for _, r := range wl.Status.RejectedClusters {
-			if r.Name == "worker-1" && r.Reason == gantry.ReasonNamespaceQuotaTooSmall && strings.Contains(r.Message, "allows 8 requests.nvidia.com/gpu; the job needs 16") {
+			if r.Name == "worker-1" && r.Reason == gantry.ReasonNamespaceQuotaTooSmall && strings.Contains(r.Message, "allows 2 requests.nvidia.com/gpu; the job needs 4") {
 				return nil
 			}
 		}
-		return fmt.Errorf("rejections %+v", wl.Status.RejectedClusters)
+		return fmt.Errorf("rejections %+v; pending %+v", wl.Status.RejectedClusters, apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending))
 	})
 	cond := pendingReason(t, fits, gantry.ReasonWaitingForAdmission)
 	eventually(t, "the hub repeating why the other waits", func() error {
 		cond = apimeta.FindStatusCondition(hubWorkload(t, fits).Status.Conditions, gantry.WorkloadPending)
-		if cond == nil || !strings.Contains(cond.Message, "has 0 requests.nvidia.com/gpu left of 8") {
+		if cond == nil || !strings.Contains(cond.Message, "has 0 requests.nvidia.com/gpu left of 2") {
 			return fmt.Errorf("pending %+v", cond)
 		}
 		return nil
