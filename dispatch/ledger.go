@@ -12,10 +12,12 @@ import (
 // ledger tracks, per queue and cluster, the quota admitted workloads use and nominated ones reserve,
 // and per cohort, cluster and resource, what the queues and sub-cohorts of the cohort lend one another.
 type ledger struct {
-	queues  map[string]*queueLedger
-	cohorts map[string]*cohortNode
-	pools   map[poolKey]*pool
-	slab    []pool
+	// verdictOf are the workloads of the pass's verdicts, by key; its queues share it.
+	verdictOf map[string]*Workload
+	queues    map[string]*queueLedger
+	cohorts   map[string]*cohortNode
+	pools     map[poolKey]*pool
+	slab      []pool
 }
 
 type queueLedger struct {
@@ -55,6 +57,8 @@ type queueLedger struct {
 	// room counts, for the whole pass, the nominations that took quota and the widenings that gave
 	// some back.
 	room *roomChanges
+	// verdictOf is the pass's: the workloads of its verdicts.
+	verdictOf map[string]*Workload
 	// readCapacity: a pending workload of this pass passed every quota filter on some cluster, so what
 	// it was told depends on the clusters' capacity reports.
 	readCapacity bool
@@ -124,11 +128,12 @@ func newLedger(s *Snapshot) *ledger {
 
 // emptyLedger lays out the snapshot's queues and cohorts, their quota and limits, with nothing used.
 func emptyLedger(s *Snapshot) *ledger {
-	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{}}
+	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{},
+		verdictOf: map[string]*Workload{}}
 	room := &roomChanges{}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
-			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room}
+			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, verdictOf: l.verdictOf}
 		for _, c := range q.Clusters {
 			for r := range q.Quota[c] {
 				if _, ok := ql.index[r]; !ok {

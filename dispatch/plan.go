@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 )
@@ -60,6 +61,17 @@ type Result struct {
 	// Uncut are the GlobalQueues whose Cut the pass could not take: what it decided may differ from a
 	// pass over their whole tails, and must be planned again with less of them cut.
 	Uncut []string
+
+	// Held are the workloads whose verdict the pass decided and does not write now: the workload shows
+	// it already, it is not steady yet, or it refreshes the agents' news too soon. HeldFor is how long
+	// until the first verdict held for steadiness is due (0: none).
+	Held    []string
+	HeldFor time.Duration
+	// Proposed are the verdicts held for steadiness, since when they are proposed: the next pass's
+	// Snapshot.Proposed. AgentNews are the workloads whose Pending message this pass refreshes with
+	// their agents' explanations, at Snapshot.Now: the next passes' Snapshot.AgentNews adds them.
+	Proposed  map[string]Proposal
+	AgentNews map[string]time.Time
 }
 
 // Plan runs one dispatch pass. In order: it confirms winners among admitted copies (each within the
@@ -104,6 +116,7 @@ func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	}
 	l.nominate(&res)
 	l.preempt(s, &res)
+	holdVerdicts(s, &res, l.verdictOf)
 	for name, ql := range l.queues {
 		if ql.readCapacity {
 			if res.ReadCapacity == nil {
@@ -144,6 +157,7 @@ func (q *queueLedger) settle(w *Workload, res *Result) (nominee, bool) {
 		verdict := -1
 		if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
 			res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
+			q.verdictOf[w.Key] = w
 			verdict = len(res.Verdicts) - 1
 		}
 		q.noteWaitingOnNodes(w, rejected, verdict)
@@ -587,15 +601,16 @@ func (ql *queueLedger) anyConnecting(w *Workload, vec []int64) bool {
 // last verdict as it is; so does one the workload already shows, unless its queue may preempt (a
 // preemption may still say more of it): most of a deep queue in every pass, which then costs nothing.
 func (ql *queueLedger) addVerdict(res *Result, w *Workload, v Verdict) bool {
-	if v.Reason == "" || (w.shows(v) && !ql.preempts()) {
+	if v.Reason == "" || (w.Shows(v) && !ql.preempts()) {
 		return false
 	}
 	res.Verdicts = append(res.Verdicts, v)
+	ql.verdictOf[w.Key] = w
 	return true
 }
 
-// shows says whether the workload's Pending condition already says what the verdict would write.
-func (w *Workload) shows(v Verdict) bool {
+// Shows says whether the workload's Pending condition already says what the verdict would write.
+func (w *Workload) Shows(v Verdict) bool {
 	return !v.Withdraw && v.Reason == w.PendingReason && v.Message == w.PendingMessage
 }
 

@@ -257,7 +257,8 @@ func TestPlan(t *testing.T) {
 					copyWaiting("b", gantry.ReasonInsufficientResources, "needs 1 pod x 8 nvidia.com/gpu; largest free on one node: 4 (n1)").obj(),
 			).obj(),
 			want: Result{Verdicts: []Verdict{{Key: "ns/w", Reason: gantry.ReasonWaitingForAdmission,
-				Message: "waiting for a, b to admit; b: InsufficientResources: needs 1 pod x 8 nvidia.com/gpu; largest free on one node: 4 (n1)"}}},
+				Message: "waiting for a, b to admit; b: InsufficientResources: needs 1 pod x 8 nvidia.com/gpu; largest free on one node: 4 (n1)"}},
+				AgentNews: map[string]time.Time{"ns/w": {}}},
 		},
 		"a copy whose reservation expired is dispatched again in a new epoch": {
 			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
@@ -276,7 +277,7 @@ func TestPlan(t *testing.T) {
 			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
 				makeWorkload("ns/running", "q").gpus(8).admittedOn("a").obj(),
 				makeWorkload("ns/shown", "q").gpus(8).createdAt(1).pending(gantry.ReasonWaitingForQuota, "waiting for quota of GlobalQueue q").obj(),
-				makeWorkload("ns/said-other", "q").gpus(8).createdAt(2).pending(gantry.ReasonWaitingForCapacity, "waiting for quota of GlobalQueue q").obj(),
+				makeWorkload("ns/said-other", "q").gpus(8).createdAt(2).pending(gantry.ReasonNoClusterAvailable, "waiting for quota of GlobalQueue q").obj(),
 				makeWorkload("ns/huge", "q").gpus(16).createdAt(3).pending(gantry.ReasonWaitingForQuota, "waiting for quota of GlobalQueue q").obj(),
 			).obj(),
 			want: Result{Verdicts: []Verdict{

@@ -59,6 +59,7 @@ func (ql *queueLedger) noteWaitingOnNodes(w *Workload, rejected map[string]strin
 		return
 	}
 	ql.blocked = append(ql.blocked, blocked{w: w, vec: ql.vector(w.Requests), verdict: verdict, onNodes: true})
+	ql.verdictOf[w.Key] = w // the verdict a preemption adds for it
 }
 
 // preempts says whether the queue has any rule that lets it preempt.

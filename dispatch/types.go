@@ -263,6 +263,14 @@ type Snapshot struct {
 	Tallied []*Workload
 	// Cuts are, by GlobalQueue, tails of waiting workloads that Workloads leaves out (see Cut).
 	Cuts map[string]Cut
+
+	// Now is when the pass runs: what passes proposed is held back until a time after it.
+	Now time.Time
+	// Proposed are the waiting verdicts the last pass held back (its Result.Proposed), by workload key;
+	// AgentNews when each workload's Pending message last took in its agents' explanations (the
+	// Result.AgentNews of passes before). See VerdictSteadyTime and AgentNewsInterval.
+	Proposed  map[string]Proposal
+	AgentNews map[string]time.Time
 }
 
 // Tally is what admitted workloads of one GlobalQueue and one priority use on one cluster, together.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -72,11 +73,10 @@ type Dispatcher struct {
 	inflight map[string]*gantry.Workload                     // status being written: what the write will leave
 	unknown  map[string]*unknownWrite                        // writes that failed without saying whether they were applied
 	backoff  map[string]time.Duration                        // keys whose last write failed other than by a conflict
-	// agentNews is when each waiting workload's Pending message last took in its agents' explanations.
+	// agentNews and proposed are what passes left for the verdicts still to write (dispatch.Snapshot's
+	// AgentNews and Proposed); used by passes only, one at a time.
 	agentNews map[string]time.Time
-	// proposed are the waiting verdicts passes propose in place of another one a Workload shows, since
-	// when (see holdWaiting); used by passes only, one at a time.
-	proposed map[string]proposal
+	proposed  map[string]dispatch.Proposal
 	// rest tells passes which queues are quiet; used by passes only.
 	rest rest
 	// cutAfter is how many settled workloads of a queue a pass walks before it cuts the rest; 0 is
@@ -95,7 +95,6 @@ func (d *Dispatcher) init() {
 		d.unknown = map[string]*unknownWrite{}
 		d.backoff = map[string]time.Duration{}
 		d.agentNews = map[string]time.Time{}
-		d.proposed = map[string]proposal{}
 		if d.Writers < 1 {
 			d.Writers = 64
 		}
@@ -243,16 +242,16 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 // act writes what the pass decided and says when the statuses it held back are due.
 func (d *Dispatcher) act(ctx context.Context, p *planned) time.Duration {
 	d.Timeline.KeepOnly(d.book.hasUID)
-	d.mu.Lock()
+	d.proposed = p.res.Proposed
+	maps.Copy(d.agentNews, p.res.AgentNews)
 	for key := range d.agentNews {
 		if p.st.writable(key) == nil {
 			delete(d.agentNews, key)
 		}
 	}
-	d.mu.Unlock()
-	held := d.execute(ctx, p.st.writable, p.res, p.in.blocked)
+	d.execute(ctx, p.st.writable, p.res, p.in.blocked)
 	d.settleDue(ctx)
-	return soonest(held, d.writeStatuses(ctx, p.st, p.in, p.usage))
+	return soonest(p.res.HeldFor, d.writeStatuses(ctx, p.st, p.in, p.usage))
 }
 
 // planned is what one pass read and decided.
@@ -287,6 +286,7 @@ func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	p := &planned{st: st}
 	for {
 		p.in = buildParking(st, d.Copies, now, d.RejectionTTL, park)
+		p.in.snap.Proposed, p.in.snap.AgentNews = d.proposed, d.agentNews
 		if withUsage {
 			r, u := dispatch.PlanWithUsage(p.in.snap)
 			p.res, p.usage = r, &u
@@ -431,9 +431,9 @@ type change struct {
 	preemption  *dispatch.Preemption
 }
 
-// execute writes each workload's part of the pass; it says when the first verdict it held back is due
-// (0: none).
-func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gantry.Workload, res dispatch.Result, blockedList []blocked) time.Duration {
+// execute writes each workload's part of the pass, and the verdicts of those whose Queue names no
+// GlobalQueue they may use.
+func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gantry.Workload, res dispatch.Result, blocked []dispatch.Verdict) {
 	changes := map[string]*change{}
 	get := func(key string) *change {
 		if c := changes[key]; c != nil {
@@ -459,34 +459,16 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 	for i := range res.Preemptions {
 		get(res.Preemptions[i].Victim).preemption = &res.Preemptions[i]
 	}
-	for _, b := range blockedList {
-		c := get(b.wl.Namespace + "/" + b.wl.Name)
-		c.verdict = &dispatch.Verdict{Reason: b.reason, Message: b.message, Withdraw: len(b.wl.Status.NominatedClusters) > 0}
+	for i := range blocked {
+		get(blocked[i].Key).verdict = &blocked[i]
 	}
-	for key := range d.proposed {
-		if _, ok := changes[key]; !ok {
-			delete(d.proposed, key) // its verdict stands, or it is gone: what was proposed lapsed
-		}
-	}
-	var held time.Duration
 	var writes []slotTask
 	for key, c := range changes {
 		if c.wl == nil {
 			continue
 		}
-		if verdictStands(c) {
-			delete(d.proposed, key)
-			continue
-		}
-		if wait := d.holdWaiting(key, c); wait > 0 {
-			held = soonest(held, wait)
-			continue
-		}
 		wl, event := d.decide(c)
 		if equality.Semantic.DeepEqual(c.wl.Status, wl.Status) {
-			continue
-		}
-		if d.agentNewsTooSoon(key, c) {
 			continue
 		}
 		d.mu.Lock()
@@ -505,7 +487,6 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 	for _, w := range writes {
 		d.startInSlot(ctx, w.urgency, w.run)
 	}
-	return held
 }
 
 // decide applies one workload's decisions to a copy of it and says which Event records them.

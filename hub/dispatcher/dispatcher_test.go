@@ -479,35 +479,30 @@ func TestPassGoesByItsOwnWritesInARow(t *testing.T) {
 	}
 }
 
-// TestVerdictStands: a pass skips, without copying the Workload, only a verdict the Workload already
-// shows as it would be written.
-func TestVerdictStands(t *testing.T) {
-	shown := makeHubWorkload("w", "q").obj()
-	shown.Generation = 2
-	apimeta.SetStatusCondition(&shown.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
-		Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq", ObservedGeneration: 2})
-	same := dispatch.Verdict{Key: "ns/w", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq"}
-	other := same
-	other.Message = "queued behind ns/x (StrictFIFO)"
-	withdraw := same
-	withdraw.Withdraw = true
-	older := shown.DeepCopy()
-	older.Generation = 3
+// TestPendingWordsCountForTheirSpecOnly: what a Workload's Pending condition says is what dispatch.Plan
+// compares its verdicts with (a verdict shown is not written again) only while it is true and was
+// written for the Workload's current spec.
+func TestPendingWordsCountForTheirSpecOnly(t *testing.T) {
+	shown := func(generation, observed int64, status metav1.ConditionStatus) *gantry.Workload {
+		wl := makeHubWorkload("w", "q").obj()
+		wl.Generation = generation
+		apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: status,
+			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq", ObservedGeneration: observed})
+		return wl
+	}
+	v := dispatch.Verdict{Key: "ns/w", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq"}
 	cases := map[string]struct {
-		c    change
+		wl   *gantry.Workload
 		want bool
 	}{
-		"the same verdict":                       {change{wl: shown, verdict: &same}, true},
-		"another message":                        {change{wl: shown, verdict: &other}, false},
-		"a withdrawal":                           {change{wl: shown, verdict: &withdraw}, false},
-		"a newer generation":                     {change{wl: older, verdict: &same}, false},
-		"the same verdict and a rejection":       {change{wl: shown, verdict: &same, rejections: []dispatch.Rejection{{Cluster: "w1"}}}, false},
-		"no verdict, a nomination":               {change{wl: shown, nomination: &dispatch.Nomination{Key: "ns/w"}}, false},
-		"the same verdict of a Workload without": {change{wl: makeHubWorkload("w", "q").obj(), verdict: &same}, false},
+		"written for its spec":      {shown(2, 2, metav1.ConditionTrue), true},
+		"written for an older spec": {shown(3, 2, metav1.ConditionTrue), false},
+		"no longer true":            {shown(2, 2, metav1.ConditionFalse), false},
+		"none":                      {makeHubWorkload("w", "q").obj(), false},
 	}
 	for name, tc := range cases {
-		if got := verdictStands(&tc.c); got != tc.want {
-			t.Errorf("%s: verdictStands = %v, want %v", name, got, tc.want)
+		if got := newEntry(tc.wl, nil).w.Shows(v); got != tc.want {
+			t.Errorf("%s: shows %v, want %v", name, got, tc.want)
 		}
 	}
 }

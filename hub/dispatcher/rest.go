@@ -168,6 +168,9 @@ func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *disp
 	for i := range res.Verdicts {
 		mark(res.Verdicts[i].Key)
 	}
+	for _, key := range res.Held {
+		mark(key)
+	}
 	for i := range res.Preemptions {
 		mark(res.Preemptions[i].Victim)
 		mark(res.Preemptions[i].Preemptor)

@@ -350,6 +350,7 @@ func (w *parkingWorld) pass() *planned {
 	_, usage := dispatch.PlanWithUsage(p.in.snap) // before the full snapshot sets its workloads apart
 	globals, locals := queueStatuses(p.in, usage.Queues)
 	fullIn := buildSnapshot(p.st, w.d.Copies, w.clock.Now(), w.d.RejectionTTL)
+	fullIn.snap.Proposed, fullIn.snap.AgentNews = p.in.snap.Proposed, p.in.snap.AgentNews
 	full, fullUsage := dispatch.PlanWithUsage(fullIn.snap)
 	if diff := gocmp.Diff(comparable(full), comparable(p.res), cmpopts.EquateEmpty()); diff != "" {
 		w.t.Fatalf("a pass that parks decided otherwise than a full one (-full +parked):\n%s", diff)

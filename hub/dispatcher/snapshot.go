@@ -77,12 +77,6 @@ func (st *hubState) writable(key string) *gantry.Workload {
 }
 
 // blocked is a workload that cannot enter dispatch, with the reason.
-type blocked struct {
-	wl      *gantry.Workload
-	reason  string
-	message string
-}
-
 // built is a pass's snapshot, and what the hub reads of it besides.
 type built struct {
 	snap *dispatch.Snapshot
@@ -90,8 +84,9 @@ type built struct {
 	// tallies.
 	locals      []*queueRef
 	tallyQueues []queueKey
-	// blocked are the workloads left out because their queue cannot be resolved.
-	blocked []blocked
+	// blocked are the verdicts of the workloads left out because their Queue names no GlobalQueue they
+	// may use, but for those the workloads show.
+	blocked []dispatch.Verdict
 	// parked are the Queues whose workloads the pass parked, each counting them (queueRef.parked).
 	parked []*queueRef
 }
@@ -113,7 +108,7 @@ type parker func(s *dispatch.Snapshot, r *resolver) *passRest
 // park parks and cuts nothing.
 func buildParking(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration, park parker) *built {
 	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{},
-		Cohorts: cohortsOf(st.cohorts)}
+		Cohorts: cohortsOf(st.cohorts), Now: now}
 	b := &snapshotBuilder{out: &built{snap: s}, r: newResolver(st, s.Queues), copies: copies, now: now, rejectionTTL: rejectionTTL}
 	if park != nil {
 		b.rest = park(s, b.r)
@@ -189,8 +184,9 @@ func (b *snapshotBuilder) include(e *entry) {
 	case e.deleting:
 		return // nothing runs, and nothing more is decided for it
 	case why != "":
-		if w.Phase == dispatch.Pending {
-			b.out.blocked = append(b.out.blocked, blocked{wl: e.wl, reason: why, message: b.r.explain(e.queue, why, gqName)})
+		if v := (dispatch.Verdict{Key: w.Key, Reason: why, Message: b.r.explain(e.queue, why, gqName),
+			Withdraw: len(w.Nominated) > 0}); w.Phase == dispatch.Pending && !w.Shows(v) {
+			b.out.blocked = append(b.out.blocked, v)
 		}
 		return
 	default:

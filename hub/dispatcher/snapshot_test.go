@@ -109,12 +109,12 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, b := range blockedList {
-		got[b.wl.Name] = b.reason + ": " + b.message
+		got[b.Key] = b.Reason + ": " + b.Message
 	}
 	want := map[string]string{
-		"no-queue":     gantry.ReasonQueueNotFound + `: Queue "missing" not found in namespace team-a`,
-		"no-global":    gantry.ReasonGlobalQueueNotFound + `: GlobalQueue "gone" of Queue "dangling" not found`,
-		"not-selected": gantry.ReasonNamespaceNotSelected + `: namespace team-b is not selected by the namespaceSelector of GlobalQueue "gq"`,
+		"team-a/no-queue":     gantry.ReasonQueueNotFound + `: Queue "missing" not found in namespace team-a`,
+		"team-a/no-global":    gantry.ReasonGlobalQueueNotFound + `: GlobalQueue "gone" of Queue "dangling" not found`,
+		"team-b/not-selected": gantry.ReasonNamespaceNotSelected + `: namespace team-b is not selected by the namespaceSelector of GlobalQueue "gq"`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("blocked (-want +got):\n%s", diff)
@@ -256,10 +256,9 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 				got[key] = e
 			}
 			for _, b := range blockedList {
-				key := b.wl.Namespace + "/" + b.wl.Name
-				e := got[key]
-				e.Blocked = b.reason
-				got[key] = e
+				e := got[b.Key]
+				e.Blocked = b.Reason
+				got[b.Key] = e
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("snapshot (-want +got):\n%s", diff)

@@ -1,0 +1,106 @@
+package dispatch
+
+import (
+	"time"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+)
+
+// A waiting workload's Pending condition is rewritten only when a person reading it learns something:
+// a pass proposes a verdict for waiting workloads, and many proposals repeat or flicker. Plan writes a
+// verdict that comes alone (no rejection, winner, nomination or preemption with it) only when:
+//   - the workload does not show it already (a queue that may preempt proposes every one, since a
+//     preemption may still say more);
+//   - it replaces another waiting-for-room verdict only once passes proposed it for VerdictSteadyTime in
+//     a row (Snapshot.Proposed, Result.Proposed);
+//   - it refreshes the agents' explanations no sooner than AgentNewsInterval after the last refresh
+//     (Snapshot.AgentNews, Result.AgentNews).
+
+// VerdictSteadyTime is how long passes must propose the same waiting verdict before it replaces another
+// waiting verdict a Workload shows. While jobs finish, the hub frees their quota at once and their
+// cluster's capacity report follows a moment later: in between, every workload of the queue would flip
+// from WaitingForQuota to WaitingForCapacity and back, two status writes and two Events per workload
+// for each job that ends. Held back, a deep queue is rewritten only when what it waits for has changed
+// for good.
+const VerdictSteadyTime = 5 * time.Second
+
+// AgentNewsInterval is the least time between two rewrites of a waiting workload's Pending message that
+// only repeat newer explanations of its agents: they change with every pod that starts or ends on the
+// workers, and the hub would otherwise rewrite every waiting Workload each time.
+const AgentNewsInterval = 30 * time.Second
+
+// Proposal is a waiting verdict that passes propose in place of the one a workload shows, since when.
+type Proposal struct {
+	Reason, Message string
+	Since           time.Time
+}
+
+// waitingForRoom says whether a Pending reason only says the workload waits for room: quota or capacity.
+func waitingForRoom(reason string) bool {
+	return reason == gantry.ReasonWaitingForQuota || reason == gantry.ReasonWaitingForCapacity
+}
+
+// holdVerdicts leaves in res.Verdicts those to write now, and moves the others' keys to res.Held.
+// verdictOf gives the workload of each verdict.
+func holdVerdicts(s *Snapshot, res *Result, verdictOf map[string]*Workload) {
+	if len(res.Verdicts) == 0 {
+		return
+	}
+	withMore := map[string]bool{}
+	for _, w := range res.Winners {
+		withMore[w.Key] = true
+	}
+	for i := range res.Nominations {
+		withMore[res.Nominations[i].Key] = true
+	}
+	for i := range res.Preemptions {
+		withMore[res.Preemptions[i].Victim] = true
+	}
+	kept := res.Verdicts[:0]
+	for _, v := range res.Verdicts {
+		w := verdictOf[v.Key]
+		if w == nil || v.Withdraw || withMore[v.Key] || len(res.Rejections[v.Key]) > 0 {
+			kept = append(kept, v)
+			continue
+		}
+		if wait, write := verdictDue(s, res, w, v); !write {
+			res.Held = append(res.Held, v.Key)
+			if wait > 0 && (res.HeldFor == 0 || wait < res.HeldFor) {
+				res.HeldFor = wait
+			}
+			continue
+		}
+		kept = append(kept, v)
+	}
+	res.Verdicts = kept
+}
+
+// verdictDue says whether a verdict that comes alone is written now, and if it is held for steadiness,
+// for how much longer. It records in res the proposals it holds and the agents' news it writes.
+func verdictDue(s *Snapshot, res *Result, w *Workload, v Verdict) (time.Duration, bool) {
+	switch {
+	case w.Shows(v):
+		return 0, false
+	case waitingForRoom(v.Reason) && waitingForRoom(w.PendingReason):
+		p, ok := s.Proposed[v.Key]
+		if !ok || p.Reason != v.Reason || p.Message != v.Message {
+			p = Proposal{Reason: v.Reason, Message: v.Message, Since: s.Now}
+		}
+		if wait := VerdictSteadyTime - s.Now.Sub(p.Since); wait > 0 {
+			if res.Proposed == nil {
+				res.Proposed = map[string]Proposal{}
+			}
+			res.Proposed[v.Key] = p
+			return wait, false
+		}
+	case v.Reason == gantry.ReasonWaitingForAdmission:
+		if last, ok := s.AgentNews[v.Key]; ok && w.PendingReason == gantry.ReasonWaitingForAdmission && s.Now.Sub(last) < AgentNewsInterval {
+			return 0, false
+		}
+		if res.AgentNews == nil {
+			res.AgentNews = map[string]time.Time{}
+		}
+		res.AgentNews[v.Key] = s.Now
+	}
+	return 0, true
+}
