@@ -183,10 +183,11 @@ func (b *workloadBuilder) copyExpired(cluster string) *workloadBuilder {
 	return b
 }
 
+// rejected records, at the zero time a snapshot runs at unless told, the clusters' rejections.
 func (b *workloadBuilder) rejected(clusters ...string) *workloadBuilder {
-	b.w.Rejected = map[string]string{}
+	b.w.RejectedAt = map[string]time.Time{}
 	for _, c := range clusters {
-		b.w.Rejected[c] = RejectedByAgent
+		b.w.RejectedAt[c] = time.Time{}
 	}
 	return b
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -59,6 +60,9 @@ type queueLedger struct {
 	room *roomChanges
 	// verdictOf is the pass's: the workloads of its verdicts.
 	verdictOf map[string]*Workload
+	// now and rejectionTTL are the snapshot's: when a rejection lapses.
+	now          time.Time
+	rejectionTTL time.Duration
 	// readCapacity: a pending workload of this pass passed every quota filter on some cluster, so what
 	// it was told depends on the clusters' capacity reports.
 	readCapacity bool
@@ -133,7 +137,8 @@ func emptyLedger(s *Snapshot) *ledger {
 	room := &roomChanges{}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
-			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, verdictOf: l.verdictOf}
+			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, verdictOf: l.verdictOf,
+			now: s.Now, rejectionTTL: s.RejectionTTL}
 		for _, c := range q.Clusters {
 			for r := range q.Quota[c] {
 				if _, ok := ql.index[r]; !ok {

@@ -140,12 +140,12 @@ func (q *queueLedger) settle(w *Workload, res *Result) (nominee, bool) {
 			return nominee{}, false
 		}
 	}
-	rejected, newlyRejected := w.Rejected, false
+	rejected := w.rejectedClusters(q.now, q.rejectionTTL)
 	for _, cp := range w.Copies {
 		if _, done := rejected[cp.Cluster]; cp.Rejected && !done {
 			res.Rejections[w.Key] = append(res.Rejections[w.Key], Rejection{Cluster: cp.Cluster, Reason: cp.Reason, Message: cp.Message})
-			if !newlyRejected {
-				rejected, newlyRejected = copyRejected(w.Rejected), true // never mutate the snapshot
+			if rejected == nil {
+				rejected = map[string]string{}
 			}
 			rejected[cp.Cluster] = RejectedByAgent
 		}
@@ -166,9 +166,9 @@ func (q *queueLedger) settle(w *Workload, res *Result) (nominee, bool) {
 	if !widen {
 		q.release(w) // a widening workload keeps its reservations until it has somewhere more to go
 	}
-	if newlyRejected {
+	if rejected != nil {
 		cp := *w // never mutate the snapshot
-		cp.Rejected = rejected
+		cp.rejected = rejected
 		w = &cp
 	}
 	return nominee{Workload: w, width: q.width(w, widen), widening: widen}, true
@@ -199,17 +199,6 @@ func waitingMessage(w *Workload, rejected map[string]string) string {
 		return ""
 	}
 	return "waiting for " + strings.Join(w.Nominated, ", ") + " to admit; " + strings.Join(parts, "; ")
-}
-
-// RejectedByAgent is why a cluster whose agent rejected a workload is left out for it.
-const RejectedByAgent = "rejected by its agent"
-
-func copyRejected(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // SortByQueueOrder orders workloads as the dispatcher takes them: by GlobalQueue, then priority (higher
@@ -437,7 +426,7 @@ func (n *nominator) step(res *Result) {
 		return
 	}
 	// The memo keys on the quota vector, which does not tell GPU products or kinds apart.
-	memo := !w.widening && len(w.Rejected) == 0 && len(w.GPU.Products) == 0 && (w.Kind == "" || w.Kind == string(gantry.JobKindJob))
+	memo := !w.widening && len(w.rejected) == 0 && len(w.GPU.Products) == 0 && (w.Kind == "" || w.Kind == string(gantry.JobKindJob))
 	if memo {
 		if i := slices.IndexFunc(n.failures, func(f failure) bool { return f.stands(vec, w.GPU.PerPod, *ql.room) }); i >= 0 {
 			v := n.failures[i].verdict
@@ -542,8 +531,8 @@ func (ql *queueLedger) cannotHoldMessage(w *Workload, vec []int64) string {
 		switch {
 		case !c.known:
 			parts = append(parts, c.name+": no such WorkerCluster")
-		case w.Rejected[c.name] != "":
-			parts = append(parts, c.name+": "+w.Rejected[c.name])
+		case w.rejected[c.name] != "":
+			parts = append(parts, c.name+": "+w.rejected[c.name])
 		case !c.cluster.Runs(w.Kind):
 			parts = append(parts, c.name+": does not run "+w.Kind+"s")
 		default:
@@ -617,7 +606,7 @@ func (w *Workload) Shows(v Verdict) bool {
 // refusedBy says whether the cluster is out for the workload: its agent rejected it, or the hub cannot
 // run its kind there.
 func (w *Workload) refusedBy(c *clusterLedger) bool {
-	return (len(w.Rejected) > 0 && w.Rejected[c.name] != "") || !c.cluster.Runs(w.Kind)
+	return (len(w.rejected) > 0 && w.rejected[c.name] != "") || !c.cluster.Runs(w.Kind)
 }
 
 func formatMilli(v int64) string {

@@ -233,11 +233,11 @@ func (m *model) apply(t *testing.T, r Result) {
 	}
 	for key, rejs := range r.Rejections {
 		w := m.byKey(key)
-		if w.Rejected == nil {
-			w.Rejected = map[string]string{}
+		if w.RejectedAt == nil {
+			w.RejectedAt = map[string]time.Time{}
 		}
 		for _, rj := range rejs {
-			w.Rejected[rj.Cluster] = RejectedByAgent
+			w.RejectedAt[rj.Cluster] = time.Time{}
 		}
 	}
 	m.applyPreemptions(t, r)
@@ -505,7 +505,7 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 			case 6:
 				m.queueOf[w.Key] = modelQueues[(slices.Index(modelQueues, m.queueOf[w.Key])+1)%len(modelQueues)]
 			case 7:
-				delete(w.Rejected, c) // the rejection lapsed
+				delete(w.RejectedAt, c) // the rejection lapsed
 			}
 			m.checkQuota(t)
 		}

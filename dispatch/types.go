@@ -208,9 +208,15 @@ type Workload struct {
 	// GlobalQueue than GlobalQueue is void: it neither reserves nor wins, and is replaced.
 	NominatedQueue string
 	Winner         string
-	// Rejected are the clusters it may not go to, each with why: their agents said they cannot run it
-	// (rejections that have not lapsed), or it was taken back from them too often.
-	Rejected map[string]string
+	// RejectedAt are the clusters whose agents said they cannot run it, each with when the hub recorded
+	// it: it is not sent there again for Snapshot.RejectionTTL. EvictedFrom are the clusters it was
+	// taken back from other than by a preemption: after MaxEvictionsPerCluster times it is not sent
+	// there again.
+	RejectedAt  map[string]time.Time
+	EvictedFrom map[string]Evictions
+	// rejected are the clusters it may not go to in this pass, each with why: Plan works them out on
+	// its own copy of the workload (rejectedClusters), never on the snapshot's.
+	rejected map[string]string
 	// Kind of its job ("" is a batch Job): clusters that cannot run it are left out as if they rejected it.
 	Kind string
 
@@ -264,8 +270,10 @@ type Snapshot struct {
 	// Cuts are, by GlobalQueue, tails of waiting workloads that Workloads leaves out (see Cut).
 	Cuts map[string]Cut
 
-	// Now is when the pass runs: what passes proposed is held back until a time after it.
+	// Now is when the pass runs: rejections lapse, and what passes proposed is held back, by it.
 	Now time.Time
+	// RejectionTTL is how long a cluster's rejection of a workload holds (0: DefaultRejectionTTL).
+	RejectionTTL time.Duration
 	// Proposed are the waiting verdicts the last pass held back (its Result.Proposed), by workload key;
 	// AgentNews when each workload's Pending message last took in its agents' explanations (the
 	// Result.AgentNews of passes before). See VerdictSteadyTime and AgentNewsInterval.

@@ -246,9 +246,9 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 		Epoch:     wl.Status.DispatchEpoch,
 		Nominated: wl.Status.NominatedClusters,
 		Winner:    wl.Status.ClusterName,
-		Rejected:  evictedTooOften(wl),
 		Kind:      string(wl.Spec.JobKind),
 	}
+	e.w.RejectedAt, e.w.EvictedFrom = rejectionsOf(wl)
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil &&
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == wl.Generation {
 		e.w.PendingReason, e.w.PendingMessage = sh.word(c.Reason), sh.word(c.Message)

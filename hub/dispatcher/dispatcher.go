@@ -54,7 +54,8 @@ type Dispatcher struct {
 	Writers int
 	// Resync runs a pass at least this often, as a safety net; passes are otherwise event driven.
 	Resync time.Duration
-	// RejectionTTL is how long a cluster's rejection of a workload holds; 0 means DefaultRejectionTTL.
+	// RejectionTTL is how long a cluster's rejection of a workload holds; 0 means
+	// dispatch.DefaultRejectionTTL.
 	RejectionTTL time.Duration
 	// Timeline receives the times of the nominations and winners persisted, for the latency of the
 	// steps that follow; nil remembers none.
@@ -108,19 +109,13 @@ func (d *Dispatcher) init() {
 			d.Clock = clock.RealClock{}
 		}
 		if d.RejectionTTL == 0 {
-			d.RejectionTTL = DefaultRejectionTTL
+			d.RejectionTTL = dispatch.DefaultRejectionTTL
 		}
 		if d.APIReader == nil {
 			d.APIReader = d.Client
 		}
 	})
 }
-
-// DefaultRejectionTTL is how long a cluster whose agent said it cannot run a workload (NeverFits,
-// NoEligibleNode, JobNameConflict) is passed over for it. Clusters change: nodes are uncordoned or
-// become Ready, pools scale up from zero, a conflicting Job goes. After this the cluster may be
-// nominated again; the periodic pass notices the lapse.
-const DefaultRejectionTTL = 10 * time.Minute
 
 // Trigger asks for a pass. Triggers that arrive during a pass coalesce into the next one.
 func (d *Dispatcher) Trigger() {

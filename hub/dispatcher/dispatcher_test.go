@@ -321,7 +321,7 @@ func TestPassReplacesANominationMadeUnderAnotherGlobalQueue(t *testing.T) {
 // TestPassAsksAgainWhenARejectionLapses: a cluster that rejected a workload is nominated again once the
 // rejection is older than the TTL; when it rejects again, its entry is replaced, not repeated.
 func TestPassAsksAgainWhenARejectionLapses(t *testing.T) {
-	ttl := DefaultRejectionTTL
+	ttl := dispatch.DefaultRejectionTTL
 	cases := map[string]struct {
 		recorded      metav1.Time
 		wantNominated bool

@@ -45,6 +45,7 @@ type rest struct {
 	// overQueues are the GlobalQueues of the workloads the last pass's overlay covered.
 	overQueues []string
 	parts      map[string]partRest // by component
+	lastPass   time.Time           // when the last pass began
 }
 
 // partRest is what the last pass left of a component.
@@ -90,6 +91,8 @@ type restInputs struct {
 // begin works out which GlobalQueues this pass parks.
 func (r *rest) begin(in restInputs) *passRest {
 	p := &passRest{specs: specsOf(in.st), components: make(map[string]string, len(in.snap.Queues))}
+	since := r.lastPass
+	r.lastPass = in.now
 	for name := range in.snap.Queues {
 		p.components[name] = dispatch.ComponentOf(in.snap, name)
 	}
@@ -124,7 +127,7 @@ func (r *rest) begin(in restInputs) *passRest {
 		markEntry(o)
 	}
 	for e := range in.watched {
-		if in.st.over[e.w.Key] == nil && watchedChanged(e, in.now, in.rejectionTTL) {
+		if in.st.over[e.w.Key] == nil && watchedChanged(e, since, in.now, in.rejectionTTL) {
 			markEntry(e)
 		}
 	}
@@ -203,11 +206,12 @@ func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *disp
 }
 
 // watchedChanged says whether the entry's component is walked for it: it is nominated, or a rejection
-// of it lapsed since the last pass that walked it. A nominated workload's copies are read on the
-// workers as the pass goes: a pass that parked its component could take in a change of a copy (one
-// admitted a moment before) without deciding on it, so such a component is never parked.
-func watchedChanged(e *entry, now time.Time, rejectionTTL time.Duration) bool {
-	return len(e.w.Nominated) > 0 || (e.timed && !maps.Equal(rejectedClusters(e.wl, now, rejectionTTL), e.w.Rejected))
+// of it lapsed since the last pass (every pass looks at every watched entry). A nominated workload's
+// copies are read on the workers as the pass goes: a pass that parked its component could take in a
+// change of a copy (one admitted a moment before) without deciding on it, so such a component is
+// never parked.
+func watchedChanged(e *entry, since, now time.Time, rejectionTTL time.Duration) bool {
+	return len(e.w.Nominated) > 0 || (e.timed && e.w.RejectionLapsed(since, now, rejectionTTL))
 }
 
 // sameAvailability says whether the same clusters are there, each as connected, ready, cordoned,

@@ -6,7 +6,6 @@ package dispatcher
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
@@ -108,7 +107,7 @@ type parker func(s *dispatch.Snapshot, r *resolver) *passRest
 // park parks and cuts nothing.
 func buildParking(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration, park parker) *built {
 	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{},
-		Cohorts: cohortsOf(st.cohorts), Now: now}
+		Cohorts: cohortsOf(st.cohorts), Now: now, RejectionTTL: rejectionTTL}
 	b := &snapshotBuilder{out: &built{snap: s}, r: newResolver(st, s.Queues), copies: copies, now: now, rejectionTTL: rejectionTTL}
 	if park != nil {
 		b.rest = park(s, b.r)
@@ -171,9 +170,6 @@ type snapshotBuilder struct {
 func (b *snapshotBuilder) include(e *entry) {
 	w := &e.w
 	gqName, why := b.r.resolve(e.queue)
-	if e.timed {
-		w.Rejected = rejectedClusters(e.wl, b.now, b.rejectionTTL)
-	}
 	queue, nominatedQueue, observed := "", "", []dispatch.Copy(nil)
 	switch {
 	case w.Phase == dispatch.Admitted:
@@ -406,46 +402,29 @@ func (r *resolver) explain(q *queueRef, reason, gqName string) string {
 	return fmt.Sprintf("namespace %s is not selected by the namespaceSelector of GlobalQueue %q", q.namespace, gqName)
 }
 
-// rejectedClusters are the clusters whose agents rejected the Workload less than ttl before now, and those
-// it was evicted from too often; nil when there are none. A rejection recorded without a time counts
-// as recorded when the Workload was created.
-func rejectedClusters(wl *gantry.Workload, now time.Time, ttl time.Duration) map[string]string {
-	var out map[string]string
+// rejectionsOf reads when each cluster that rejected the Workload did (a rejection recorded without a
+// time counts as recorded when the Workload was created), and how often it was taken back from each
+// cluster other than by a preemption; nil when it has none.
+func rejectionsOf(wl *gantry.Workload) (map[string]time.Time, map[string]dispatch.Evictions) {
+	var at map[string]time.Time
 	for _, r := range wl.Status.RejectedClusters {
-		at := r.Time.Time
-		if at.IsZero() {
-			at = wl.CreationTimestamp.Time
+		if at == nil {
+			at = map[string]time.Time{}
 		}
-		if now.Sub(at) < ttl {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[r.Name] = dispatch.RejectedByAgent
-		}
+		at[r.Name] = cmp.Or(r.Time.Time, wl.CreationTimestamp.Time)
 	}
-	if evicted := evictedTooOften(wl); evicted != nil {
-		if out == nil {
-			return evicted
+	var evicted map[string]dispatch.Evictions
+	for _, e := range wl.Status.Evictions {
+		if e.Reason == gantry.ReasonPreempted {
+			continue
 		}
-		maps.Copy(out, evicted)
-	}
-	return out
-}
-
-// evictedTooOften are the clusters the Workload was evicted from too often, each with why; nil when
-// there are none.
-func evictedTooOften(wl *gantry.Workload) map[string]string {
-	var out map[string]string
-	for c, n := range evictionsPerCluster(wl) {
-		if n >= MaxEvictionsPerCluster {
-			if out == nil {
-				out = map[string]string{}
-			}
-			// Admitted there and never placed, or refused there, again and again: stop trying there.
-			out[c] = fmt.Sprintf("taken back from it %d times (last: %s)", n, lastEvictionReason(wl, c))
+		if evicted == nil {
+			evicted = map[string]dispatch.Evictions{}
 		}
+		n := evicted[e.Cluster]
+		evicted[e.Cluster] = dispatch.Evictions{Count: n.Count + 1, LastReason: e.Reason}
 	}
-	return out
+	return at, evicted
 }
 
 // currentCopy is the workload's copy on the cluster if it belongs to the workload's current epoch.
@@ -484,35 +463,6 @@ func observeCopies(wl *gantry.Workload, copies CopyReader) []dispatch.Copy {
 		}
 	}
 	return out
-}
-
-// MaxEvictionsPerCluster is how many times a workload may be evicted from one cluster before the
-// dispatcher counts that cluster as one that cannot run it.
-const MaxEvictionsPerCluster = 3
-
-// evictionsPerCluster counts the Workload's recorded evictions by cluster, but for preemptions (the
-// cluster did nothing wrong); nil when it has none.
-func evictionsPerCluster(wl *gantry.Workload) map[string]int {
-	if len(wl.Status.Evictions) == 0 {
-		return nil
-	}
-	n := map[string]int{}
-	for _, e := range wl.Status.Evictions {
-		if e.Reason != gantry.ReasonPreempted {
-			n[e.Cluster]++
-		}
-	}
-	return n
-}
-
-// lastEvictionReason is the reason of the Workload's last eviction from the cluster.
-func lastEvictionReason(wl *gantry.Workload, cluster string) string {
-	for i := len(wl.Status.Evictions) - 1; i >= 0; i-- {
-		if e := wl.Status.Evictions[i]; e.Cluster == cluster {
-			return e.Reason
-		}
-	}
-	return ""
 }
 
 // jobRef is the hub's job a Workload stands for, of whatever kind, for Events: its controller owner,

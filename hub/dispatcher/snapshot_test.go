@@ -95,7 +95,7 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	}
 	st.hold(hubWorkload("team-a", "ok", "q"), hubWorkload("team-a", "no-queue", "missing"),
 		hubWorkload("team-a", "no-global", "dangling"), hubWorkload("team-b", "not-selected", "q"))
-	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, at.Time, DefaultRejectionTTL)
+	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, at.Time, dispatch.DefaultRejectionTTL)
 	snap, blockedList := in.snap, in.blocked
 
 	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true}}}, snap.Clusters); diff != "" {
@@ -147,32 +147,6 @@ func TestObserveCopiesFencesStaleCopies(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("observed copies (-want +got):\n%s", diff)
-	}
-}
-
-func TestBuildSnapshotGivesUpOnAClusterAfterRepeatedEvictions(t *testing.T) {
-	st := &hubState{
-		globals: []gantry.GlobalQueue{{ObjectMeta: metav1.ObjectMeta{Name: "gq"}, Spec: gantry.GlobalQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{},
-			Clusters:          []gantry.ClusterQuota{{Name: "w1"}, {Name: "w2"}},
-		}}},
-		queues:     []gantry.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns"}, Spec: gantry.QueueSpec{GlobalQueue: "gq"}}},
-		namespaces: map[string]labels.Set{"ns": {}},
-	}
-	wl := hubWorkload("ns", "w", "q")
-	for epoch := range int64(MaxEvictionsPerCluster) {
-		wl.Status.Evictions = append(wl.Status.Evictions,
-			gantry.Eviction{Cluster: "w1", Epoch: 2 * epoch, Reason: gantry.ReasonPlacementTimeout},
-			gantry.Eviction{Cluster: "w2", Epoch: 2*epoch + 1, Reason: gantry.ReasonPlacementTimeout})
-	}
-	wl.Status.Evictions = wl.Status.Evictions[:len(wl.Status.Evictions)-1] // w2 one short
-	st.hold(wl)
-	snap := buildSnapshot(st, fakeCopies{}, at.Time, DefaultRejectionTTL).snap
-	if len(snap.Workloads) != 1 {
-		t.Fatalf("workloads %+v", snap.Workloads)
-	}
-	if diff := cmp.Diff(map[string]string{"w1": "taken back from it 3 times (last: PlacementTimeout)"}, snap.Workloads[0].Rejected); diff != "" {
-		t.Errorf("clusters counted as unable to run it (-want +got):\n%s", diff)
 	}
 }
 
@@ -244,7 +218,7 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 				st.globals = append(st.globals, gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
 					Spec: gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, Clusters: []gantry.ClusterQuota{{Name: "w1"}}}})
 			}
-			in := buildSnapshot(st, fakeCopies{}, at.Time, DefaultRejectionTTL)
+			in := buildSnapshot(st, fakeCopies{}, at.Time, dispatch.DefaultRejectionTTL)
 			snap, blockedList := in.snap, in.blocked
 			got := map[string]entry{}
 			for _, w := range slices.Concat(snap.Workloads, snap.Tallied) {
@@ -267,22 +241,28 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 	}
 }
 
-func TestBuildSnapshotRejectionsLapse(t *testing.T) {
+// TestRejectionsOfAWorkload: the snapshot takes in when each cluster rejected the Workload (from its
+// creation when the time was not recorded) and how often it was taken back from each cluster, but for
+// preemptions; dispatch.Plan decides what they mean now.
+func TestRejectionsOfAWorkload(t *testing.T) {
 	wl := makeHubWorkload("w", "q").
-		rejectedBy("recent", metav1.NewTime(at.Add(DefaultRejectionTTL))).
-		rejectedBy("lapsed", metav1.NewTime(at.Add(time.Second))).
-		rejectedBy("untimed", metav1.Time{}). // counts from the Workload's creation, at
+		rejectedBy("recent", metav1.NewTime(at.Add(time.Minute))).
+		rejectedBy("untimed", metav1.Time{}).
 		obj()
-	for epoch := int64(1); epoch <= MaxEvictionsPerCluster; epoch++ {
-		wl.Status.Evictions = append(wl.Status.Evictions,
-			gantry.Eviction{Cluster: "refusing", Epoch: epoch, Reason: gantry.ReasonRemoteJobRefused},
-			gantry.Eviction{Cluster: "once", Epoch: epoch, Reason: gantry.ReasonPlacementTimeout})
+	wl.Status.Evictions = []gantry.Eviction{
+		{Cluster: "refusing", Epoch: 1, Reason: gantry.ReasonPlacementTimeout},
+		{Cluster: "refusing", Epoch: 2, Reason: gantry.ReasonRemoteJobRefused},
+		{Cluster: "preempting", Epoch: 3, Reason: gantry.ReasonPreempted},
 	}
-	wl.Status.Evictions = wl.Status.Evictions[:len(wl.Status.Evictions)-1] // "once" was evicted twice
-	now := at.Add(DefaultRejectionTTL + time.Second)
-	want := map[string]string{"recent": dispatch.RejectedByAgent, "refusing": "taken back from it 3 times (last: RemoteJobRefused)"}
-	if diff := cmp.Diff(want, rejectedClusters(wl, now, DefaultRejectionTTL)); diff != "" {
-		t.Errorf("rejected clusters (-want +got):\n%s", diff)
+	rejectedAt, evicted := rejectionsOf(wl)
+	if diff := cmp.Diff(map[string]time.Time{"recent": at.Add(time.Minute), "untimed": wl.CreationTimestamp.Time}, rejectedAt); diff != "" {
+		t.Errorf("rejected at (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]dispatch.Evictions{"refusing": {Count: 2, LastReason: gantry.ReasonRemoteJobRefused}}, evicted); diff != "" {
+		t.Errorf("evictions (-want +got):\n%s", diff)
+	}
+	if got, _ := rejectionsOf(makeHubWorkload("w", "q").obj()); got != nil {
+		t.Errorf("a Workload without rejections: %v", got)
 	}
 }
 
@@ -395,7 +375,7 @@ func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			snap := buildSnapshot(&hubState{cohorts: tc.cohorts}, fakeCopies{}, at.Time, DefaultRejectionTTL).snap
+			snap := buildSnapshot(&hubState{cohorts: tc.cohorts}, fakeCopies{}, at.Time, dispatch.DefaultRejectionTTL).snap
 			if diff := cmp.Diff(tc.want, snap.Cohorts); diff != "" {
 				t.Errorf("cohorts (-want +got):\n%s", diff)
 			}

@@ -50,7 +50,7 @@ func TestTalliesStandForTheAdmittedWorkloads(t *testing.T) {
 	taken.Status.Preemption = &gantry.Preemption{Cluster: "w1", Epoch: 1, Preemptor: "ns/waiting", Reason: gantry.ReasonInQueuePriority}
 	st.over = map[string]*entry{keyOf(taken): newEntry(taken, nil)}
 
-	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true, "w2": true}}, at.Time, DefaultRejectionTTL)
+	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true, "w2": true}}, at.Time, dispatch.DefaultRejectionTTL)
 	snap := in.snap
 	listed := keysOf(snap.Workloads)
 	if want := []string{"ns/legacy", "ns/overlaid", "ns/victim", "ns/waiting"}; !cmp.Equal(want, listed) {

@@ -24,7 +24,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
-	"github.com/gantry-dev/gantry/hub/dispatcher"
+	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/jobkind"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
@@ -353,7 +353,7 @@ func TestATrainJobWhoseRuntimeNoWorkerHasIsRefusedAndSaysWhy(t *testing.T) {
 
 	key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.TrainJob{}, tj.Name)}
 	var wl gantry.Workload
-	eventually(t, fmt.Sprintf("each worker to refuse it %d times", dispatcher.MaxEvictionsPerCluster), 4*time.Minute, poll, func() error {
+	eventually(t, fmt.Sprintf("each worker to refuse it %d times", dispatch.MaxEvictionsPerCluster), 4*time.Minute, poll, func() error {
 		if err := tb.Hub.Client.Get(ctx, key, &wl); err != nil {
 			return err
 		}
@@ -365,7 +365,7 @@ func TestATrainJobWhoseRuntimeNoWorkerHasIsRefusedAndSaysWhy(t *testing.T) {
 			perCluster[e.Cluster]++
 		}
 		for _, w := range tb.Workers {
-			if perCluster[w.Name] < dispatcher.MaxEvictionsPerCluster {
+			if perCluster[w.Name] < dispatch.MaxEvictionsPerCluster {
 				return fmt.Errorf("refusals per cluster %v", perCluster)
 			}
 		}

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/dispatch/workersync"
-	"github.com/gantry-dev/gantry/hub/dispatcher"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -86,7 +86,7 @@ func TestAJobTheWinnersRefuseIsTakenBackAndSaysWhy(t *testing.T) {
 	submit(t, job)
 
 	wl := &gantry.Workload{}
-	eventually(t, "every worker to refuse it "+fmt.Sprint(dispatcher.MaxEvictionsPerCluster)+" times", func() error {
+	eventually(t, "every worker to refuse it "+fmt.Sprint(dispatch.MaxEvictionsPerCluster)+" times", func() error {
 		key := types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, job.Name)}
 		if err := hubEnv.client.Get(ctx, key, wl); err != nil {
 			return err
@@ -99,7 +99,7 @@ func TestAJobTheWinnersRefuseIsTakenBackAndSaysWhy(t *testing.T) {
 			perCluster[e.Cluster]++
 		}
 		for _, n := range names {
-			if perCluster[n] < dispatcher.MaxEvictionsPerCluster {
+			if perCluster[n] < dispatch.MaxEvictionsPerCluster {
 				return fmt.Errorf("evictions per cluster %v", perCluster)
 			}
 		}
