@@ -178,6 +178,12 @@ func (b *workloadBuilder) pending(reason, message string) *workloadBuilder {
 	return b
 }
 
+// unqueued gives the workload no GlobalQueue: its Queue cannot be resolved, for reason.
+func (b *workloadBuilder) unqueued(reason, message string) *workloadBuilder {
+	b.w.GlobalQueue, b.w.QueueProblem = "", &QueueProblem{Reason: reason, Message: message}
+	return b
+}
+
 func (b *workloadBuilder) copyExpired(cluster string) *workloadBuilder {
 	b.w.Copies = append(b.w.Copies, Copy{Cluster: cluster, Expired: true, Reason: "ReservationExpired"})
 	return b

@@ -15,6 +15,8 @@ import (
 type ledger struct {
 	// verdictOf are the workloads of the pass's verdicts, by key; its queues share it.
 	verdictOf map[string]*Workload
+	// unqueued are the pending workloads whose Queue gives them no GlobalQueue.
+	unqueued []*Workload
 	queues    map[string]*queueLedger
 	cohorts   map[string]*cohortNode
 	pools     map[poolKey]*pool

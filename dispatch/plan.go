@@ -94,6 +94,7 @@ func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	res := Result{Rejections: map[string][]Rejection{}}
 	l := emptyLedger(s)
 	groups := l.countAndGroup(s)
+	l.sayQueueProblems(&res)
 	l.noteLowestRunning(s)
 	l.takeCuts(s, &res)
 	var usage Usage
@@ -239,7 +240,10 @@ func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 	for i, w := range s.Workloads {
 		ql := l.queues[w.GlobalQueue]
 		if ql == nil {
-			continue // no queue: the snapshot builder reports why
+			if w.Phase == Pending && w.QueueProblem != nil {
+				l.unqueued = append(l.unqueued, w)
+			}
+			continue
 		}
 		ql.countUsage(w)
 		if w.Phase == Pending {

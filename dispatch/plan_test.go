@@ -285,6 +285,20 @@ func TestPlan(t *testing.T) {
 				{Key: "ns/huge", Reason: gantry.ReasonNoClusterCanHold, Message: "no cluster of GlobalQueue q can ever hold this workload: a: needs 16 nvidia.com/gpu, quota is 8"},
 			}},
 		},
+		"a workload whose Queue cannot be resolved is told why, once, and its copies withdrawn": {
+			snapshot: makeSnapshot().cluster("a").queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(
+				makeWorkload("ns/fresh", "q").gpus(8).unqueued(gantry.ReasonQueueNotFound, `Queue "q" not found in namespace ns`).obj(),
+				makeWorkload("ns/told", "q").gpus(8).unqueued(gantry.ReasonQueueNotFound, `Queue "q" not found in namespace ns`).
+					pending(gantry.ReasonQueueNotFound, `Queue "q" not found in namespace ns`).obj(),
+				makeWorkload("ns/nominated", "q").gpus(8).nominated(1, "a").
+					unqueued(gantry.ReasonGlobalQueueNotFound, `GlobalQueue "gone" of Queue "q" not found`).
+					pending(gantry.ReasonGlobalQueueNotFound, `GlobalQueue "gone" of Queue "q" not found`).obj(),
+			).obj(),
+			want: Result{Verdicts: []Verdict{
+				{Key: "ns/fresh", Reason: gantry.ReasonQueueNotFound, Message: `Queue "q" not found in namespace ns`},
+				{Key: "ns/nominated", Reason: gantry.ReasonGlobalQueueNotFound, Message: `GlobalQueue "gone" of Queue "q" not found`, Withdraw: true},
+			}},
+		},
 		"a withdrawal is proposed though the workload shows the verdict": {
 			snapshot: makeSnapshot().cluster("a").
 				queue(makeQueue("q").quota("a", "nvidia.com/gpu", 8).obj()).workloads(

@@ -191,6 +191,8 @@ type Workload struct {
 	// admitted one uses the quota of the GlobalQueue its nomination was recorded under, whatever its
 	// Queue names now, for as long as its job may run.
 	GlobalQueue string
+	// QueueProblem, for a pending workload without a GlobalQueue, says why its Queue gives it none.
+	QueueProblem *QueueProblem
 	Priority    int32
 	Created     time.Time
 	Requests    Resources // total over all pods of all pod sets

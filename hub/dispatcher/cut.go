@@ -69,9 +69,9 @@ func (b *snapshotBuilder) lookUpTail(q *queueRef) {
 	if q.cutBy == b.r {
 		return
 	}
-	gq, why := b.r.resolve(q)
+	gq, problem := b.r.resolve(q)
 	q.cutBy, q.tail = b.r, nil
-	q.cuttable = why == "" && dispatch.CanCut(b.out.snap, gq)
+	q.cuttable = problem == nil && dispatch.CanCut(b.out.snap, gq)
 	if _, cuts := b.rest.cuts[gq]; cuts && q.cuttable {
 		if b.cutting == nil {
 			b.cutting = map[string]*tail{}

@@ -244,7 +244,7 @@ func (d *Dispatcher) act(ctx context.Context, p *planned) time.Duration {
 			delete(d.agentNews, key)
 		}
 	}
-	d.execute(ctx, p.st.writable, p.res, p.in.blocked)
+	d.execute(ctx, p.st.writable, p.res)
 	d.settleDue(ctx)
 	return soonest(p.res.HeldFor, d.writeStatuses(ctx, p.st, p.in, p.usage))
 }
@@ -426,9 +426,8 @@ type change struct {
 	preemption  *dispatch.Preemption
 }
 
-// execute writes each workload's part of the pass, and the verdicts of those whose Queue names no
-// GlobalQueue they may use.
-func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gantry.Workload, res dispatch.Result, blocked []dispatch.Verdict) {
+// execute writes each workload's part of the pass.
+func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gantry.Workload, res dispatch.Result) {
 	changes := map[string]*change{}
 	get := func(key string) *change {
 		if c := changes[key]; c != nil {
@@ -453,9 +452,6 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 	}
 	for i := range res.Preemptions {
 		get(res.Preemptions[i].Victim).preemption = &res.Preemptions[i]
-	}
-	for i := range blocked {
-		get(blocked[i].Key).verdict = &blocked[i]
 	}
 	var writes []slotTask
 	for key, c := range changes {

@@ -200,6 +200,9 @@ func queueStatuses(in *built, shares map[string]map[string]dispatch.Share) (map[
 	snap := in.snap
 	qc := queueCounts{globals: map[string]*queueTally{}, locals: map[queueKey]*gantry.QueueStatus{}}
 	for i, w := range snap.Workloads {
+		if w.QueueProblem != nil {
+			continue // counted under no GlobalQueue, nor in its Queue, until its Queue resolves
+		}
 		g, l := qc.of(w.GlobalQueue, in.locals[i].queueKey)
 		switch w.Phase {
 		case dispatch.Pending:

@@ -5,7 +5,6 @@ package dispatcher
 
 import (
 	"cmp"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -75,7 +74,6 @@ func (st *hubState) writable(key string) *gantry.Workload {
 	return nil
 }
 
-// blocked is a workload that cannot enter dispatch, with the reason.
 // built is a pass's snapshot, and what the hub reads of it besides.
 type built struct {
 	snap *dispatch.Snapshot
@@ -83,17 +81,13 @@ type built struct {
 	// tallies.
 	locals      []*queueRef
 	tallyQueues []queueKey
-	// blocked are the verdicts of the workloads left out because their Queue names no GlobalQueue they
-	// may use, but for those the workloads show.
-	blocked []dispatch.Verdict
 	// parked are the Queues whose workloads the pass parked, each counting them (queueRef.parked).
 	parked []*queueRef
 }
 
-// buildSnapshot turns hub state into the dispatcher's snapshot. Workloads whose queue cannot be
-// resolved come back as blocked, with a reason a person can act on. Rejections recorded rejectionTTL or
-// longer before now have lapsed. The snapshot's workloads are the entries' own, set for this pass:
-// they hold until the next one.
+// buildSnapshot turns hub state into the dispatcher's snapshot. A pending workload whose Queue cannot
+// be resolved comes under no GlobalQueue, with its QueueProblem. The snapshot's workloads are the
+// entries' own, set for this pass: they hold until the next one.
 func buildSnapshot(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration) *built {
 	return buildParking(st, copies, now, rejectionTTL, nil)
 }
@@ -166,25 +160,24 @@ type snapshotBuilder struct {
 	rejectionTTL time.Duration
 }
 
-// include adds the entry's workload to the snapshot, as this pass sees it, or to the blocked.
+// include adds the entry's workload to the snapshot, as this pass sees it.
 func (b *snapshotBuilder) include(e *entry) {
 	w := &e.w
-	gqName, why := b.r.resolve(e.queue)
+	gqName, problem := b.r.resolve(e.queue)
 	queue, nominatedQueue, observed := "", "", []dispatch.Copy(nil)
 	switch {
 	case w.Phase == dispatch.Admitted:
 		// Its Job may run until the workload is finished, or, when it is being deleted, until the
 		// finalizer has seen the Job gone: it uses the quota it was admitted under all that time,
 		// whatever its Queue names now. A GlobalQueue deleted meanwhile has no ledger to count it in.
-		queue = cmp.Or(e.recordedQueue, gqName)
+		queue, problem = cmp.Or(e.recordedQueue, gqName), nil
 	case e.deleting:
 		return // nothing runs, and nothing more is decided for it
-	case why != "":
-		if v := (dispatch.Verdict{Key: w.Key, Reason: why, Message: b.r.explain(e.queue, why, gqName),
-			Withdraw: len(w.Nominated) > 0}); w.Phase == dispatch.Pending && !w.Shows(v) {
-			b.out.blocked = append(b.out.blocked, v)
+	case problem != nil:
+		if w.Phase != dispatch.Pending {
+			return
 		}
-		return
+		// dispatch.Plan says why it waits; under no GlobalQueue, it counts in none.
 	default:
 		queue, nominatedQueue = gqName, e.recordedQueue
 		if w.Phase == dispatch.Pending && w.Epoch > 0 {
@@ -194,6 +187,9 @@ func (b *snapshotBuilder) include(e *entry) {
 	// Set only when they change, so that a walk over a queue at rest leaves its memory as it was.
 	if w.GlobalQueue != queue || w.NominatedQueue != nominatedQueue {
 		w.GlobalQueue, w.NominatedQueue = queue, nominatedQueue
+	}
+	if (w.QueueProblem == nil) != (problem == nil) || (problem != nil && *w.QueueProblem != *problem) {
+		w.QueueProblem = problem
 	}
 	if w.Copies != nil || observed != nil {
 		w.Copies = observed
@@ -311,13 +307,11 @@ func copyOfWeight(w *int32) *int32 {
 	return &v
 }
 
-// resolver finds the GlobalQueue a Workload's Queue names now.
+// resolver finds the GlobalQueue a Workload's Queue names now (dispatch.QueueIndex), once per Queue
+// in a pass.
 type resolver struct {
-	queueOf    map[queueKey]string // a Queue -> its GlobalQueue
-	queues     map[string]*dispatch.GlobalQueue
-	selectors  map[string]labels.Selector
-	namespaces map[string]labels.Set
-	parked     map[string]bool // GlobalQueues whose parkable workloads the pass leaves out
+	index  dispatch.QueueIndex
+	parked map[string]bool // GlobalQueues whose parkable workloads the pass leaves out
 }
 
 type queueKey struct{ namespace, name string }
@@ -342,64 +336,44 @@ type queueRef struct {
 	parked    int
 }
 
-type resolution struct{ globalQueue, blockedBy string }
+type resolution struct {
+	globalQueue string
+	problem     *dispatch.QueueProblem
+}
 
 // newResolver reads the GlobalQueues into queues, and the Queues, for resolving Workloads' queues.
 func newResolver(st *hubState, queues map[string]*dispatch.GlobalQueue) *resolver {
-	r := &resolver{selectors: map[string]labels.Selector{}, queueOf: make(map[queueKey]string, len(st.queues)), queues: queues,
-		namespaces: st.namespaces}
+	r := &resolver{index: dispatch.QueueIndex{GlobalQueueOf: make(map[dispatch.QueueRef]string, len(st.queues)),
+		Selects: make(map[string]labels.Selector, len(st.globals)), Namespaces: st.namespaces}}
 	for i := range st.globals {
 		gq := &st.globals[i]
-		queues[gq.Name], r.selectors[gq.Name] = globalQueueOf(gq)
+		queues[gq.Name], r.index.Selects[gq.Name] = globalQueueOf(gq)
 	}
 	for _, q := range st.queues {
-		r.queueOf[queueKey{q.Namespace, q.Name}] = q.Spec.GlobalQueue
+		r.index.GlobalQueueOf[dispatch.QueueRef{Namespace: q.Namespace, Name: q.Name}] = q.Spec.GlobalQueue
 	}
 	return r
 }
 
-// resolve returns the GlobalQueue the Queue names, and the reason its Workloads cannot be dispatched
-// under it (empty when they can). The name comes back even when that GlobalQueue is missing or does not
-// select the namespace.
-func (r *resolver) resolve(q *queueRef) (string, string) {
+// resolve returns the GlobalQueue the Queue names, and why its Workloads cannot be dispatched under it
+// (nil when they can). The name comes back even when that GlobalQueue is missing or does not select
+// the namespace.
+func (r *resolver) resolve(q *queueRef) (string, *dispatch.QueueProblem) {
 	if q.resolvedBy != r {
-		q.resolution, q.resolvedBy = r.resolveQueue(q.queueKey), r
+		gq, problem := r.index.Resolve(dispatch.QueueRef{Namespace: q.namespace, Name: q.name})
+		q.resolution, q.resolvedBy = resolution{gq, problem}, r
 	}
-	return q.globalQueue, q.blockedBy
+	return q.globalQueue, q.problem
 }
 
 // parks says whether the pass leaves out the Queue's parkable workloads: its GlobalQueue is parked and
 // its workloads can be dispatched under it.
 func (r *resolver) parks(q *queueRef) bool {
 	if q.parkedBy != r {
-		gq, why := r.resolve(q)
-		q.parks, q.parkedBy = why == "" && r.parked[gq], r
+		gq, problem := r.resolve(q)
+		q.parks, q.parkedBy = problem == nil && r.parked[gq], r
 	}
 	return q.parks
-}
-
-func (r *resolver) resolveQueue(k queueKey) resolution {
-	gqName, ok := r.queueOf[k]
-	switch {
-	case !ok:
-		return resolution{"", gantry.ReasonQueueNotFound}
-	case r.queues[gqName] == nil:
-		return resolution{gqName, gantry.ReasonGlobalQueueNotFound}
-	case !r.selectors[gqName].Matches(r.namespaces[k.namespace]):
-		return resolution{gqName, gantry.ReasonNamespaceNotSelected}
-	}
-	return resolution{gqName, ""}
-}
-
-// explain says for a person why the Workloads of the Queue cannot be dispatched.
-func (r *resolver) explain(q *queueRef, reason, gqName string) string {
-	switch reason {
-	case gantry.ReasonQueueNotFound:
-		return fmt.Sprintf("Queue %q not found in namespace %s", q.name, q.namespace)
-	case gantry.ReasonGlobalQueueNotFound:
-		return fmt.Sprintf("GlobalQueue %q of Queue %q not found", gqName, q.name)
-	}
-	return fmt.Sprintf("namespace %s is not selected by the namespaceSelector of GlobalQueue %q", q.namespace, gqName)
 }
 
 // rejectionsOf reads when each cluster that rejected the Workload did (a rejection recorded without a

@@ -96,7 +96,7 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	st.hold(hubWorkload("team-a", "ok", "q"), hubWorkload("team-a", "no-queue", "missing"),
 		hubWorkload("team-a", "no-global", "dangling"), hubWorkload("team-b", "not-selected", "q"))
 	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, at.Time, dispatch.DefaultRejectionTTL)
-	snap, blockedList := in.snap, in.blocked
+	snap := in.snap
 
 	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true}}}, snap.Clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
@@ -104,12 +104,14 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	if q := snap.Queues["gq"]; q == nil || q.MaxCandidates != gantry.DefaultMaxCandidates || q.Quota["w1"][gantry.GPUResource] != 8000 {
 		t.Errorf("queue %+v", q)
 	}
-	if len(snap.Workloads) != 1 || snap.Workloads[0].Key != "team-a/ok" || snap.Workloads[0].Requests[gantry.GPUResource] != 8000 {
-		t.Fatalf("workloads %+v", snap.Workloads)
-	}
 	got := map[string]string{}
-	for _, b := range blockedList {
-		got[b.Key] = b.Reason + ": " + b.Message
+	for _, w := range snap.Workloads {
+		switch {
+		case w.QueueProblem != nil && w.GlobalQueue == "":
+			got[w.Key] = w.QueueProblem.Reason + ": " + w.QueueProblem.Message
+		case w.Key != "team-a/ok" || w.GlobalQueue != "gq" || w.Requests[gantry.GPUResource] != 8000:
+			t.Errorf("workload %+v", w)
+		}
 	}
 	want := map[string]string{
 		"team-a/no-queue":     gantry.ReasonQueueNotFound + `: Queue "missing" not found in namespace team-a`,
@@ -219,20 +221,18 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 					Spec: gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, Clusters: []gantry.ClusterQuota{{Name: "w1"}}}})
 			}
 			in := buildSnapshot(st, fakeCopies{}, at.Time, dispatch.DefaultRejectionTTL)
-			snap, blockedList := in.snap, in.blocked
+			snap := in.snap
 			got := map[string]entry{}
 			for _, w := range slices.Concat(snap.Workloads, snap.Tallied) {
 				got[w.Key] = entry{GlobalQueue: w.GlobalQueue, NominatedQueue: w.NominatedQueue, Phase: w.Phase}
+				if w.QueueProblem != nil {
+					got[w.Key] = entry{Blocked: w.QueueProblem.Reason, Phase: w.Phase}
+				}
 			}
 			if key := keyOf(tc.wl); st.writable(key) != nil {
 				e := got[key]
 				e.Written = true
 				got[key] = e
-			}
-			for _, b := range blockedList {
-				e := got[b.Key]
-				e.Blocked = b.Reason
-				got[b.Key] = e
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("snapshot (-want +got):\n%s", diff)
