@@ -30,8 +30,10 @@ const (
 var (
 	// Results are the values of the result label: Admitted or the reason the copy was not admitted.
 	Results = []string{"Admitted", gantryv1alpha1.ReasonInsufficientResources, gantryv1alpha1.ReasonHeldForStarvingGang,
-		gantryv1alpha1.ReasonPreviousJobPresent, gantryv1alpha1.ReasonNeverFits, gantryv1alpha1.ReasonNoEligibleNode,
-		gantryv1alpha1.ReasonJobNameConflict, gantryv1alpha1.ReasonReservationExpired, gantryv1alpha1.ReasonPlacementTimeout}
+		gantryv1alpha1.ReasonPreviousJobPresent, gantryv1alpha1.ReasonKueueQueueFull, gantryv1alpha1.ReasonNeverFits,
+		gantryv1alpha1.ReasonNoEligibleNode, gantryv1alpha1.ReasonJobNameConflict, gantryv1alpha1.ReasonKindNotServed,
+		gantryv1alpha1.ReasonClassNotFound, gantryv1alpha1.ReasonNamespaceQuotaTooSmall, gantryv1alpha1.ReasonKueueQuotaTooSmall,
+		gantryv1alpha1.ReasonReservationExpired, gantryv1alpha1.ReasonPlacementTimeout}
 	Outcomes = []string{OutcomeAdmitted, OutcomeWaiting, OutcomeRejected, OutcomeReleased, OutcomeOther}
 )
 
@@ -40,7 +42,8 @@ func admissionOutcome(reason string) string {
 	switch reason {
 	case gantryv1alpha1.ReasonFits:
 		return OutcomeAdmitted
-	case gantryv1alpha1.ReasonInsufficientResources, gantryv1alpha1.ReasonHeldForStarvingGang, gantryv1alpha1.ReasonPreviousJobPresent:
+	case gantryv1alpha1.ReasonInsufficientResources, gantryv1alpha1.ReasonHeldForStarvingGang, gantryv1alpha1.ReasonPreviousJobPresent,
+		gantryv1alpha1.ReasonKueueQueueFull:
 		return OutcomeWaiting
 	case gantryv1alpha1.ReasonReservationExpired, gantryv1alpha1.ReasonPlacementTimeout:
 		return OutcomeReleased

@@ -19,10 +19,11 @@ import (
 
 // FenceMargin is added to a cluster's failover timeout before the hub dispatches its jobs elsewhere under
 // the policy Fence. The agent stops the jobs once it has not seen the lease renewed for the timeout,
-// measured from the later of the lease's renewTime and its own last sight of a renewal. The margin
-// covers what lies between: the agent's watch trailing the last renewal and its pass noticing the lapse
-// (a few seconds), the pods' termination after the suspension (30 s, the default grace period), clocks
-// that differ (up to 10 s) and run at different rates (1% of the timeout).
+// measured from the earlier of the lease's renewTime and its own sighting of that renewal
+// (agent/controller.ReadHubLease), so never from later than the renewal. The margin covers what lies
+// between that and the jobs being gone: its pass noticing the lapse (a few seconds), the pods'
+// termination after the suspension (30 s, the default grace period), clocks that differ (up to 10 s)
+// and run at different rates (1% of the timeout).
 func FenceMargin(timeout time.Duration) time.Duration {
 	return 45*time.Second + timeout/100
 }
