@@ -17,10 +17,10 @@ type ledger struct {
 	verdictOf map[string]*Workload
 	// unqueued are the pending workloads whose Queue gives them no GlobalQueue.
 	unqueued []*Workload
-	queues    map[string]*queueLedger
-	cohorts   map[string]*cohortNode
-	pools     map[poolKey]*pool
-	slab      []pool
+	queues   map[string]*queueLedger
+	cohorts  map[string]*cohortNode
+	pools    map[poolKey]*pool
+	slab     []pool
 }
 
 type queueLedger struct {
@@ -162,7 +162,7 @@ func emptyLedger(s *Snapshot) *ledger {
 		l.queues[name].layOut(l, s)
 	}
 	l.addCohortQuota(s)
-	l.settle(s)
+	l.sumCohortLending(s)
 	for _, ql := range l.queues {
 		for i := range ql.clusters {
 			c := &ql.clusters[i]
@@ -257,12 +257,12 @@ func (l *ledger) addCohortQuota(s *Snapshot) {
 	// nothing could borrow from them.
 }
 
-// settle adds up what sub-cohorts lend their parents, sets what each cohort keeps, and sizes the
+// sumCohortLending adds up what sub-cohorts lend their parents, sets what each cohort keeps, and sizes the
 // fair-share vectors of every cohort tree.
-func (l *ledger) settle(s *Snapshot) {
+func (l *ledger) sumCohortLending(s *Snapshot) {
 	for _, key := range slices.SortedFunc(maps.Keys(l.pools), comparePoolKeys) {
 		if p := l.pools[key]; p.parent == nil {
-			p.settle(s, key.cluster)
+			p.addUpCapacity(s, key.cluster)
 		}
 	}
 	for _, n := range l.cohorts {
@@ -287,10 +287,10 @@ func (l *ledger) settle(s *Snapshot) {
 	}
 }
 
-// settle computes the pool's capacity from its sub-cohorts' pools, bottom up, and what it keeps.
-func (p *pool) settle(s *Snapshot, cluster string) {
+// addUpCapacity computes the pool's capacity from its sub-cohorts' pools, bottom up, and what it keeps.
+func (p *pool) addUpCapacity(s *Snapshot, cluster string) {
 	for _, c := range p.children {
-		c.settle(s, cluster)
+		c.addUpCapacity(s, cluster)
 		p.capacity += c.capacity - c.guarded
 	}
 	p.guarded = p.capacity // a root lends nothing on

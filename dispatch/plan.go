@@ -104,7 +104,7 @@ func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	for _, g := range groups {
 		var need []nominee
 		for _, w := range g.workloads {
-			if n, ok := g.ql.settle(w, &res); ok {
+			if n, ok := g.ql.review(w, &res); ok {
 				if need == nil {
 					need = make([]nominee, 0, len(g.workloads))
 				}
@@ -129,10 +129,10 @@ func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	return res, usage
 }
 
-// settle decides what it can for one of the queue's pending workloads on its own: a winner among its
+// review decides what it can for one of the queue's pending workloads on its own: a winner among its
 // admitted copies, the rejections its copies report, and whether its nomination stands. It returns the
 // workload as a nominee when it needs clusters, or more of them.
-func (q *queueLedger) settle(w *Workload, res *Result) (nominee, bool) {
+func (q *queueLedger) review(w *Workload, res *Result) (nominee, bool) {
 	// A nomination made under another GlobalQueue reserved nothing here and may not win here.
 	valid := w.Epoch > 0 && !w.nominationVoid()
 	if valid {

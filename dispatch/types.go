@@ -193,10 +193,10 @@ type Workload struct {
 	GlobalQueue string
 	// QueueProblem, for a pending workload without a GlobalQueue, says why its Queue gives it none.
 	QueueProblem *QueueProblem
-	Priority    int32
-	Created     time.Time
-	Requests    Resources // total over all pods of all pod sets
-	GPU         GPUDemand
+	Priority     int32
+	Created      time.Time
+	Requests     Resources // total over all pods of all pod sets
+	GPU          GPUDemand
 	// PendingReason and PendingMessage are what its Pending condition says, as recorded for its current
 	// spec (empty when it says nothing of it), so that a pass proposes a verdict only when it differs.
 	PendingReason  string

@@ -100,18 +100,18 @@ func (b *snapshotBuilder) cuts(m *parkingMeta, e *entry) bool {
 	return true
 }
 
-// settle marks the book's entry e, whose meta m is, settled if the pass decides nothing for it
+// markSettled marks the book's entry e, whose meta m is, settled if the pass decides nothing for it
 // (rest.end unsettles those it decides for): it may wait, shows that it waits for quota and its
 // GlobalQueue can take a cut. Rejections that lapse since only give it more clusters to wait on.
-func (b *snapshotBuilder) settle(e *entry, m *parkingMeta) {
+func (b *snapshotBuilder) markSettled(e *entry, m *parkingMeta) {
 	settled := m.parkable && e.w.PendingReason == gantry.ReasonWaitingForQuota && b.cuttable(m.queue)
 	if e.settled != settled { // written only when it changes, as include does
 		e.settled, m.settled = settled, settled
 	}
 }
 
-// takeCuts hands the tails cut to the snapshot.
-func (b *snapshotBuilder) takeCuts() {
+// recordCuts hands the tails cut to the snapshot.
+func (b *snapshotBuilder) recordCuts() {
 	for gq, t := range b.cutting {
 		if t.cut.First != nil {
 			if b.out.snap.Cuts == nil {
@@ -122,8 +122,8 @@ func (b *snapshotBuilder) takeCuts() {
 	}
 }
 
-// unsettle marks the book's entry of the key as not settled: a pass decided for it.
-func unsettle(st *hubState, key string) {
+// markUnsettled marks the book's entry of the key as not settled: a pass decided for it.
+func markUnsettled(st *hubState, key string) {
 	e := st.entries[key]
 	if e == nil || !e.settled {
 		return

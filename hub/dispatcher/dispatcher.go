@@ -41,11 +41,11 @@ const (
 // write is in flight is seen by later passes as the write will leave it, and gets no second write until
 // the first one returns. Each decision is persisted with optimistic concurrency, so a stale cache can
 // cost a retry but never a second winner. A write whose outcome is unknown (a timeout, a server error)
-// may have been applied: it stays in force like one in flight until a live read settles it.
+// may have been applied: it stays in force like one in flight until a live read tells what became of it.
 type Dispatcher struct {
 	Client client.Client
-	// APIReader reads from the API server, not the cache, to settle writes whose outcome is unknown;
-	// nil uses Client.
+	// APIReader reads from the API server, not the cache, to learn what became of writes whose
+	// outcome is unknown; nil uses Client.
 	APIReader client.Reader
 	Copies    CopyReader
 	Recorder  events.EventRecorder
@@ -245,7 +245,7 @@ func (d *Dispatcher) act(ctx context.Context, p *planned) time.Duration {
 		}
 	}
 	d.execute(ctx, p.st.writable, p.res)
-	d.settleDue(ctx)
+	d.readBackDue(ctx)
 	return soonest(p.res.HeldFor, d.writeStatuses(ctx, p.st, p.in, p.usage))
 }
 
@@ -331,9 +331,9 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	for _, ns := range nss.Items {
 		st.namespaces[ns.Name], st.namespaceVersions[ns.Name] = ns.Labels, ns.ResourceVersion
 	}
-	var settled []*unknownWrite
-	st.over, settled = d.overlay(d.book.entries)
-	for _, u := range settled {
+	var applied []*unknownWrite
+	st.over, applied = d.overlay(d.book.entries)
+	for _, u := range applied {
 		d.written(u.decided, u.c, u.event)
 	}
 	return st, nil
@@ -376,7 +376,7 @@ func (d *Dispatcher) overlay(entries map[string]*entry) (map[string]*entry, []*u
 			over[key] = newEntry(f, nil)
 		}
 	}
-	var settled []*unknownWrite
+	var applied []*unknownWrite
 	for key, u := range d.unknown {
 		wl := cached(key)
 		switch {
@@ -387,10 +387,10 @@ func (d *Dispatcher) overlay(entries map[string]*entry) (map[string]*entry, []*u
 			over[key] = newEntry(u.decided, nil) // it may have been applied
 		default:
 			// The object changed since the write was based on it, so the write can no longer apply
-			// later: what the cache shows settles it.
+			// later: what the cache shows is what became of it.
 			delete(d.unknown, key)
 			if wl.UID == u.decided.UID && showsDecision(wl, u.c) {
-				settled = append(settled, &unknownWrite{decided: wl, c: u.c, event: u.event})
+				applied = append(applied, &unknownWrite{decided: wl, c: u.c, event: u.event})
 			}
 		}
 	}
@@ -405,7 +405,7 @@ func (d *Dispatcher) overlay(entries map[string]*entry) (map[string]*entry, []*u
 		}
 		d.assumed.Forget(key)
 	}
-	return over, settled
+	return over, applied
 }
 
 func resourceVersionOf(wl *gantry.Workload) string {
@@ -470,7 +470,7 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 		}
 		d.mu.Unlock()
 		if busy {
-			continue // its write's return, or the read that settles it, asks for another pass
+			continue // its write's return, or the read back of it, asks for another pass
 		}
 		writes = append(writes, slotTask{urgencyOf(c), func() { d.write(ctx, key, wl, c, event) }})
 	}
@@ -487,13 +487,13 @@ func (d *Dispatcher) decide(c *change) (*gantry.Workload, func(job client.Object
 	recordRejections(st, c.rejections, metav1.NewTime(d.Clock.Now()))
 	switch {
 	case c.preemption != nil:
-		return wl, d.preempt(c, st)
+		return wl, d.recordPreemption(c, st)
 	case c.winner != "":
-		return wl, d.admit(c, st, wl.Generation)
+		return wl, d.recordWinner(c, st, wl.Generation)
 	case c.nomination != nil:
-		return wl, d.nominate(c, st, wl.Generation)
+		return wl, d.recordNomination(c, st, wl.Generation)
 	case c.verdict != nil:
-		return wl, d.pend(c, st, wl.Generation)
+		return wl, d.recordVerdict(c, st, wl.Generation)
 	}
 	return wl, nil
 }
@@ -511,8 +511,8 @@ func recordRejections(st *gantry.WorkloadStatus, rejections []dispatch.Rejection
 	}
 }
 
-// admit records the winner, with the GlobalQueue whose quota it uses for as long as its Job may run.
-func (d *Dispatcher) admit(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
+// recordWinner records the winner, with the GlobalQueue whose quota it uses for as long as its Job may run.
+func (d *Dispatcher) recordWinner(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
 	st.ClusterName = c.winner
 	if c.winnerQueue != "" {
 		st.GlobalQueue = c.winnerQueue // already so, unless nominated before the field existed
@@ -540,9 +540,9 @@ func (d *Dispatcher) admit(c *change, st *gantry.WorkloadStatus, gen int64) func
 	}
 }
 
-// preempt records that the workload is taken back from its winner for another; the worker sync
+// recordPreemption records that the workload is taken back from its winner for another; the worker sync
 // deletes its Job there and, once it is gone, queues it again.
-func (d *Dispatcher) preempt(c *change, st *gantry.WorkloadStatus) func(job client.Object) {
+func (d *Dispatcher) recordPreemption(c *change, st *gantry.WorkloadStatus) func(job client.Object) {
 	p := c.preemption
 	st.Preemption = &gantry.Preemption{Cluster: st.ClusterName, Epoch: st.DispatchEpoch, Preemptor: p.Preemptor,
 		Reason: p.Reason, Message: p.Message, Time: metav1.NewTime(d.Clock.Now())}
@@ -551,8 +551,8 @@ func (d *Dispatcher) preempt(c *change, st *gantry.WorkloadStatus) func(job clie
 	}
 }
 
-// nominate records a new epoch's clusters and the GlobalQueue whose quota they reserve.
-func (d *Dispatcher) nominate(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
+// recordNomination records a new epoch's clusters and the GlobalQueue whose quota they reserve.
+func (d *Dispatcher) recordNomination(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
 	n := c.nomination
 	st.DispatchEpoch = n.Epoch
 	st.NominatedClusters = n.Clusters
@@ -567,8 +567,8 @@ func (d *Dispatcher) nominate(c *change, st *gantry.WorkloadStatus, gen int64) f
 	}
 }
 
-// pend records why the workload stays pending; an Event only when the reason changes.
-func (d *Dispatcher) pend(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
+// recordVerdict records why the workload stays pending; an Event only when the reason changes.
+func (d *Dispatcher) recordVerdict(c *change, st *gantry.WorkloadStatus, gen int64) func(job client.Object) {
 	v := *c.verdict
 	if v.Withdraw {
 		st.NominatedClusters = nil

@@ -154,7 +154,7 @@ func (r *rest) begin(in restInputs) *passRest {
 func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *dispatch.Result) {
 	decided := map[string]bool{}
 	mark := func(key string) {
-		unsettle(st, key)
+		markUnsettled(st, key)
 		if e := st.entry(key); e != nil && e.w.GlobalQueue != "" {
 			decided[p.component(e.w.GlobalQueue)] = true
 		}

@@ -13,7 +13,7 @@ type urgency int
 
 const (
 	urgent   urgency = iota // winners, preemptions
-	prompt                  // nominations, withdrawals, reads that settle a write of unknown outcome
+	prompt                  // nominations, withdrawals, reads back of a write of unknown outcome
 	deferred                // waiting verdicts
 	urgencies
 )

@@ -125,11 +125,11 @@ func buildParking(st *hubState, copies CopyReader, now time.Time, rejectionTTL t
 		if o := st.over[e.w.Key]; overlaid && o != nil {
 			e = o
 		} else if b.rest != nil && i < len(st.parking) {
-			b.settle(e, &st.parking[i])
+			b.markSettled(e, &st.parking[i])
 		}
 		b.include(e)
 	}
-	b.takeCuts()
+	b.recordCuts()
 	if st.tallies != nil {
 		pt := st.tallies.forPass(st.over, st.entries)
 		for _, e := range pt.standIns {

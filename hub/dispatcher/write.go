@@ -109,9 +109,9 @@ func (d *Dispatcher) written(wl *gantry.Workload, c *change, event func(client.O
 	}
 }
 
-// settleDue starts a live read of every Workload whose write of unknown outcome is due for one. The
+// readBackDue starts a live read of every Workload whose write of unknown outcome is due for one. The
 // reads take writer slots, so that a pass never waits on the API server.
-func (d *Dispatcher) settleDue(ctx context.Context) {
+func (d *Dispatcher) readBackDue(ctx context.Context) {
 	now := d.Clock.Now()
 	var due []*unknownWrite
 	d.mu.Lock()
@@ -123,22 +123,22 @@ func (d *Dispatcher) settleDue(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	for _, u := range due {
-		d.startInSlot(ctx, prompt, func() { d.settle(ctx, u) })
+		d.startInSlot(ctx, prompt, func() { d.readBack(ctx, u) })
 	}
 }
 
-// settle reads the Workload from the API server to learn what became of a write of unknown outcome. A
+// readBack reads the Workload from the API server to learn what became of a write of unknown outcome. A
 // resourceVersion other than the one the write was based on means the object changed, by that write or
 // another, so the write can no longer apply: the live object is the truth from then on. The same
 // resourceVersion means it was not applied: the next pass decides again.
-func (d *Dispatcher) settle(ctx context.Context, u *unknownWrite) {
+func (d *Dispatcher) readBack(ctx context.Context, u *unknownWrite) {
 	live := &gantry.Workload{}
 	err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(u.decided), live)
 	d.mu.Lock()
 	u.reading = false
 	if d.unknown[u.key] != u {
 		d.mu.Unlock()
-		return // the cache settled it meanwhile
+		return // the cache told what became of it meanwhile
 	}
 	var retry time.Duration
 	var changed bool
@@ -159,7 +159,7 @@ func (d *Dispatcher) settle(ctx context.Context, u *unknownWrite) {
 	d.mu.Unlock()
 	switch {
 	case retry > 0:
-		ctrllog.FromContext(ctx).Error(err, "Reading a Workload to settle its dispatch status", "workload", u.key, "retryIn", retry)
+		ctrllog.FromContext(ctx).Error(err, "Reading a Workload back to learn what became of its status write", "workload", u.key, "retryIn", retry)
 		d.triggerAfter(retry)
 	case changed && showsDecision(live, u.c):
 		d.written(live, u.c, u.event)
