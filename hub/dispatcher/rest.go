@@ -19,18 +19,10 @@ import (
 // component walked): it counts them for the queues' statuses and decides nothing for them, which is
 // what it would decide.
 //
-// What a component decides over, and how a pass learns that it changed:
-//   - its Workloads, admitted ones included: the book's changes since the last pass (touched, left);
-//   - the dispatcher's own writes laid over them: the overlay, this pass's and the last one's;
-//   - its nominated workloads' copies on the workers: a component with a nominated workload is walked
-//     every pass (watchedChanged says why);
-//   - its rejections that lapse: worked out again for the book's watched entries before the walk;
-//   - the specs of GlobalQueues, Queues, Cohorts and the labels of Namespaces; the clusters' connection,
-//     readiness, cordons, fences and kinds: any change there and the pass walks everything, but for
-//     quota that only grew, of a GlobalQueue without a cohort, which has its own component walked;
-//   - the clusters' capacity reports, for a component some of whose workloads waited for room a report
-//     shows (dispatch.Result.ReadCapacity);
-//   - time, for rejections that lapse (watched) and as a safety net: every Resync pass walks everything.
+// What a component decides over is the fields of dispatch.Snapshot; planInputs (inputs.go) names, for
+// each, how a pass learns that it changed, and a test holds it to the snapshot's type. Any change of a
+// spec or of a cluster's availability walks everything (but quota that only grew, of a GlobalQueue
+// without a cohort, walks its own component), and every Resync pass walks everything as a safety net.
 //
 // A queue that may preempt proposes a verdict for each of its waiting workloads in every pass (a
 // preemption may say more of them): its component is never quiet while it has any.
