@@ -69,11 +69,9 @@ type Dispatcher struct {
 	queued  [urgencies][]func() // writes and reads waiting for a slot, by urgency (startInSlot)
 	book    *book
 
-	mu       sync.Mutex
-	assumed  *expectations.Written[string, *gantry.Workload] // status written, maybe not yet in the cache
-	inflight map[string]*gantry.Workload                     // status being written: what the write will leave
-	unknown  map[string]*unknownWrite                        // writes that failed without saying whether they were applied
-	backoff  map[string]time.Duration                        // keys whose last write failed other than by a conflict
+	// writes are the dispatcher's status writes until the cache shows them: in flight, of unknown
+	// outcome, applied with the cache behind.
+	writes *expectations.Writes[string, ownWrite]
 	// agentNews and proposed are what passes left for the verdicts still to write (dispatch.Snapshot's
 	// AgentNews and Proposed); used by passes only, one at a time.
 	agentNews map[string]time.Time
@@ -91,10 +89,7 @@ type Dispatcher struct {
 func (d *Dispatcher) init() {
 	d.once.Do(func() {
 		d.trigger = make(chan struct{}, 1)
-		d.assumed = expectations.NewWritten[string, *gantry.Workload]()
-		d.inflight = map[string]*gantry.Workload{}
-		d.unknown = map[string]*unknownWrite{}
-		d.backoff = map[string]time.Duration{}
+		d.writes = expectations.NewWrites[string, ownWrite]()
 		d.agentNews = map[string]time.Time{}
 		if d.Writers < 1 {
 			d.Writers = 64
@@ -331,10 +326,10 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	for _, ns := range nss.Items {
 		st.namespaces[ns.Name], st.namespaceVersions[ns.Name] = ns.Labels, ns.ResourceVersion
 	}
-	var applied []*unknownWrite
+	var applied []ownWrite
 	st.over, applied = d.overlay(d.book.entries)
-	for _, u := range applied {
-		d.written(u.decided, u.c, u.event)
+	for _, w := range applied {
+		d.written(w.Workload, w.c, w.event)
 	}
 	return st, nil
 }
@@ -357,53 +352,25 @@ func (d *Dispatcher) readWorkloads(ctx context.Context) error {
 	return nil
 }
 
-// overlay lays the dispatcher's own writes over the book's Workloads: those in flight, those of unknown
-// outcome, and those applied that the cache does not show yet. It returns, by key, the entries that
-// stand in for the book's, and the writes of unknown outcome that the cache shows applied, with the
-// Workload as the cache shows it. Its cost is that of the writes it remembers, not of the book.
-func (d *Dispatcher) overlay(entries map[string]*entry) (map[string]*entry, []*unknownWrite) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	over := map[string]*entry{}
-	cached := func(key string) *gantry.Workload {
+// overlay lays the dispatcher's own writes over the book's Workloads (expectations.Writes.Overlay). It
+// returns, by key, the entries that stand in for the book's, and the writes of unknown outcome that the
+// cache shows applied, as the cache shows them.
+func (d *Dispatcher) overlay(entries map[string]*entry) (map[string]*entry, []ownWrite) {
+	writes, superseded := d.writes.Overlay(func(key string) (ownWrite, bool) {
 		if e := entries[key]; e != nil {
-			return e.wl
+			return ownWrite{Workload: e.wl}, true
 		}
-		return nil
+		return ownWrite{}, false
+	})
+	over := make(map[string]*entry, len(writes))
+	for key, w := range writes {
+		over[key] = newEntry(w.Workload, nil)
 	}
-	for key, f := range d.inflight {
-		if wl := cached(key); wl != nil && f.UID == wl.UID {
-			over[key] = newEntry(f, nil)
+	var applied []ownWrite
+	for _, s := range superseded {
+		if showsDecision(s.Cached.Workload, s.Written.c) {
+			applied = append(applied, ownWrite{Workload: s.Cached.Workload, c: s.Written.c, event: s.Written.event})
 		}
-	}
-	var applied []*unknownWrite
-	for key, u := range d.unknown {
-		wl := cached(key)
-		switch {
-		case over[key] != nil:
-		case wl == nil:
-			delete(d.unknown, key)
-		case u.decided.UID == wl.UID && wl.ResourceVersion == u.decided.ResourceVersion:
-			over[key] = newEntry(u.decided, nil) // it may have been applied
-		default:
-			// The object changed since the write was based on it, so the write can no longer apply
-			// later: what the cache shows is what became of it.
-			delete(d.unknown, key)
-			if wl.UID == u.decided.UID && showsDecision(wl, u.c) {
-				applied = append(applied, &unknownWrite{decided: wl, c: u.c, event: u.event})
-			}
-		}
-	}
-	for _, key := range d.assumed.Keys() {
-		wl := cached(key)
-		if over[key] != nil && wl != nil {
-			continue
-		}
-		if a, behind := d.assumed.Behind(key, resourceVersionOf(wl)); behind && wl != nil && a.UID == wl.UID {
-			over[key] = newEntry(a, nil) // the cache has not caught up with our own write yet
-			continue
-		}
-		d.assumed.Forget(key)
 	}
 	return over, applied
 }
@@ -462,14 +429,7 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 		if equality.Semantic.DeepEqual(c.wl.Status, wl.Status) {
 			continue
 		}
-		d.mu.Lock()
-		_, busy := d.inflight[key]
-		busy = busy || d.unknown[key] != nil
-		if !busy {
-			d.inflight[key] = wl
-		}
-		d.mu.Unlock()
-		if busy {
+		if !d.writes.Start(key, ownWrite{Workload: wl, c: c, event: event}) {
 			continue // its write's return, or the read back of it, asks for another pass
 		}
 		writes = append(writes, slotTask{urgencyOf(c), func() { d.write(ctx, key, wl, c, event) }})

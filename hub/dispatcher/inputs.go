@@ -12,8 +12,8 @@ const (
 	// bookChange: the book's changes since the last pass (touched, left): a Workload added, changed or
 	// removed, admitted ones included; the tallies and cuts are made from the book.
 	bookChange notice = "the book's changes (touched, left)"
-	// ownWrite: the dispatcher's own writes laid over the book (the overlay), this pass's and the last.
-	ownWrite notice = "the dispatcher's own writes (overlay)"
+	// overlaidWrite: the dispatcher's own writes laid over the book (the overlay), this pass's and the last.
+	overlaidWrite notice = "the dispatcher's own writes (overlay)"
 	// copiesRead: a nominated workload's copies are read on the workers as the pass goes, so a
 	// component with a nominated workload is walked every pass (watchedChanged).
 	copiesRead notice = "copies read every pass (watched)"
@@ -71,7 +71,7 @@ var planInputs = map[string][]notice{
 	"Cohorts.LendingLimit":                   {specChange},
 	"Cohorts.Weight":                         {specChange},
 	"Workloads.Key":                          {bookChange},
-	"Workloads.GlobalQueue":                  {bookChange, ownWrite, specChange},
+	"Workloads.GlobalQueue":                  {bookChange, overlaidWrite, specChange},
 	"Workloads.QueueProblem.Reason":          {bookChange, specChange},
 	"Workloads.QueueProblem.Message":         {bookChange, specChange},
 	"Workloads.Priority":                     {bookChange},
@@ -80,18 +80,18 @@ var planInputs = map[string][]notice{
 	"Workloads.GPU.Total":                    {bookChange},
 	"Workloads.GPU.PerPod":                   {bookChange},
 	"Workloads.GPU.Products":                 {bookChange},
-	"Workloads.PendingReason":                {bookChange, ownWrite},
-	"Workloads.PendingMessage":               {bookChange, ownWrite},
-	"Workloads.Phase":                        {bookChange, ownWrite},
-	"Workloads.Epoch":                        {bookChange, ownWrite},
-	"Workloads.Nominated":                    {bookChange, ownWrite},
-	"Workloads.NominatedQueue":               {bookChange, ownWrite},
-	"Workloads.Winner":                       {bookChange, ownWrite},
-	"Workloads.RejectedAt":                   {bookChange, ownWrite, rejectionLapse},
+	"Workloads.PendingReason":                {bookChange, overlaidWrite},
+	"Workloads.PendingMessage":               {bookChange, overlaidWrite},
+	"Workloads.Phase":                        {bookChange, overlaidWrite},
+	"Workloads.Epoch":                        {bookChange, overlaidWrite},
+	"Workloads.Nominated":                    {bookChange, overlaidWrite},
+	"Workloads.NominatedQueue":               {bookChange, overlaidWrite},
+	"Workloads.Winner":                       {bookChange, overlaidWrite},
+	"Workloads.RejectedAt":                   {bookChange, overlaidWrite, rejectionLapse},
 	"Workloads.EvictedFrom.Count":            {bookChange},
 	"Workloads.EvictedFrom.LastReason":       {bookChange},
 	"Workloads.Kind":                         {bookChange},
-	"Workloads.PreemptedFor":                 {bookChange, ownWrite},
+	"Workloads.PreemptedFor":                 {bookChange, overlaidWrite},
 	"Workloads.Copies.Cluster":               {copiesRead},
 	"Workloads.Copies.Admitted":              {copiesRead},
 	"Workloads.Copies.AdmittedAt":            {copiesRead},
@@ -101,14 +101,14 @@ var planInputs = map[string][]notice{
 	"Workloads.Copies.Reason":                {copiesRead},
 	"Workloads.Copies.Message":               {copiesRead},
 	"Workloads.Copies.WouldFitWithout":       {copiesRead},
-	"Tallies.GlobalQueue":                    {bookChange, ownWrite},
-	"Tallies.Cluster":                        {bookChange, ownWrite},
-	"Tallies.Priority":                       {bookChange, ownWrite},
-	"Tallies.Requests":                       {bookChange, ownWrite},
-	"Tallies.Workloads":                      {bookChange, ownWrite},
-	"Tallied":                                {bookChange, ownWrite},
-	"Cuts.First":                             {bookChange, ownWrite},
-	"Cuts.Least":                             {bookChange, ownWrite},
+	"Tallies.GlobalQueue":                    {bookChange, overlaidWrite},
+	"Tallies.Cluster":                        {bookChange, overlaidWrite},
+	"Tallies.Priority":                       {bookChange, overlaidWrite},
+	"Tallies.Requests":                       {bookChange, overlaidWrite},
+	"Tallies.Workloads":                      {bookChange, overlaidWrite},
+	"Tallied":                                {bookChange, overlaidWrite},
+	"Cuts.First":                             {bookChange, overlaidWrite},
+	"Cuts.Least":                             {bookChange, overlaidWrite},
 	"Now":                                    {rejectionLapse, heldVerdict},
 	"RejectionTTL":                           {fixedAtStart},
 	"Proposed.Reason":                        {heldVerdict},

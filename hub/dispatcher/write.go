@@ -12,51 +12,38 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/metrics"
+	"github.com/gantry-dev/gantry/internal/expectations"
 )
 
-// unknownWrite is a status write that failed without the API server saying it was not applied: a
-// timeout, a server error, a lost connection. It may have been applied, or may still be, so passes see
-// the Workload as decided, and write nothing more for it, until the Workload is read again.
-type unknownWrite struct {
-	key     string
-	decided *gantry.Workload // what the write would leave; its resourceVersion is the one it was based on
-	c       *change
-	event   func(client.Object)
-	due     time.Time // when to read the live Workload
-	reading bool
+// ownWrite is a status write of the dispatcher: the Workload it leaves (or, once written, left), and
+// the decision and Event it records once it is known to be applied.
+type ownWrite struct {
+	*gantry.Workload
+	c     *change
+	event func(client.Object)
 }
 
-// write persists one decision, then records its Event and asks for the pass that follows from it.
+// write persists one decision, then records its Event and asks for the pass that follows from it. A
+// write that fails without the API server saying it was not applied may have been: it stands, and
+// passes write nothing more for the Workload, until the cache or a live read tells (readBack).
 func (d *Dispatcher) write(ctx context.Context, key string, decided *gantry.Workload, c *change, event func(client.Object)) {
 	wl := decided.DeepCopy() // the update fills in the new resourceVersion; passes read decided meanwhile
 	err := d.Client.Status().Update(ctx, wl)
 	log := ctrllog.FromContext(ctx)
-	d.mu.Lock()
-	delete(d.inflight, key)
-	var retry time.Duration
 	switch {
 	case err == nil:
-		d.assumed.Record(key, d.replacedVersion(key, decided), wl)
-		delete(d.backoff, key)
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-	case notApplied(err):
-		retry = d.nextBackoff(key)
-	default:
-		// Taken to pass in the same critical section as the in-flight entry, so no pass sees neither.
-		retry = d.nextBackoff(key)
-		d.unknown[key] = &unknownWrite{key: key, decided: decided, c: c, event: event, due: d.Clock.Now().Add(retry)}
-	}
-	d.mu.Unlock()
-	switch {
-	case err == nil:
+		d.writes.Applied(key, ownWrite{Workload: decided}, ownWrite{Workload: wl, c: c, event: event})
 		d.written(wl, c, event)
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		d.writes.NotApplied(key, false)
 		// The cache is behind; the watch event that catches it up asks for the next pass too.
 		d.Trigger()
 	case notApplied(err):
+		retry := d.writes.NotApplied(key, true)
 		log.Error(err, "Writing dispatch status", "workload", key, "retryIn", retry)
 		d.triggerAfter(retry)
 	default:
+		retry := d.writes.Unknown(key, ownWrite{Workload: decided, c: c, event: event}, d.Clock.Now())
 		log.Error(err, "Writing dispatch status, outcome unknown: holding the decision until a live read", "workload", key, "readIn", retry)
 		d.triggerAfter(retry)
 	}
@@ -67,13 +54,6 @@ func (d *Dispatcher) write(ctx context.Context, key string, decided *gantry.Work
 func notApplied(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) ||
 		apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
-}
-
-// nextBackoff doubles the key's backoff, from 100 ms up to a minute. d.mu must be held.
-func (d *Dispatcher) nextBackoff(key string) time.Duration {
-	retry := min(max(2*d.backoff[key], 100*time.Millisecond), time.Minute)
-	d.backoff[key] = retry
-	return retry
 }
 
 func (d *Dispatcher) triggerAfter(wait time.Duration) {
@@ -112,17 +92,7 @@ func (d *Dispatcher) written(wl *gantry.Workload, c *change, event func(client.O
 // readBackDue starts a live read of every Workload whose write of unknown outcome is due for one. The
 // reads take writer slots, so that a pass never waits on the API server.
 func (d *Dispatcher) readBackDue(ctx context.Context) {
-	now := d.Clock.Now()
-	var due []*unknownWrite
-	d.mu.Lock()
-	for _, u := range d.unknown {
-		if !u.reading && !now.Before(u.due) {
-			u.reading = true
-			due = append(due, u)
-		}
-	}
-	d.mu.Unlock()
-	for _, u := range due {
+	for _, u := range d.writes.DueForReadBack(d.Clock.Now()) {
 		d.startInSlot(ctx, prompt, func() { d.readBack(ctx, u) })
 	}
 }
@@ -131,38 +101,20 @@ func (d *Dispatcher) readBackDue(ctx context.Context) {
 // resourceVersion other than the one the write was based on means the object changed, by that write or
 // another, so the write can no longer apply: the live object is the truth from then on. The same
 // resourceVersion means it was not applied: the next pass decides again.
-func (d *Dispatcher) readBack(ctx context.Context, u *unknownWrite) {
+func (d *Dispatcher) readBack(ctx context.Context, u *expectations.UnknownWrite[string, ownWrite]) {
 	live := &gantry.Workload{}
-	err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(u.decided), live)
-	d.mu.Lock()
-	u.reading = false
-	if d.unknown[u.key] != u {
-		d.mu.Unlock()
-		return // the cache told what became of it meanwhile
+	err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(u.Value.Workload), live)
+	exists := err == nil
+	if apierrors.IsNotFound(err) {
+		err = nil
 	}
-	var retry time.Duration
-	var changed bool
+	outcome, retry := d.writes.ReadBack(u, ownWrite{Workload: live, c: u.Value.c, event: u.Value.event}, exists, err, d.Clock.Now())
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && live.UID != u.decided.UID):
-		delete(d.unknown, u.key) // the Workload is gone
-	case err != nil:
-		retry = d.nextBackoff(u.key)
-		u.due = d.Clock.Now().Add(retry)
-	case live.ResourceVersion != u.decided.ResourceVersion:
-		delete(d.unknown, u.key)
-		delete(d.backoff, u.key)
-		d.assumed.Record(u.key, d.replacedVersion(u.key, u.decided), live)
-		changed = true
-	default:
-		delete(d.unknown, u.key) // not applied; its backoff has passed
-	}
-	d.mu.Unlock()
-	switch {
-	case retry > 0:
-		ctrllog.FromContext(ctx).Error(err, "Reading a Workload back to learn what became of its status write", "workload", u.key, "retryIn", retry)
+	case outcome == expectations.ReadFailed:
+		ctrllog.FromContext(ctx).Error(err, "Reading a Workload back to learn what became of its status write", "workload", u.Key, "retryIn", retry)
 		d.triggerAfter(retry)
-	case changed && showsDecision(live, u.c):
-		d.written(live, u.c, u.event)
+	case outcome == expectations.Superseded && showsDecision(live, u.Value.c):
+		d.written(live, u.Value.c, u.Value.event)
 	default:
 		d.Trigger()
 	}
@@ -183,14 +135,4 @@ func showsDecision(wl *gantry.Workload, c *change) bool {
 		return cond != nil && cond.Reason == c.verdict.Reason && cond.Message == c.verdict.Message
 	}
 	return false
-}
-
-// replacedVersion is the version the cache shows while it is behind a write based on decided: decided's
-// own, or, when decided was itself an earlier write the cache did not show yet, the version that one
-// replaced. Call it with d.mu held.
-func (d *Dispatcher) replacedVersion(key string, decided *gantry.Workload) string {
-	if prev, stale, ok := d.assumed.Get(key); ok && prev.ResourceVersion == decided.ResourceVersion {
-		return stale
-	}
-	return decided.ResourceVersion
 }

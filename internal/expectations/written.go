@@ -5,8 +5,10 @@
 //     removal of a Workload's finalizer), so a reconcile in the gap does not repeat them.
 //   - Written remembers an object's state as this process last wrote it, with the resourceVersion the
 //     write replaced: while the cache still shows that version, it is behind the write and readers go by
-//     what was written (the dispatcher's Workload statuses, the agent's copy conditions and capacity
-//     report, the hub's Job status mirrors).
+//     what was written (the agent's copy conditions and capacity report, the hub's Job status mirrors).
+//   - Writes follows each write of a writer from its start to the cache showing it: in flight, of
+//     unknown outcome until a live read tells, applied (Written) while the cache is behind; the
+//     dispatcher's Workload statuses.
 package expectations
 
 import "sync"
