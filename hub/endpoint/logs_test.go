@@ -303,11 +303,13 @@ func TestLogsEndpointBoundsItsStreams(t *testing.T) {
 	f := newFixture(t, 2, 2)
 	var mu sync.Mutex
 	var open []*endless
+	opened := make(chan struct{}, 8)
 	f.worker.follow = func() io.ReadCloser {
 		mu.Lock()
 		defer mu.Unlock()
 		e := newEndless()
 		open = append(open, e)
+		opened <- struct{}{}
 		return e
 	}
 	req, _ := http.NewRequest(http.MethodGet, f.server.URL+"/logs/team-a/train?follow=true", nil)
@@ -326,19 +328,33 @@ func TestLogsEndpointBoundsItsStreams(t *testing.T) {
 	if second.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "at most 2 logs at once") {
 		t.Errorf("a second request while two streams are open: %d %q, want 429", second.StatusCode, body)
 	}
+	for range 2 { // the client leaves once both streams follow
+		select {
+		case <-opened:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the followed request did not open its two streams")
+		}
+	}
 	cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		f.logs.mu.Lock()
-		active := f.logs.active
-		f.logs.mu.Unlock()
-		if active == 0 {
-			break
+	// Closing the server returns once every request it took has been answered: the followed one ends
+	// only if leaving ends it.
+	closed := make(chan struct{})
+	go func() { f.server.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		mu.Lock()
+		for _, e := range open {
+			_ = e.Close() // so that the request ends, and the server closes
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d streams still counted after the client left", active)
-		}
-		time.Sleep(10 * time.Millisecond)
+		mu.Unlock()
+		t.Fatal("the followed request still served 10 s after the client left")
+	}
+	f.logs.mu.Lock()
+	active := f.logs.active
+	f.logs.mu.Unlock()
+	if active != 0 {
+		t.Errorf("%d streams still counted after the client left", active)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -136,37 +137,46 @@ func (b *safeBuffer) String() string {
 	return b.buf.String()
 }
 
-// Followed logs stream as lines come, and stop, their streams closed, when the client goes away.
+// Followed logs stream as lines come, and stop, their streams closed, when the client goes away. In a
+// bubble, synctest.Wait returns once the merger has written what came and waits for more.
 func TestMergeFollowsAndStopsWithTheClient(t *testing.T) {
-	logs := []*endless{newEndless(), newEndless()}
-	var sources []source
-	for i, l := range logs {
-		sources = append(sources, source{prefix: []string{"[a/c] ", "[b/c] "}[i], open: func(context.Context) (io.ReadCloser, error) { return l, nil }})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &safeBuffer{}
-	done := make(chan struct{})
-	go func() { merge(ctx, out, nil, sources, 2); close(done) }()
-	go func() { _, _ = logs[0].w.Write([]byte("first\n")) }()
-	go func() { _, _ = logs[1].w.Write([]byte("second\n")) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for !(strings.Contains(out.String(), "[a/c] first\n") && strings.Contains(out.String(), "[b/c] second\n")) {
-		if time.Now().After(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := []*endless{newEndless(), newEndless()}
+		var sources []source
+		for i, l := range logs {
+			sources = append(sources, source{prefix: []string{"[a/c] ", "[b/c] "}[i], open: func(context.Context) (io.ReadCloser, error) { return l, nil }})
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		out := &safeBuffer{}
+		done := make(chan struct{})
+		go func() { merge(ctx, out, nil, sources, 2); close(done) }()
+		go func() { _, _ = logs[0].w.Write([]byte("first\n")) }()
+		go func() { _, _ = logs[1].w.Write([]byte("second\n")) }()
+		synctest.Wait()
+		if !strings.Contains(out.String(), "[a/c] first\n") || !strings.Contains(out.String(), "[b/c] second\n") {
 			t.Fatalf("lines not streamed: %q", out.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("merge went on after the client left")
-	}
-	for i, l := range logs {
-		if !l.closed.Load() {
-			t.Errorf("stream %d left open", i)
+		select {
+		case <-done:
+			t.Fatal("merge ended while its logs were open")
+		default:
 		}
-	}
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			for _, l := range logs {
+				_ = l.w.Close() // so that the bubble's goroutines end
+			}
+			t.Fatal("merge went on after the client left")
+		}
+		for i, l := range logs {
+			if !l.closed.Load() {
+				t.Errorf("stream %d left open", i)
+			}
+		}
+	})
 }
 
 // failingWriter is a client that went away.
@@ -200,27 +210,38 @@ func TestMergeStopsWhenAWriteFails(t *testing.T) {
 	}
 }
 
-// At most limit logs are open at once.
+// At most limit logs are open at once. The first opens wait until the test lets them go: once the merger
+// waits too (synctest.Wait), exactly limit of them are open.
 func TestMergeOpensAtMostLimitAtOnce(t *testing.T) {
-	var open, most atomic.Int32
-	var sources []source
-	for range 10 {
-		sources = append(sources, source{prefix: "[p/c] ", open: func(context.Context) (io.ReadCloser, error) {
-			n := open.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			time.Sleep(5 * time.Millisecond)
-			return closer{Reader: strings.NewReader("l\n"), close: func() { open.Add(-1) }}, nil
-		}})
-	}
-	var out bytes.Buffer
-	merge(context.Background(), &out, nil, sources, 3)
-	if m := most.Load(); m > 3 || m == 0 {
-		t.Errorf("%d logs open at once, want at most 3", m)
-	}
-	if n := strings.Count(out.String(), "\n"); n != 10 {
-		t.Errorf("%d lines, want 10", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var open, most atomic.Int32
+		release := make(chan struct{})
+		var sources []source
+		for range 10 {
+			sources = append(sources, source{prefix: "[p/c] ", open: func(context.Context) (io.ReadCloser, error) {
+				n := open.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				<-release
+				return closer{Reader: strings.NewReader("l\n"), close: func() { open.Add(-1) }}, nil
+			}})
+		}
+		var out bytes.Buffer
+		done := make(chan struct{})
+		go func() { merge(context.Background(), &out, nil, sources, 3); close(done) }()
+		synctest.Wait()
+		if n := open.Load(); n != 3 {
+			t.Errorf("%d logs open while the first ones are being opened, want 3", n)
+		}
+		close(release)
+		<-done
+		if m := most.Load(); m != 3 {
+			t.Errorf("%d logs open at once, want 3, the limit", m)
+		}
+		if n := strings.Count(out.String(), "\n"); n != 10 {
+			t.Errorf("%d lines, want 10", n)
+		}
+	})
 }
 
 type closer struct {
@@ -258,24 +279,23 @@ func (f *flushed) String() string {
 }
 
 // A line goes out at once even when the start of the next one came with it: the rest of that may
-// take long.
+// take long. In a bubble, synctest.Wait returns once the merger waits for that rest.
 func TestMergeFlushesALineBeforeAPartialOne(t *testing.T) {
-	log := newEndless()
-	out := &flushed{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		merge(ctx, out, out.flush, []source{{prefix: "[p/c] ", open: func(context.Context) (io.ReadCloser, error) { return log, nil }}}, 1)
-		close(done)
-	}()
-	go func() { _, _ = log.w.Write([]byte("first\nsecond\nthird, half")) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for out.String() != "[p/c] first\n[p/c] second\n" {
-		if time.Now().After(deadline) {
-			t.Fatalf("shown %q, want the two whole lines", out.String())
+	synctest.Test(t, func(t *testing.T) {
+		log := newEndless()
+		out := &flushed{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			merge(ctx, out, out.flush, []source{{prefix: "[p/c] ", open: func(context.Context) (io.ReadCloser, error) { return log, nil }}}, 1)
+			close(done)
+		}()
+		go func() { _, _ = log.w.Write([]byte("first\nsecond\nthird, half")) }()
+		synctest.Wait()
+		if got := out.String(); got != "[p/c] first\n[p/c] second\n" {
+			t.Errorf("shown %q, want the two whole lines", got)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
+		cancel()
+		<-done
+	})
 }
