@@ -87,7 +87,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	h.Dispatcher = &dispatcher.Dispatcher{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Copies:    copyReader{h.Connections},
+		Workers:   h.Connections,
 		Recorder:  mgr.GetEventRecorder("gantry-dispatcher"),
 		Clock:     opts.Clock,
 		Timeline:  timeline,
@@ -261,28 +261,6 @@ func (f failovers) Failover(cluster string) (gantry.Failover, bool) {
 		return gantry.Failover{}, false
 	}
 	return wc.Spec.Failover, true
-}
-
-// copyReader reads copies from the connections' caches.
-type copyReader struct{ m *remote.Manager }
-
-func (r copyReader) IsConnected(cluster string) bool { return r.m.IsConnected(cluster) }
-
-func (r copyReader) Tried(cluster string) bool { return r.m.Tried(cluster) }
-
-func (r copyReader) Kinds(cluster string) []gantry.JobKind {
-	if c, ok := r.m.Get(cluster); ok {
-		return c.Kinds()
-	}
-	return nil
-}
-
-func (r copyReader) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
-	c, ok := r.m.Get(cluster)
-	if !ok {
-		return nil
-	}
-	return c.CopyInPlace(client.ObjectKeyFromObject(wl))
 }
 
 // setupSets registers the WorkerClusterSet controller; it watches ClusterProfiles and OCM's

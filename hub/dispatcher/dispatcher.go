@@ -47,7 +47,7 @@ type Dispatcher struct {
 	// APIReader reads from the API server, not the cache, to learn what became of writes whose
 	// outcome is unknown; nil uses Client.
 	APIReader client.Reader
-	Copies    CopyReader
+	Workers   Workers
 	Recorder  events.EventRecorder
 	Clock     clock.WithTicker
 	// Writers bounds the status writes in flight at once.
@@ -275,7 +275,7 @@ func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	withUsage := d.statusesDue() <= 0 // the statuses take the usage from the pass's own count
 	p := &planned{st: st}
 	for {
-		p.in = buildParking(st, d.Copies, now, d.RejectionTTL, park)
+		p.in = buildParking(st, d.Workers, now, d.RejectionTTL, park)
 		p.in.snap.Proposed, p.in.snap.AgentNews = d.proposed, d.agentNews
 		if withUsage {
 			r, u := dispatch.PlanWithUsage(p.in.snap)
@@ -479,7 +479,7 @@ func (d *Dispatcher) recordWinner(c *change, st *gantry.WorkloadStatus, gen int6
 	}
 	winner := c.winner
 	// The Job on the winner is held to the agent's choices, so they are recorded with the winner.
-	if cp := currentCopy(c.wl, c.winner, d.Copies); cp != nil && cp.Status.Admission != nil {
+	if cp := currentCopy(c.wl, c.winner, d.Workers); cp != nil && cp.Status.Admission != nil {
 		st.Admission = cp.Status.Admission.DeepCopy()
 		if chosen := describeAdmission(st.Admission); chosen != "" {
 			winner += " (" + chosen + ")"

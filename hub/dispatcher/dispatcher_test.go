@@ -93,7 +93,7 @@ func newHarness(t *testing.T, now time.Time, objs ...client.Object) *harness {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	h.d = &Dispatcher{Client: cache, APIReader: reader, Copies: h.copies, Recorder: h.events, Clock: h.clock}
+	h.d = &Dispatcher{Client: cache, APIReader: reader, Workers: h.copies, Recorder: h.events, Clock: h.clock}
 	return h
 }
 
@@ -291,7 +291,7 @@ func TestPassWaitsForAStartingHubToTryItsClusters(t *testing.T) {
 	h := newHarness(t, at.Time, append(hubObjects(), waiting)...)
 	h.copies.connected["w1"] = false
 	h.copies.untried = map[string]bool{"w1": true}
-	h.d.Copies = h.copies
+	h.d.Workers = h.copies
 	h.pass()
 	if writes, _ := h.counts(); writes["waiting"] > 0 {
 		t.Fatalf("waiting Workload written %d times before its only cluster was tried", writes["waiting"])
@@ -532,7 +532,7 @@ func TestPassesArePaced(t *testing.T) {
 			}
 			return c.List(ctx, list, opts...)
 		}}).Build()
-	d := &Dispatcher{Client: c, Copies: fakeCopies{}, Recorder: events.NewFakeRecorder(10), Clock: clock, Resync: time.Hour}
+	d := &Dispatcher{Client: c, Workers: fakeCopies{}, Recorder: events.NewFakeRecorder(10), Clock: clock, Resync: time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- d.Start(ctx) }()

@@ -200,7 +200,7 @@ func benchHub(b *testing.B, clusters, queues, running, pending int) (*Dispatcher
 			c.namespaces = append(c.namespaces, *o)
 		}
 	}
-	d := &Dispatcher{Client: c, Copies: copies, Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(at.Time)}
+	d := &Dispatcher{Client: c, Workers: copies, Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(at.Time)}
 	d.init()
 	d.book.follows = func() bool { return true } // fed below, as the informer would
 	return d, workloads

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -27,6 +28,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/hub/remote"
 )
 
 // FuzzParkedPassesDecideAsFullOnes drives a hub through workloads coming, winning, finishing and going,
@@ -190,7 +192,7 @@ func newParkingWorld(t *testing.T) *parkingWorld {
 		WithStatusSubresource(&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.Cohort{}, &gantry.WorkerCluster{}).Build()
 	w := &parkingWorld{t: t, ctx: context.Background(), server: server, clock: clocktesting.NewFakeClock(at.Time), copies: copies}
 	cache := interceptor.NewClient(server, interceptor.Funcs{SubResourceUpdate: w.update})
-	w.d = &Dispatcher{Client: cache, APIReader: server, Copies: copies, Recorder: &events.FakeRecorder{}, Clock: w.clock, cutAfter: 1}
+	w.d = &Dispatcher{Client: cache, APIReader: server, Workers: copies, Recorder: &events.FakeRecorder{}, Clock: w.clock, cutAfter: 1}
 	return w
 }
 
@@ -349,7 +351,7 @@ func (w *parkingWorld) pass() *planned {
 	}
 	_, usage := dispatch.PlanWithUsage(p.in.snap) // before the full snapshot sets its workloads apart
 	globals, locals := queueStatuses(p.in, usage.Queues)
-	fullIn := buildSnapshot(p.st, w.d.Copies, w.clock.Now(), w.d.RejectionTTL)
+	fullIn := buildSnapshot(p.st, w.d.Workers, w.clock.Now(), w.d.RejectionTTL)
 	fullIn.snap.Proposed, fullIn.snap.AgentNews = p.in.snap.Proposed, p.in.snap.AgentNews
 	full, fullUsage := dispatch.PlanWithUsage(fullIn.snap)
 	if diff := gocmp.Diff(comparable(full), comparable(p.res), cmpopts.EquateEmpty()); diff != "" {
@@ -399,10 +401,10 @@ func TestACopyAdmittedDuringAPassIsDecidedOn(t *testing.T) {
 		t.Fatalf("wl-1 was not nominated: %+v", wl.Status)
 	}
 	c := wl.Status.NominatedClusters[0]
-	racing := &racingCopies{CopyReader: w.copies, after: func() {
+	racing := &racingCopies{Workers: w.copies, after: func() {
 		w.copies.byName[c+"/wl-1"] = admittedCopy(&wl, fmt.Sprint(wl.Status.DispatchEpoch))
 	}}
-	w.d.Copies = racing
+	w.d.Workers = racing
 	for range 2 {
 		p, err := w.d.plan(w.ctx)
 		w.must(err)
@@ -415,18 +417,31 @@ func TestACopyAdmittedDuringAPassIsDecidedOn(t *testing.T) {
 	}
 }
 
-// racingCopies is a CopyReader whose first read of a copy returns what the workers showed before
-// after changed them: an agent that answers while a pass goes.
+// racingCopies are workers whose first read of a copy returns what they showed before after changed
+// them: an agent that answers while a pass goes.
 type racingCopies struct {
-	CopyReader
+	Workers
 	after func()
 }
 
-func (r *racingCopies) Copy(cluster string, wl *gantry.Workload) *gantry.Workload {
-	cp := r.CopyReader.Copy(cluster, wl)
-	if r.after != nil {
-		r.after()
-		r.after = nil
+func (r *racingCopies) Worker(name string) (remote.Worker, bool) {
+	w, ok := r.Workers.Worker(name)
+	if !ok {
+		return nil, false
+	}
+	return racingWorker{Worker: w, r: r}, true
+}
+
+type racingWorker struct {
+	remote.Worker
+	r *racingCopies
+}
+
+func (w racingWorker) CopyInPlace(key types.NamespacedName) *gantry.Workload {
+	cp := w.Worker.CopyInPlace(key)
+	if w.r.after != nil {
+		w.r.after()
+		w.r.after = nil
 	}
 	return cp
 }

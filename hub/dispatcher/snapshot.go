@@ -15,18 +15,16 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/hub/remote"
 )
 
-// CopyReader reads a workload's copy on a connected cluster.
-type CopyReader interface {
-	// Copy returns the copy of the hub Workload on the cluster, or nil when there is none or the cluster
-	// is not connected. It may be the cache's own object: it is read, never changed.
-	Copy(cluster string, wl *gantry.Workload) *gantry.Workload
-	IsConnected(cluster string) bool
+// Workers are the connected worker clusters, as the dispatcher reaches them; *remote.Manager is the
+// real one.
+type Workers interface {
+	// Worker returns the connected cluster of that name.
+	Worker(name string) (remote.Worker, bool)
 	// Tried says whether the hub has tried to connect the cluster since it started.
-	Tried(cluster string) bool
-	// Kinds lists the kinds of jobs the hub can run on a connected cluster; nil when not connected.
-	Kinds(cluster string) []gantry.JobKind
+	Tried(name string) bool
 }
 
 // hubState is what one pass reads from the hub's cache and the dispatcher's book.
@@ -88,8 +86,8 @@ type built struct {
 // buildSnapshot turns hub state into the dispatcher's snapshot. A pending workload whose Queue cannot
 // be resolved comes under no GlobalQueue, with its QueueProblem. The snapshot's workloads are the
 // entries' own, set for this pass: they hold until the next one.
-func buildSnapshot(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration) *built {
-	return buildParking(st, copies, now, rejectionTTL, nil)
+func buildSnapshot(st *hubState, workers Workers, now time.Time, rejectionTTL time.Duration) *built {
+	return buildParking(st, workers, now, rejectionTTL, nil)
 }
 
 // parker tells, once a pass has read the clusters and the queues, which GlobalQueues it parks and
@@ -99,10 +97,10 @@ type parker func(s *dispatch.Snapshot, r *resolver) *passRest
 // buildParking is buildSnapshot leaving out the parkable workloads of the GlobalQueues park parks, and
 // the settled tails of those it may cut (cut); both are counted in the built's parked Queues. A nil
 // park parks and cuts nothing.
-func buildParking(st *hubState, copies CopyReader, now time.Time, rejectionTTL time.Duration, park parker) *built {
-	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, copies), Queues: map[string]*dispatch.GlobalQueue{},
+func buildParking(st *hubState, workers Workers, now time.Time, rejectionTTL time.Duration, park parker) *built {
+	s := &dispatch.Snapshot{Clusters: snapshotClusters(st.clusters, workers), Queues: map[string]*dispatch.GlobalQueue{},
 		Cohorts: cohortsOf(st.cohorts), Now: now, RejectionTTL: rejectionTTL}
-	b := &snapshotBuilder{out: &built{snap: s}, r: newResolver(st, s.Queues), copies: copies, now: now, rejectionTTL: rejectionTTL}
+	b := &snapshotBuilder{out: &built{snap: s}, r: newResolver(st, s.Queues), workers: workers, now: now, rejectionTTL: rejectionTTL}
 	if park != nil {
 		b.rest = park(s, b.r)
 		b.r.parked = b.rest.parked
@@ -155,7 +153,7 @@ type snapshotBuilder struct {
 	// rest is what the pass parks and may cut (nil: nothing); cutting the tails it cuts, by GlobalQueue.
 	rest         *passRest
 	cutting      map[string]*tail
-	copies       CopyReader
+	workers      Workers
 	now          time.Time
 	rejectionTTL time.Duration
 }
@@ -181,7 +179,7 @@ func (b *snapshotBuilder) include(e *entry) {
 	default:
 		queue, nominatedQueue = gqName, e.recordedQueue
 		if w.Phase == dispatch.Pending && w.Epoch > 0 {
-			observed = observeCopies(e.wl, b.copies)
+			observed = observeCopies(e.wl, b.workers)
 		}
 	}
 	// Set only when they change, so that a walk over a queue at rest leaves its memory as it was.
@@ -198,18 +196,23 @@ func (b *snapshotBuilder) include(e *entry) {
 	b.out.locals = append(b.out.locals, e.queue)
 }
 
-func snapshotClusters(clusters []gantry.WorkerCluster, copies CopyReader) map[string]dispatch.Cluster {
+func snapshotClusters(clusters []gantry.WorkerCluster, workers Workers) map[string]dispatch.Cluster {
 	out := make(map[string]dispatch.Cluster, len(clusters))
 	for _, wc := range clusters {
+		w, connected := workers.Worker(wc.Name)
+		var kinds map[string]bool
+		if connected {
+			kinds = kindSet(w.Kinds())
+		}
 		out[wc.Name] = dispatch.Cluster{
 			Name:       wc.Name,
-			Connected:  copies.IsConnected(wc.Name),
-			Connecting: !copies.IsConnected(wc.Name) && !copies.Tried(wc.Name),
+			Connected:  connected,
+			Connecting: !connected && !workers.Tried(wc.Name),
 			AgentReady: apimeta.IsStatusConditionTrue(wc.Status.Conditions, gantry.ClusterAgentReady),
 			Cordoned:   wc.Spec.Cordoned,
 			Fenced:     wc.Spec.Fenced,
 			GPUs:       dispatch.GPUCapacityOf(wc.Status.Capacity),
-			Kinds:      kindSet(copies.Kinds(wc.Name)),
+			Kinds:      kinds,
 		}
 	}
 	return out
@@ -403,8 +406,12 @@ func rejectionsOf(wl *gantry.Workload) (map[string]time.Time, map[string]dispatc
 
 // currentCopy is the workload's copy on the cluster if it belongs to the workload's current epoch.
 // Copies of other epochs or of another Workload of the same name are fenced: nil.
-func currentCopy(wl *gantry.Workload, cluster string, copies CopyReader) *gantry.Workload {
-	cp := copies.Copy(cluster, wl)
+func currentCopy(wl *gantry.Workload, cluster string, workers Workers) *gantry.Workload {
+	w, ok := workers.Worker(cluster)
+	if !ok {
+		return nil
+	}
+	cp := w.CopyInPlace(client.ObjectKeyFromObject(wl))
 	if cp == nil || cp.Labels[gantry.WorkloadUIDLabel] != string(wl.UID) ||
 		cp.Labels[gantry.DispatchEpochLabel] != strconv.FormatInt(wl.Status.DispatchEpoch, 10) {
 		return nil
@@ -413,10 +420,10 @@ func currentCopy(wl *gantry.Workload, cluster string, copies CopyReader) *gantry
 }
 
 // observeCopies reads the copies of the workload's current epoch on its nominated clusters.
-func observeCopies(wl *gantry.Workload, copies CopyReader) []dispatch.Copy {
+func observeCopies(wl *gantry.Workload, workers Workers) []dispatch.Copy {
 	var out []dispatch.Copy
 	for _, c := range wl.Status.NominatedClusters {
-		cp := currentCopy(wl, c, copies)
+		cp := currentCopy(wl, c, workers)
 		if cp == nil {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/hub/remote"
 )
 
 type fakeCopies struct {
@@ -28,27 +29,35 @@ type fakeCopies struct {
 	untried   map[string]bool             // clusters the hub has not tried to connect yet
 }
 
-func (f fakeCopies) IsConnected(c string) bool { return f.connected[c] }
+// Worker implements Workers: the connected clusters, whose caches hold the copies.
+func (f fakeCopies) Worker(c string) (remote.Worker, bool) {
+	if !f.connected[c] {
+		return nil, false
+	}
+	return fakeWorker{f: f, name: c}, true
+}
 
 func (f fakeCopies) Tried(c string) bool { return !f.untried[c] }
 
-func (f fakeCopies) Kinds(c string) []gantry.JobKind {
-	if !f.connected[c] {
-		return nil
-	}
-	if k, ok := f.kinds[c]; ok {
+// fakeWorker is a connected cluster of fakeCopies; a pass reads only its copies and kinds.
+type fakeWorker struct {
+	remote.Worker // nil: a pass calls nothing else
+	f             fakeCopies
+	name          string
+}
+
+func (w fakeWorker) Kinds() []gantry.JobKind {
+	if k, ok := w.f.kinds[w.name]; ok {
 		return k
 	}
 	return []gantry.JobKind{gantry.JobKindJob}
 }
-func (f fakeCopies) Copy(c string, wl *gantry.Workload) *gantry.Workload {
-	if !f.connected[c] {
-		return nil
-	}
-	if cp, ok := f.byName[c+"/"+wl.Name]; ok {
+
+func (w fakeWorker) CopyInPlace(key types.NamespacedName) *gantry.Workload {
+	if cp, ok := w.f.byName[w.name+"/"+key.Name]; ok {
 		return cp
 	}
-	return f.copies[c]
+	return w.f.copies[w.name]
 }
 
 // hold makes the state hold the Workloads as the dispatcher's book would.

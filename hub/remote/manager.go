@@ -114,8 +114,13 @@ type Worker interface {
 	// Writer writes to the worker's API server.
 	Writer() client.Writer
 	// Serves says whether the worker serves the kind of job: batch Jobs always, other kinds when their
-	// API was found on connecting.
+	// API was found on connecting; Kinds lists them.
 	Serves(kind gantry.JobKind) bool
+	Kinds() []gantry.JobKind
+	// CopyInPlace is the Workload copy under the key as the cache holds it, not copied: the caller must
+	// not change it. Nil when the cache holds none. The dispatcher reads every nominated workload's
+	// copies in every pass this way.
+	CopyInPlace(key types.NamespacedName) *gantry.Workload
 	// HoldsCopy and HoldsJob tell, without copying anything, whether the cache may hold the Workload
 	// copy, or the job of the kind, under the key: false only when it surely does not. The hub looks for
 	// a Workload's objects on the clusters it names and on those that hold some, not on every one.
@@ -147,8 +152,7 @@ func (c *Cluster) HoldsJob(kind gantry.JobKind, key types.NamespacedName) bool {
 	return served && holds(store, key)
 }
 
-// CopyInPlace is the Workload copy under the key as the cache holds it, not copied: the caller must not
-// change it. Nil when the cache holds none.
+// CopyInPlace implements Worker.
 func (c *Cluster) CopyInPlace(key types.NamespacedName) *gantry.Workload {
 	if c.copies == nil {
 		var cp gantry.Workload
@@ -175,7 +179,7 @@ func holds(store toolscache.Store, key types.NamespacedName) bool {
 	return ok || err != nil
 }
 
-// Kinds lists the kinds of jobs the worker serves.
+// Kinds implements Worker.
 func (c *Cluster) Kinds() []gantry.JobKind {
 	var out []gantry.JobKind
 	for _, k := range jobkind.All() {

@@ -37,6 +37,24 @@ func (w *Worker) Writer() client.Writer { return w.Store }
 // Serves implements remote.Worker: an in-memory worker serves every kind.
 func (w *Worker) Serves(gantry.JobKind) bool { return true }
 
+// Kinds implements remote.Worker: every kind.
+func (w *Worker) Kinds() []gantry.JobKind {
+	var out []gantry.JobKind
+	for _, k := range jobkind.All() {
+		out = append(out, k.Name())
+	}
+	return out
+}
+
+// CopyInPlace implements remote.Worker.
+func (w *Worker) CopyInPlace(key types.NamespacedName) *gantry.Workload {
+	var cp gantry.Workload
+	if w.Cached().Get(context.Background(), key, &cp) != nil {
+		return nil
+	}
+	return &cp
+}
+
 // HoldsCopy implements remote.Worker.
 func (w *Worker) HoldsCopy(key types.NamespacedName) bool {
 	return Holds(w.Cached(), &gantry.Workload{}, key)
