@@ -13,8 +13,8 @@ import (
 // ledger tracks, per queue and cluster, the quota admitted workloads use and nominated ones reserve,
 // and per cohort, cluster and resource, what the queues and sub-cohorts of the cohort lend one another.
 type ledger struct {
-	// verdictOf are the workloads of the pass's verdicts, by key; its queues share it.
-	verdictOf map[string]*Workload
+	// verdicts are the workloads of the pass's verdicts; its queues share them.
+	verdicts *verdictWorkloads
 	// unqueued are the pending workloads whose Queue gives them no GlobalQueue.
 	unqueued []*Workload
 	queues   map[string]*queueLedger
@@ -60,8 +60,8 @@ type queueLedger struct {
 	// room counts, for the whole pass, the nominations that took quota and the widenings that gave
 	// some back.
 	room *roomChanges
-	// verdictOf is the pass's: the workloads of its verdicts.
-	verdictOf map[string]*Workload
+	// verdicts is the pass's: the workloads of its verdicts.
+	verdicts *verdictWorkloads
 	// now and rejectionTTL are the snapshot's: when a rejection lapses.
 	now          time.Time
 	rejectionTTL time.Duration
@@ -135,11 +135,11 @@ func newLedger(s *Snapshot) *ledger {
 // emptyLedger lays out the snapshot's queues and cohorts, their quota and limits, with nothing used.
 func emptyLedger(s *Snapshot) *ledger {
 	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{},
-		verdictOf: map[string]*Workload{}}
+		verdicts: &verdictWorkloads{}}
 	room := &roomChanges{}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
-			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, verdictOf: l.verdictOf,
+			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, verdicts: l.verdicts,
 			now: s.Now, rejectionTTL: s.RejectionTTL}
 		for _, c := range q.Clusters {
 			for r := range q.Quota[c] {

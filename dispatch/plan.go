@@ -117,7 +117,7 @@ func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	}
 	l.nominate(&res)
 	l.preempt(s, &res)
-	holdVerdicts(s, &res, l.verdictOf)
+	holdVerdicts(s, &res, l.verdicts.of)
 	for name, ql := range l.queues {
 		if ql.readCapacity {
 			if res.ReadCapacity == nil {
@@ -157,8 +157,7 @@ func (q *queueLedger) review(w *Workload, res *Result) (nominee, bool) {
 	if keep && !widen {
 		verdict := -1
 		if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
-			res.Verdicts = append(res.Verdicts, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
-			q.verdictOf[w.Key] = w
+			q.verdicts.add(res, w, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
 			verdict = len(res.Verdicts) - 1
 		}
 		q.noteWaitingOnNodes(w, rejected, verdict)
@@ -597,8 +596,7 @@ func (ql *queueLedger) addVerdict(res *Result, w *Workload, v Verdict) bool {
 	if v.Reason == "" || (w.Shows(v) && !ql.preempts()) {
 		return false
 	}
-	res.Verdicts = append(res.Verdicts, v)
-	ql.verdictOf[w.Key] = w
+	ql.verdicts.add(res, w, v)
 	return true
 }
 

@@ -211,6 +211,7 @@ func (m *model) byKey(key string) *Workload {
 }
 
 func (m *model) apply(t *testing.T, r Result) {
+	checkVerdictsComeAlone(t, r)
 	for _, win := range r.Winners {
 		w := m.byKey(win.Key)
 		if w.Winner != "" || m.winners[w.Key] != "" {
@@ -510,4 +511,24 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 			m.checkQuota(t)
 		}
 	})
+}
+
+// checkVerdictsComeAlone fails when a workload with a verdict also wins, is nominated or is a victim in
+// the same pass: holdVerdicts relies on it.
+func checkVerdictsComeAlone(t *testing.T, r Result) {
+	others := map[string]string{}
+	for _, w := range r.Winners {
+		others[w.Key] = "wins"
+	}
+	for _, n := range r.Nominations {
+		others[n.Key] = "is nominated"
+	}
+	for _, p := range r.Preemptions {
+		others[p.Victim] = "is preempted"
+	}
+	for _, v := range r.Verdicts {
+		if what := others[v.Key]; what != "" {
+			t.Fatalf("%s has a verdict (%s) and %s in the same pass", v.Key, v.Reason, what)
+		}
+	}
 }

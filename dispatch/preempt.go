@@ -37,6 +37,8 @@ type blocked struct {
 	vec     []int64
 	verdict int
 	onNodes bool
+	// verdicts are the pass's, to which one for it is added should it have none.
+	verdicts *verdictWorkloads
 }
 
 // noteQuotaBlocked remembers the head workload, whose verdict was just added, as one that may preempt:
@@ -46,7 +48,7 @@ func (ql *queueLedger) noteQuotaBlocked(w *Workload, vec []int64, res *Result) {
 	if res.Verdicts[i].Reason != gantry.ReasonWaitingForQuota || !ql.preempts() {
 		return
 	}
-	ql.blocked = append(ql.blocked, blocked{w: w, vec: slices.Clone(vec), verdict: i})
+	ql.blocked = append(ql.blocked, blocked{w: w, vec: slices.Clone(vec), verdict: i, verdicts: ql.verdicts})
 }
 
 // noteWaitingOnNodes remembers a nominated workload as one that may preempt at node level: an agent
@@ -58,8 +60,7 @@ func (ql *queueLedger) noteWaitingOnNodes(w *Workload, rejected map[string]strin
 	}) {
 		return
 	}
-	ql.blocked = append(ql.blocked, blocked{w: w, vec: ql.vector(w.Requests), verdict: verdict, onNodes: true})
-	ql.verdictOf[w.Key] = w // the verdict a preemption adds for it
+	ql.blocked = append(ql.blocked, blocked{w: w, vec: ql.vector(w.Requests), verdict: verdict, onNodes: true, verdicts: ql.verdicts})
 }
 
 // preempts says whether the queue has any rule that lets it preempt.
@@ -140,7 +141,7 @@ func (l *ledger) preempt(s *Snapshot, res *Result) {
 // say makes the workload's verdict in res Preempting, with msg.
 func (b blocked) say(res *Result, msg string) {
 	if b.verdict < 0 {
-		res.Verdicts = append(res.Verdicts, Verdict{Key: b.w.Key, Reason: gantry.ReasonPreempting, Message: msg})
+		b.verdicts.add(res, b.w, Verdict{Key: b.w.Key, Reason: gantry.ReasonPreempting, Message: msg})
 		return
 	}
 	v := &res.Verdicts[b.verdict]

@@ -50,8 +50,7 @@ func (l *ledger) sayQueueProblems(res *Result) {
 	for _, w := range l.unqueued {
 		v := Verdict{Key: w.Key, Reason: w.QueueProblem.Reason, Message: w.QueueProblem.Message, Withdraw: len(w.Nominated) > 0}
 		if !w.Shows(v) {
-			res.Verdicts = append(res.Verdicts, v)
-			l.verdictOf[w.Key] = w
+			l.verdicts.add(res, w, v)
 		}
 	}
 }

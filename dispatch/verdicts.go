@@ -40,26 +40,24 @@ func waitingForRoom(reason string) bool {
 	return reason == gantry.ReasonWaitingForQuota || reason == gantry.ReasonWaitingForCapacity
 }
 
+// verdictWorkloads are the workloads of a pass's verdicts, in the order of Result.Verdicts.
+type verdictWorkloads struct{ of []*Workload }
+
+// add gives the workload the verdict.
+func (vw *verdictWorkloads) add(res *Result, w *Workload, v Verdict) {
+	res.Verdicts = append(res.Verdicts, v)
+	vw.of = append(vw.of, w)
+}
+
 // holdVerdicts leaves in res.Verdicts those to write now, and moves the others' keys to res.Held.
-// verdictOf gives the workload of each verdict.
-func holdVerdicts(s *Snapshot, res *Result, verdictOf map[string]*Workload) {
-	if len(res.Verdicts) == 0 {
-		return
-	}
-	withMore := map[string]bool{}
-	for _, w := range res.Winners {
-		withMore[w.Key] = true
-	}
-	for i := range res.Nominations {
-		withMore[res.Nominations[i].Key] = true
-	}
-	for i := range res.Preemptions {
-		withMore[res.Preemptions[i].Victim] = true
-	}
+// workloads are the verdicts' workloads, in their order. A workload with a verdict has no winner or
+// nomination in the same pass, and is no victim of a preemption (those are admitted): what may come
+// with a verdict is a withdrawal or rejections, and then it is written.
+func holdVerdicts(s *Snapshot, res *Result, workloads []*Workload) {
 	kept := res.Verdicts[:0]
-	for _, v := range res.Verdicts {
-		w := verdictOf[v.Key]
-		if w == nil || v.Withdraw || withMore[v.Key] || len(res.Rejections[v.Key]) > 0 {
+	for i, v := range res.Verdicts {
+		w := workloads[i]
+		if v.Withdraw || len(res.Rejections[v.Key]) > 0 {
 			kept = append(kept, v)
 			continue
 		}

@@ -77,7 +77,7 @@ func TestVerdictsAreWrittenWhenAPersonLearnsSomething(t *testing.T) {
 			if st.rejected {
 				res.Rejections[w.Key] = []Rejection{{Cluster: "w1", Reason: gantry.ReasonNeverFits}}
 			}
-			holdVerdicts(s, &res, map[string]*Workload{w.Key: w})
+			holdVerdicts(s, &res, []*Workload{w})
 			if written := len(res.Verdicts) == 1; written != st.written || res.HeldFor != st.heldFor {
 				t.Errorf("%s, pass %d: written %v, held for %v; want %v, %v", name, i, written, res.HeldFor, st.written, st.heldFor)
 			}
