@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -509,81 +510,72 @@ func TestPendingWordsCountForTheirSpecOnly(t *testing.T) {
 
 // Passes run at once while they have taken little of the time, and wait once they took more than their
 // share: each pass here takes 200 ms; four in a row spend the burst, and the fifth waits until a quarter
-// of the time makes up for what the fourth overdrew. Triggers meanwhile coalesce into it.
+// of the time makes up for what the fourth overdrew. Triggers meanwhile coalesce into it. The dispatcher
+// runs in a bubble: synctest.Wait returns once it waits for a trigger or for the clock.
 func TestPassesArePaced(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := gantry.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	const took = 200 * time.Millisecond
-	var mu sync.Mutex
-	passes := 0
-	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, ok := list.(*gantry.WorkerClusterList); ok { // once a pass
-				clock.Step(took)
-				mu.Lock()
-				passes++
-				mu.Unlock()
-			}
-			return c.List(ctx, list, opts...)
-		}}).Build()
-	d := &Dispatcher{Client: c, Workers: fakeCopies{}, Recorder: events.NewFakeRecorder(10), Clock: clock, Resync: time.Hour}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- d.Start(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	passesAre := func(want int) {
-		t.Helper()
-		for i := 0; ; i++ {
+	synctest.Test(t, func(t *testing.T) {
+		s := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := gantry.AddToScheme(s); err != nil {
+			t.Fatal(err)
+		}
+		clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+		const took = 200 * time.Millisecond
+		var mu sync.Mutex
+		passes := 0
+		c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, ok := list.(*gantry.WorkerClusterList); ok { // once a pass
+					clock.Step(took)
+					mu.Lock()
+					passes++
+					mu.Unlock()
+				}
+				return c.List(ctx, list, opts...)
+			}}).Build()
+		d := &Dispatcher{Client: c, Workers: fakeCopies{}, Recorder: events.NewFakeRecorder(10), Clock: clock, Resync: time.Hour}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- d.Start(ctx) }()
+		defer func() {
+			cancel()
+			<-done
+		}()
+		// passesAre checks the passes run once the dispatcher waits.
+		passesAre := func(want int) {
+			t.Helper()
+			synctest.Wait()
 			mu.Lock()
-			n := passes
-			mu.Unlock()
-			if n == want {
-				return
+			defer mu.Unlock()
+			if passes != want {
+				t.Fatalf("%d passes, want %d", passes, want)
 			}
-			if i == 1000 {
-				t.Fatalf("%d passes, want %d", n, want)
-			}
-			time.Sleep(10 * time.Millisecond)
 		}
-	}
-	waitersAre := func(want int) {
-		t.Helper()
-		for i := 0; clock.Waiters() != want; i++ {
-			if i == 1000 {
-				t.Fatalf("%d waiting on the clock, want %d", clock.Waiters(), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 
-	passesAre(1) // the first pass, at the start
-	for n := 2; n <= 4; n++ {
+		passesAre(1) // the first pass, at the start
+		for n := 2; n <= 4; n++ {
+			d.Trigger()
+			passesAre(n) // the burst: 500 ms of passes, and what a quarter of their time adds to it
+		}
+		waiting := clock.Waiters() // the resync, and the fourth pass's wait for its statuses' interval
 		d.Trigger()
-		passesAre(n) // the burst: 500 ms of passes, and what a quarter of their time adds to it
-	}
-	time.Sleep(100 * time.Millisecond) // the fourth pass ends, and waits for its statuses' interval
-	waiting := clock.Waiters()
-	d.Trigger()
-	d.Trigger()
-	// The fifth pass waits: 500 ms, less 4 x 200 ms of passes, plus a quarter of the 600 ms since the first
-	// ended, leaves -150 ms, which a quarter of the next 600 ms makes up.
-	waitersAre(waiting + 1)
-	clock.Step(600*time.Millisecond - time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
-	passesAre(4)
-	clock.Step(time.Millisecond)
-	passesAre(5)
-	time.Sleep(100 * time.Millisecond)
-	passesAre(5) // the two triggers made one pass
+		d.Trigger()
+		// The fifth pass waits: 500 ms, less 4 x 200 ms of passes, plus a quarter of the 600 ms since the first
+		// ended, leaves -150 ms, which a quarter of the next 600 ms makes up.
+		synctest.Wait()
+		if n := clock.Waiters(); n != waiting+1 {
+			t.Fatalf("%d waiting on the clock, want %d", n, waiting+1)
+		}
+		clock.Step(600*time.Millisecond - time.Millisecond)
+		passesAre(4)
+		clock.Step(time.Millisecond)
+		passesAre(5)
+		// Had the second trigger made a pass of its own, it would have run by now, paced or not.
+		clock.Step(10 * time.Second)
+		passesAre(5) // the two triggers made one pass
+	})
 }
 
 func TestPassBudget(t *testing.T) {

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -23,46 +24,58 @@ import (
 )
 
 // A queue status write that conflicts (the cache had not seen the last one) is retried after the
-// interval, not left stale until the next resync.
+// interval, not left stale until the next resync. In a bubble, synctest.Wait returns once the retry
+// waits on the clock.
 func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
-	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
-		Spec: gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{{Name: "w1"}}}}
-	c, sw := conflictingOnce(t, gq)
-	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	d := &Dispatcher{Client: c, Clock: clock}
-	d.init()
-	st := &hubState{globals: []gantry.GlobalQueue{*gq}}
-	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"w1"}}},
-		Clusters: map[string]dispatch.Cluster{"w1": {Name: "w1"}}}
+	synctest.Test(t, func(t *testing.T) {
+		gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
+			Spec: gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{{Name: "w1"}}}}
+		c, sw := conflictingOnce(t, gq)
+		clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+		d := &Dispatcher{Client: c, Clock: clock}
+		d.init()
+		st := &hubState{globals: []gantry.GlobalQueue{*gq}}
+		snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"w1"}}},
+			Clusters: map[string]dispatch.Cluster{"w1": {Name: "w1"}}}
 
-	d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
-	waitForSlots(t, d)
-	if sw.conflicts != 0 {
-		t.Fatal("the status was not written")
-	}
-	select {
-	case <-d.trigger:
-		t.Fatal("a pass was asked for before the interval")
-	default:
-	}
-	stepWhenWaited(t, clock, queueStatusInterval)
-	select {
-	case <-d.trigger:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no pass was asked for %v after the failed write", queueStatusInterval)
-	}
-	if due := d.statusesDue(); due > 0 {
-		t.Fatalf("statuses due in %v after the interval, want now", due)
-	}
-	d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
-	waitForSlots(t, d)
-	var got gantry.GlobalQueue
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(gq), &got); err != nil {
-		t.Fatal(err)
-	}
-	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, gantry.QueueActive) {
-		t.Errorf("GlobalQueue status after the retry: %+v, want Active", got.Status)
-	}
+		d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
+		waitForSlots(t, d)
+		if sw.conflicts != 0 {
+			t.Fatal("the status was not written")
+		}
+		synctest.Wait()
+		select {
+		case <-d.trigger:
+			t.Fatal("a pass was asked for before the interval")
+		default:
+		}
+		clock.Step(queueStatusInterval - time.Nanosecond)
+		synctest.Wait()
+		select {
+		case <-d.trigger:
+			t.Fatal("a pass was asked for before the interval")
+		default:
+		}
+		clock.Step(time.Nanosecond)
+		synctest.Wait()
+		select {
+		case <-d.trigger:
+		default:
+			t.Fatalf("no pass was asked for %v after the failed write", queueStatusInterval)
+		}
+		if due := d.statusesDue(); due > 0 {
+			t.Fatalf("statuses due in %v after the interval, want now", due)
+		}
+		d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
+		waitForSlots(t, d)
+		var got gantry.GlobalQueue
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(gq), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !apimeta.IsStatusConditionTrue(got.Status.Conditions, gantry.QueueActive) {
+			t.Errorf("GlobalQueue status after the retry: %+v, want Active", got.Status)
+		}
+	})
 }
 
 // A cohort is Active while it sits in the tree as its spec says; one whose parents lead back to it is
@@ -246,18 +259,6 @@ func TestAPassDoesNotWaitForQueueStatuses(t *testing.T) {
 	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, gantry.QueueActive) {
 		t.Errorf("GlobalQueue status %+v, want Active", got.Status)
 	}
-}
-
-// stepWhenWaited steps the clock once something waits on it.
-func stepWhenWaited(t *testing.T, clock *clocktesting.FakeClock, d time.Duration) {
-	t.Helper()
-	for i := 0; !clock.HasWaiters(); i++ {
-		if i == 1000 {
-			t.Fatal("nothing waits on the clock")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	clock.Step(d)
 }
 
 func usageOf(snap *dispatch.Snapshot) *dispatch.Usage {
