@@ -375,13 +375,6 @@ func (d *Dispatcher) overlay(entries map[string]*entry) (map[string]*entry, []ow
 	return over, applied
 }
 
-func resourceVersionOf(wl *gantry.Workload) string {
-	if wl == nil {
-		return ""
-	}
-	return wl.ResourceVersion
-}
-
 // change is one workload's part of a pass.
 type change struct {
 	wl          *gantry.Workload
