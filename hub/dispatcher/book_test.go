@@ -97,10 +97,8 @@ func FuzzBookKeepsQueueOrder(f *testing.F) {
 }
 
 func bookWorkload(name string, uid types.UID, version int, priority int32, queue string) *gantry.Workload {
-	wl := hubWorkload("ns", name, queue)
-	wl.UID, wl.ResourceVersion, wl.Spec.Priority = uid, strconv.Itoa(version), priority
-	wl.CreationTimestamp = metav1.NewTime(at.Add(time.Duration(version%7) * time.Second))
-	return wl
+	return hubWorkload("ns", name, queue).UID(string(uid)).ResourceVersion(strconv.Itoa(version)).Priority(priority).
+		Created(at.Add(time.Duration(version%7) * time.Second)).Obj()
 }
 
 func checkBook(t *testing.T, b *book, want map[string]*gantry.Workload) {
@@ -184,10 +182,8 @@ func TestBookSharesRequestsAndWords(t *testing.T) {
 	b := newBook()
 	var wls []*gantry.Workload
 	for i := range 3 {
-		wl := hubWorkload("ns", fmt.Sprintf("w%d", i), "q")
-		wl.Status.Conditions = []metav1.Condition{{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
-			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue " + string([]byte("gq"))}}
-		wls = append(wls, wl)
+		wls = append(wls, hubWorkload("ns", fmt.Sprintf("w%d", i), "q").
+			Pending(gantry.ReasonWaitingForQuota, "waiting for quota of GlobalQueue "+string([]byte("gq"))).Obj())
 	}
 	b.replace(wls)
 	b.sync()

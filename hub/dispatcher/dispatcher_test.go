@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,13 +21,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // outcome is what the API server does with one status write of a Workload.
@@ -151,74 +150,19 @@ func (h *harness) counts() (writes map[string]int, reads int) {
 // namespaces labelled team=a; namespace ns has Queue q on gq.
 func hubObjects() []client.Object {
 	gq := func(name string) *gantry.GlobalQueue {
-		return &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gantry.GlobalQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
-			Clusters:          []gantry.ClusterQuota{{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8")}}},
-		}}
+		return hubtest.MakeGlobalQueue(name).Select("team", "a").Cluster("w1", gantry.GPUResource, "8").Obj()
 	}
 	return []client.Object{
 		gq("gq"), gq("other"),
-		&gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: gantry.WorkerClusterStatus{
-			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: at}}}},
+		hubtest.MakeWorkerCluster("w1").AgentReady().Obj(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "a"}}},
-		queue("ns", "q", "gq"),
+		hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj(),
 	}
 }
 
-func queue(ns, name, globalQueue string) *gantry.Queue {
-	return &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: gantry.QueueSpec{GlobalQueue: globalQueue}}
-}
-
-// wlBuilder makes hub Workloads of 8 GPUs (two pods of 4).
-type wlBuilder struct{ wl *gantry.Workload }
-
-func makeHubWorkload(name, queue string) *wlBuilder {
-	wl := hubWorkload("ns", name, queue)
-	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: "job-" + wl.UID, Controller: ptr.To(true)}}
-	return &wlBuilder{wl: wl}
-}
-
-func (b *wlBuilder) namespace(ns string) *wlBuilder { b.wl.Namespace = ns; return b }
-func (b *wlBuilder) priority(p int32) *wlBuilder    { b.wl.Spec.Priority = p; return b }
-
-// nominated records a nomination to clusters in the epoch, under the GlobalQueue (empty: recorded before
-// the field existed).
-func (b *wlBuilder) nominated(globalQueue string, epoch int64, clusters ...string) *wlBuilder {
-	st := &b.wl.Status
-	st.GlobalQueue, st.DispatchEpoch, st.NominatedClusters = globalQueue, epoch, clusters
-	return b
-}
-
-func (b *wlBuilder) admittedOn(cluster string) *wlBuilder {
-	b.wl.Status.ClusterName = cluster
-	apimeta.SetStatusCondition(&b.wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadAdmitted,
-		Status: metav1.ConditionTrue, Reason: gantry.ReasonAdmittedByCluster, LastTransitionTime: at})
-	return b
-}
-
-func (b *wlBuilder) finished() *wlBuilder {
-	apimeta.SetStatusCondition(&b.wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadFinished,
-		Status: metav1.ConditionTrue, Reason: gantry.ReasonJobSucceeded, LastTransitionTime: at})
-	return b
-}
-
-// deleting marks the Workload deleted; its finalizer holds it until its objects on workers are gone.
-func (b *wlBuilder) deleting() *wlBuilder {
-	b.wl.DeletionTimestamp = &at
-	b.wl.Finalizers = []string{gantry.WorkloadFinalizer}
-	return b
-}
-
-func (b *wlBuilder) rejectedBy(cluster string, when metav1.Time) *wlBuilder {
-	b.wl.Status.RejectedClusters = append(b.wl.Status.RejectedClusters,
-		gantry.RejectedCluster{Name: cluster, Reason: gantry.ReasonNeverFits, Message: "no", Time: when})
-	return b
-}
-
-func (b *wlBuilder) obj() *gantry.Workload { return b.wl }
-
-func admittedCopy(wl *gantry.Workload, epoch string) *gantry.Workload {
-	return copyOf(wl, epoch, &metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantry.ReasonFits, LastTransitionTime: at})
+// makeHubWorkload starts a hubWorkload in namespace ns, owned by its Job.
+func makeHubWorkload(name, queue string) *hubtest.WorkloadWrapper {
+	return hubWorkload("ns", name, queue).OwnedByJob(name, "job-uid-"+name)
 }
 
 // TestPassKeepsQuotaOfJobsThatMayStillRun: a Job admitted on w1 keeps its quota there, whatever became of
@@ -229,26 +173,26 @@ func TestPassKeepsQuotaOfJobsThatMayStillRun(t *testing.T) {
 		extra   []client.Object
 	}{
 		"its Workload is being deleted": {
-			running: makeHubWorkload("running", "q").nominated("gq", 1, "w1").admittedOn("w1").deleting().obj(),
+			running: makeHubWorkload("running", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Deleting().Obj(),
 		},
 		"its Queue was deleted": {
-			running: makeHubWorkload("running", "gone").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			running: makeHubWorkload("running", "gone").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
 		},
 		"its Queue names another GlobalQueue now": {
-			running: makeHubWorkload("running", "moved").nominated("gq", 1, "w1").admittedOn("w1").obj(),
-			extra:   []client.Object{queue("ns", "moved", "other")},
+			running: makeHubWorkload("running", "moved").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
+			extra:   []client.Object{hubtest.MakeQueue("moved", "ns").GlobalQueue("other").Obj()},
 		},
 		"its namespace is no longer selected": {
-			running: makeHubWorkload("running", "q").namespace("left").nominated("gq", 1, "w1").admittedOn("w1").obj(),
-			extra:   []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "left"}}, queue("left", "q", "gq")},
+			running: hubWorkload("left", "running", "q").OwnedByJob("running", "job-uid-running").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
+			extra:   []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "left"}}, hubtest.MakeQueue("q", "left").GlobalQueue("gq").Obj()},
 		},
 		"it was admitted before its GlobalQueue was recorded": {
-			running: makeHubWorkload("running", "q").nominated("", 1, "w1").admittedOn("w1").obj(),
+			running: makeHubWorkload("running", "q").Nominated("", 1, "w1").AdmittedOn("w1").Obj(),
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			next := makeHubWorkload("next", "q").obj()
+			next := makeHubWorkload("next", "q").Obj()
 			h := newHarness(t, at.Time, append(append(hubObjects(), tc.extra...), tc.running, next)...)
 			h.pass()
 			st := h.status("next")
@@ -268,8 +212,8 @@ func TestPassKeepsQuotaOfJobsThatMayStillRun(t *testing.T) {
 // TestPassLeavesFinishedWorkloadsOut: a finished Workload, though its status still names the cluster it
 // ran on, holds no quota, gets no write, and is not among what the dispatcher's book remembers.
 func TestPassLeavesFinishedWorkloadsOut(t *testing.T) {
-	done := makeHubWorkload("done", "q").nominated("gq", 1, "w1").admittedOn("w1").finished().obj()
-	h := newHarness(t, at.Time, append(hubObjects(), done, makeHubWorkload("next", "q").obj())...)
+	done := makeHubWorkload("done", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Finished(gantry.ReasonJobSucceeded).Obj()
+	h := newHarness(t, at.Time, append(hubObjects(), done, makeHubWorkload("next", "q").Obj())...)
 	h.pass()
 	if st := h.status("next"); st.DispatchEpoch != 1 || !slices.Equal(st.NominatedClusters, []string{"w1"}) {
 		t.Errorf("next job in epoch %d nominated to %v, want epoch 1 on w1: the finished one holds no quota", st.DispatchEpoch, st.NominatedClusters)
@@ -286,9 +230,7 @@ func TestPassLeavesFinishedWorkloadsOut(t *testing.T) {
 // connect a cluster does not declare its waiting workloads without a cluster: it writes nothing until it
 // has tried, then says what it found.
 func TestPassWaitsForAStartingHubToTryItsClusters(t *testing.T) {
-	waiting := makeHubWorkload("waiting", "q").obj()
-	apimeta.SetStatusCondition(&waiting.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
-		Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq", LastTransitionTime: at})
+	waiting := makeHubWorkload("waiting", "q").Pending(gantry.ReasonWaitingForQuota, "waiting for quota of GlobalQueue gq").Obj()
 	h := newHarness(t, at.Time, append(hubObjects(), waiting)...)
 	h.copies.connected["w1"] = false
 	h.copies.untried = map[string]bool{"w1": true}
@@ -308,9 +250,9 @@ func TestPassWaitsForAStartingHubToTryItsClusters(t *testing.T) {
 // another GlobalQueue after it was nominated is not confirmed, though a copy was admitted: it is
 // nominated again under the GlobalQueue its Queue names now.
 func TestPassReplacesANominationMadeUnderAnotherGlobalQueue(t *testing.T) {
-	wl := makeHubWorkload("w", "moved").nominated("gq", 1, "w1").obj()
-	h := newHarness(t, at.Time, append(hubObjects(), queue("ns", "moved", "other"), wl)...)
-	h.copies.byName["w1/w"] = admittedCopy(wl, "1")
+	wl := makeHubWorkload("w", "moved").Nominated("gq", 1, "w1").Obj()
+	h := newHarness(t, at.Time, append(hubObjects(), hubtest.MakeQueue("moved", "ns").GlobalQueue("other").Obj(), wl)...)
+	h.copies.byName["w1/w"] = hubtest.MakeCopyOf(wl, 1).Admitted().Since(at.Time).Obj()
 	h.pass()
 	st := h.status("w")
 	got := fmt.Sprintf("winner %q, epoch %d, nominated %v under %q", st.ClusterName, st.DispatchEpoch, st.NominatedClusters, st.GlobalQueue)
@@ -333,7 +275,7 @@ func TestPassAsksAgainWhenARejectionLapses(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			wl := makeHubWorkload("w", "q").nominated("gq", 1).rejectedBy("w1", tc.recorded).obj()
+			wl := makeHubWorkload("w", "q").Nominated("gq", 1).RejectedBy("w1", gantry.ReasonNeverFits, "no", tc.recorded.Time).Obj()
 			h := newHarness(t, at.Add(ttl), append(hubObjects(), wl)...)
 			h.pass()
 			st := h.status("w")
@@ -344,8 +286,7 @@ func TestPassAsksAgainWhenARejectionLapses(t *testing.T) {
 				return
 			}
 			// Its agent rejects the new epoch's copy too.
-			h.copies.byName["w1/w"] = copyOf(wl, "2", &metav1.Condition{Type: gantry.WorkloadAdmitted,
-				Status: metav1.ConditionFalse, Reason: gantry.ReasonNoEligibleNode, Message: "pool at zero"})
+			h.copies.byName["w1/w"] = hubtest.MakeCopyOf(wl, 2).Condition(metav1.ConditionFalse, gantry.ReasonNoEligibleNode, "pool at zero").Obj()
 			h.clock.Step(time.Minute)
 			h.pass()
 			want := []gantry.RejectedCluster{{Name: "w1", Reason: gantry.ReasonNoEligibleNode, Message: "pool at zero",
@@ -363,15 +304,15 @@ func TestPassAsksAgainWhenARejectionLapses(t *testing.T) {
 func TestPassHoldsAWriteOfUnknownOutcome(t *testing.T) {
 	timeout := apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
 	t.Run("applied", func(t *testing.T) {
-		first := makeHubWorkload("first", "q").nominated("gq", 1, "w1").obj()
-		urgent := makeHubWorkload("urgent", "q").priority(10).nominated("gq", 1, "w1").obj()
+		first := makeHubWorkload("first", "q").Nominated("gq", 1, "w1").Obj()
+		urgent := makeHubWorkload("urgent", "q").Priority(10).Nominated("gq", 1, "w1").Obj()
 		h := newHarness(t, at.Time, append(hubObjects(), first, urgent)...)
 		h.outcomes["first"] = []outcome{{err: timeout, applied: true}}
-		h.copies.byName["w1/first"] = admittedCopy(first, "1")
+		h.copies.byName["w1/first"] = hubtest.MakeCopyOf(first, 1).Admitted().Since(at.Time).Obj()
 		h.pass() // first wins w1; the write times out, applied
 
 		// Before the live read, a higher-priority workload admitted on w1 must find the quota taken.
-		h.copies.byName["w1/urgent"] = admittedCopy(urgent, "1")
+		h.copies.byName["w1/urgent"] = hubtest.MakeCopyOf(urgent, 1).Admitted().Since(at.Time).Obj()
 		h.pass()
 		if w := h.status("urgent").ClusterName; w != "" {
 			t.Fatalf("urgent won %s while first's winner write had an unknown outcome", w)
@@ -399,10 +340,10 @@ func TestPassHoldsAWriteOfUnknownOutcome(t *testing.T) {
 		}
 	})
 	t.Run("not applied", func(t *testing.T) {
-		first := makeHubWorkload("first", "q").nominated("gq", 1, "w1").obj()
+		first := makeHubWorkload("first", "q").Nominated("gq", 1, "w1").Obj()
 		h := newHarness(t, at.Time, append(hubObjects(), first)...)
 		h.outcomes["first"] = []outcome{{err: timeout}}
-		h.copies.byName["w1/first"] = admittedCopy(first, "1")
+		h.copies.byName["w1/first"] = hubtest.MakeCopyOf(first, 1).Admitted().Since(at.Time).Obj()
 		h.pass()
 		h.pass() // before the live read: nothing is written again
 		if writes, reads := h.counts(); writes["first"] != 1 || reads != 0 {
@@ -419,10 +360,10 @@ func TestPassHoldsAWriteOfUnknownOutcome(t *testing.T) {
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
-		first := makeHubWorkload("first", "q").nominated("gq", 1, "w1").obj()
+		first := makeHubWorkload("first", "q").Nominated("gq", 1, "w1").Obj()
 		h := newHarness(t, at.Time, append(hubObjects(), first)...)
 		h.outcomes["first"] = []outcome{{err: apierrors.NewInvalid(schema.GroupKind{Group: gantry.GroupVersion.Group, Kind: "Workload"}, "first", field.ErrorList{})}}
-		h.copies.byName["w1/first"] = admittedCopy(first, "1")
+		h.copies.byName["w1/first"] = hubtest.MakeCopyOf(first, 1).Admitted().Since(at.Time).Obj()
 		h.pass()
 		h.pass() // a refusal is known not to be applied: decided again at once, with no live read
 		if writes, reads := h.counts(); writes["first"] != 2 || reads != 0 {
@@ -460,13 +401,13 @@ func TestNotApplied(t *testing.T) {
 // winner decided over the nomination the cache does not show yet, and then no further write: every pass
 // goes by the newest of its own writes, not the cache's older object.
 func TestPassGoesByItsOwnWritesInARow(t *testing.T) {
-	wl := makeHubWorkload("a", "q").obj()
+	wl := makeHubWorkload("a", "q").Obj()
 	h := newHarness(t, at.Time, append(hubObjects(), wl)...)
 	h.pass()
 	if st := h.status("a"); st.DispatchEpoch != 1 || st.ClusterName != "" {
 		t.Fatalf("after the first pass: %+v", st)
 	}
-	h.copies.byName["w1/a"] = admittedCopy(wl, "1")
+	h.copies.byName["w1/a"] = hubtest.MakeCopyOf(wl, 1).Admitted().Since(at.Time).Obj()
 	h.pass()
 	if st := h.status("a"); st.ClusterName != "w1" {
 		t.Fatalf("after the second pass: winner %q", st.ClusterName)
@@ -485,8 +426,7 @@ func TestPassGoesByItsOwnWritesInARow(t *testing.T) {
 // written for the Workload's current spec.
 func TestPendingWordsCountForTheirSpecOnly(t *testing.T) {
 	shown := func(generation, observed int64, status metav1.ConditionStatus) *gantry.Workload {
-		wl := makeHubWorkload("w", "q").obj()
-		wl.Generation = generation
+		wl := makeHubWorkload("w", "q").Generation(generation).Obj()
 		apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: status,
 			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq", ObservedGeneration: observed})
 		return wl
@@ -499,7 +439,7 @@ func TestPendingWordsCountForTheirSpecOnly(t *testing.T) {
 		"written for its spec":      {shown(2, 2, metav1.ConditionTrue), true},
 		"written for an older spec": {shown(3, 2, metav1.ConditionTrue), false},
 		"no longer true":            {shown(2, 2, metav1.ConditionFalse), false},
-		"none":                      {makeHubWorkload("w", "q").obj(), false},
+		"none":                      {makeHubWorkload("w", "q").Obj(), false},
 	}
 	for name, tc := range cases {
 		if got := newEntry(tc.wl, nil).w.Shows(v); got != tc.want {

@@ -7,6 +7,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gantry-dev/gantry/hub/metrics"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // latency reads the count and sum of one step of the dispatch latency histogram.
@@ -35,7 +36,7 @@ func latency(t *testing.T, step string) (uint64, float64) {
 // nomination to the winner, are observed once each write is applied, on the dispatcher's clock; the
 // winner's time is kept for the workload controller, which times the Job's creation from it.
 func TestPassTimesTheStepsOfADispatch(t *testing.T) {
-	wl := makeHubWorkload("w", "q").obj() // created at
+	wl := makeHubWorkload("w", "q").Obj() // created at
 	h := newHarness(t, at.Add(3*time.Second), append(hubObjects(), wl)...)
 	h.d.Timeline = metrics.NewTimeline()
 	nominatedBefore, nominatedSum := latency(t, metrics.StepCreatedToNominated)
@@ -48,7 +49,7 @@ func TestPassTimesTheStepsOfADispatch(t *testing.T) {
 	if n, sum := latency(t, metrics.StepCreatedToNominated); n != nominatedBefore+1 || sum-nominatedSum != 3 {
 		t.Errorf("created_to_nominated: %d observations adding %v s, want one of 3 s", n-nominatedBefore, sum-nominatedSum)
 	}
-	h.copies.byName["w1/w"] = admittedCopy(wl, "1")
+	h.copies.byName["w1/w"] = hubtest.MakeCopyOf(wl, 1).Admitted().Since(at.Time).Obj()
 	h.clock.Step(1500 * time.Millisecond)
 	h.pass()
 	if st := h.status("w"); st.ClusterName != "w1" {

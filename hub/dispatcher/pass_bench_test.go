@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // BenchmarkPass100kWaiting is the hub's whole pass over a deep queue at rest: 10 GlobalQueues on 100
@@ -158,34 +160,31 @@ func benchHub(b *testing.B, clusters, queues, running, pending int) (*Dispatcher
 	b.Helper()
 	copies := fakeCopies{connected: map[string]bool{}}
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}}
-	var quota []gantry.ClusterQuota
+	gpus := strconv.Itoa(4 * running)
 	for c := range clusters {
 		name := fmt.Sprintf("cluster-%03d", c)
 		copies.connected[name] = true
-		quota = append(quota, gantry.ClusterQuota{Name: name, Quota: corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(int64(4*running), resource.DecimalSI)}})
-		objs = append(objs, &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: gantry.WorkerClusterStatus{
-			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: at}}}})
+		objs = append(objs, hubtest.MakeWorkerCluster(name).AgentReady().Obj())
 	}
 	for q := range queues {
 		name := fmt.Sprintf("queue-%02d", q)
-		objs = append(objs, &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gantry.GlobalQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{}, Clusters: quota}}, queue("ns", name, name))
+		gq := hubtest.MakeGlobalQueue(name).SelectAll()
+		for c := range clusters {
+			gq.Cluster(fmt.Sprintf("cluster-%03d", c), gantry.GPUResource, gpus)
+		}
+		objs = append(objs, gq.Obj(), hubtest.MakeQueue(name, "ns").GlobalQueue(name).Obj())
 	}
 	var workloads []*gantry.Workload
 	for i := range queues * clusters * running {
 		q, c := fmt.Sprintf("queue-%02d", i/(clusters*running)), fmt.Sprintf("cluster-%03d", i/running%clusters)
-		wl := benchWorkload(fmt.Sprintf("running-%d", i), q, 4)
-		wl.Status = gantry.WorkloadStatus{GlobalQueue: q, DispatchEpoch: 1, NominatedClusters: []string{c}, ClusterName: c}
+		wl := benchWorkload(fmt.Sprintf("running-%d", i), q, 4).Nominated(q, 1, c).Obj()
+		wl.Status.ClusterName = c
 		workloads = append(workloads, wl)
 	}
 	for i := range pending {
 		q := fmt.Sprintf("queue-%02d", i%queues)
-		wl := benchWorkload(fmt.Sprintf("pending-%d", i), q, int64(1+i%8))
-		wl.Spec.Priority = int32(i % 3)
-		wl.CreationTimestamp = metav1.NewTime(at.Add(time.Duration(i) * time.Millisecond))
-		wl.Status.Conditions = []metav1.Condition{{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
-			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue " + q, LastTransitionTime: at}}
-		workloads = append(workloads, wl)
+		workloads = append(workloads, benchWorkload(fmt.Sprintf("pending-%d", i), q, int64(1+i%8)).Priority(int32(i%3)).
+			Created(at.Add(time.Duration(i)*time.Millisecond)).Pending(gantry.ReasonWaitingForQuota, "waiting for quota of GlobalQueue "+q).Obj())
 	}
 	c := &benchClient{}
 	for _, o := range objs {
@@ -206,14 +205,10 @@ func benchHub(b *testing.B, clusters, queues, running, pending int) (*Dispatcher
 	return d, workloads
 }
 
-// benchWorkload is a Workload of one pod with gpus GPUs, 8 CPUs and 32 GiB in all.
-func benchWorkload(name, queue string, gpus int64) *gantry.Workload {
-	return &gantry.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "1", CreationTimestamp: at},
-		Spec: gantry.WorkloadSpec{QueueName: queue, PodSets: []gantry.PodSet{{Name: "main", Count: 1, Requests: corev1.ResourceList{
-			gantry.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("8"),
-			corev1.ResourceMemory: resource.MustParse("32Gi")}}}},
-	}
+// benchWorkload starts a Workload of one pod with gpus GPUs, 8 CPUs and 32 GiB in all.
+func benchWorkload(name, queue string, gpus int64) *hubtest.WorkloadWrapper {
+	return hubtest.MakeWorkload(name, "ns").UID("uid-"+name).ResourceVersion("1").Created(at.Time).Queue(queue).
+		PodSet("main", 1, gantry.GPUResource, strconv.FormatInt(gpus, 10), "cpu", "8", "memory", "32Gi")
 }
 
 // benchClient hands out the hub's objects as the cache does, without copying them, and takes status

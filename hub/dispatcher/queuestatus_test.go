@@ -21,6 +21,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // A queue status write that conflicts (the cache had not seen the last one) is retried after the
@@ -28,8 +29,7 @@ import (
 // waits on the clock.
 func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
-			Spec: gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{{Name: "w1"}}}}
+		gq := hubtest.MakeGlobalQueue("gpus").Cluster("w1").Obj()
 		c, sw := conflictingOnce(t, gq)
 		clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 		d := &Dispatcher{Client: c, Clock: clock}
@@ -84,7 +84,7 @@ func TestCohortStatuses(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	earlier := metav1.NewTime(now.Add(-time.Hour))
 	cohort := func(name, parent string) gantry.Cohort {
-		return gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2}, Spec: gantry.CohortSpec{Parent: parent}}
+		return *hubtest.MakeCohort(name).Generation(2).Parent(parent).Obj()
 	}
 	active := func(status metav1.ConditionStatus, reason, msg string, since metav1.Time) []metav1.Condition {
 		return []metav1.Condition{{Type: gantry.CohortActive, Status: status, Reason: reason, Message: msg,
@@ -128,8 +128,7 @@ func TestCohortStatuses(t *testing.T) {
 // the interval, and a status that is already right is not written again.
 func TestCohortStatusIsWrittenWhenItChanges(t *testing.T) {
 	ctx := context.Background()
-	x := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: gantry.CohortSpec{Parent: "y"}}
-	y := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "y"}, Spec: gantry.CohortSpec{Parent: "x"}}
+	x, y := hubtest.MakeCohort("x").Parent("y").Obj(), hubtest.MakeCohort("y").Parent("x").Obj()
 	c, sw := conflictingOnce(t, x, y)
 	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	d := &Dispatcher{Client: c, Clock: clock}
@@ -175,12 +174,11 @@ func TestAQueueConditionThatAloneChangesIsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	wasActive := []metav1.Condition{{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "all clusters exist"}}
-	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
-		Spec:   gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{{Name: "gone"}}},
-		Status: gantry.GlobalQueueStatus{Conditions: wasActive, Usage: []gantry.ClusterUsage{{Name: "gone"}}}}
-	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns"}, Spec: gantry.QueueSpec{GlobalQueue: "deleted"},
-		Status: gantry.QueueStatus{Conditions: []metav1.Condition{{Type: gantry.QueueActive, Status: metav1.ConditionTrue,
-			Reason: gantry.ReasonReady, Message: "GlobalQueue deleted exists"}}}}
+	gq := hubtest.MakeGlobalQueue("gpus").Cluster("gone").Obj()
+	gq.Status = gantry.GlobalQueueStatus{Conditions: wasActive, Usage: []gantry.ClusterUsage{{Name: "gone"}}}
+	q := hubtest.MakeQueue("q", "ns").GlobalQueue("deleted").Obj()
+	q.Status = gantry.QueueStatus{Conditions: []metav1.Condition{{Type: gantry.QueueActive, Status: metav1.ConditionTrue,
+		Reason: gantry.ReasonReady, Message: "GlobalQueue deleted exists"}}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gq, q).WithStatusSubresource(gq, q).Build()
 	d := &Dispatcher{Client: c, Clock: clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))}
 	d.init()
@@ -216,7 +214,7 @@ func TestAPassDoesNotWaitForQueueStatuses(t *testing.T) {
 	if err := gantry.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}}
+	gq := hubtest.MakeGlobalQueue("gpus").Obj()
 	release := make(chan struct{})
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gq).WithStatusSubresource(gq).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // FuzzParkedPassesDecideAsFullOnes drives a hub through workloads coming, winning, finishing and going,
@@ -163,30 +165,26 @@ func newParkingWorld(t *testing.T) *parkingWorld {
 	if err := gantry.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	gpus := func(n int) corev1.ResourceList {
-		return corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(int64(n), resource.DecimalSI)}
-	}
-	quota := func(cohort string, clusters ...int) *gantry.GlobalQueue {
-		gq := &gantry.GlobalQueue{Spec: gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, Cohort: cohort}}
-		for i, n := range clusters {
-			gq.Spec.Clusters = append(gq.Spec.Clusters, gantry.ClusterQuota{Name: parkingClusters[i], Quota: gpus(n)})
+	// quota is the GlobalQueue of Queue name, in a cohort or none, with the given GPUs on each cluster.
+	quota := func(name, cohort string, gpus ...int) *hubtest.GlobalQueueWrapper {
+		gq := hubtest.MakeGlobalQueue(name).SelectAll().Cohort(cohort)
+		for i, n := range gpus {
+			gq.Cluster(parkingClusters[i], gantry.GPUResource, strconv.Itoa(n))
 		}
 		return gq
 	}
-	gqs := []*gantry.GlobalQueue{quota("", 8, 8, 0), quota("co", 4, 4, 4), quota("co", 0, 4, 8), quota("", 6, 4, 2)}
-	gqs[0].Spec.QueueingStrategy = gantry.StrictFIFO
-	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
-		&gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "co"}}}
-	for i, name := range parkingQueues {
-		gqs[i].Name = name
-		objs = append(objs, gqs[i], queue("ns", name, name))
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, hubtest.MakeCohort("co").Obj(),
+		quota("solo", "", 8, 8, 0).Strategy(gantry.StrictFIFO).Obj(), quota("left", "co", 4, 4, 4).Obj(),
+		quota("right", "co", 0, 4, 8).Obj(), quota("plain", "", 6, 4, 2).Obj()}
+	for _, name := range parkingQueues {
+		objs = append(objs, hubtest.MakeQueue(name, "ns").GlobalQueue(name).Obj())
 	}
 	copies := fakeCopies{connected: map[string]bool{}, byName: map[string]*gantry.Workload{}}
 	for _, c := range parkingClusters {
 		copies.connected[c] = true
-		objs = append(objs, &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: c}, Status: gantry.WorkerClusterStatus{
-			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: at}},
-			Capacity:   capacityWith(8)}})
+		wc := hubtest.MakeWorkerCluster(c).AgentReady().Obj()
+		wc.Status.Capacity = capacityWith(8)
+		objs = append(objs, wc)
 	}
 	server := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithStatusSubresource(&gantry.Workload{}, &gantry.GlobalQueue{}, &gantry.Queue{}, &gantry.Cohort{}, &gantry.WorkerCluster{}).Build()
@@ -250,11 +248,9 @@ func (w *parkingWorld) apply(op parkingOp, arg int) {
 	switch op {
 	case opAdd:
 		w.next++
-		wl := hubWorkload("ns", fmt.Sprintf("wl-%d", w.next), parkingQueues[arg%4])
-		wl.Spec.PodSets[0].Count = 1
-		wl.Spec.PodSets[0].Requests = corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(int64(1+arg/4%4), resource.DecimalSI)}
-		wl.Spec.Priority = int32(arg / 16 % 3)
-		wl.CreationTimestamp = metav1.NewTime(w.clock.Now())
+		name := fmt.Sprintf("wl-%d", w.next)
+		wl := hubtest.MakeWorkload(name, "ns").UID("uid-"+name).Created(w.clock.Now()).Queue(parkingQueues[arg%4]).
+			PodSet("main", 1, gantry.GPUResource, strconv.Itoa(1+arg/4%4)).Priority(int32(arg / 16 % 3)).Obj()
 		w.must(w.server.Create(w.ctx, wl))
 	case opCopy:
 		w.answerForACopy(arg)
@@ -306,15 +302,14 @@ func (w *parkingWorld) answerForACopy(arg int) {
 		return
 	}
 	c := wl.Status.NominatedClusters[arg/7%len(wl.Status.NominatedClusters)]
-	cond := metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantry.ReasonFits,
-		LastTransitionTime: metav1.NewTime(w.clock.Now())}
+	cp := hubtest.MakeCopyOf(wl, wl.Status.DispatchEpoch).Admitted()
 	switch arg % 3 {
 	case 1:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, gantry.ReasonNeverFits, "no node is large enough"
+		cp.Condition(metav1.ConditionFalse, gantry.ReasonNeverFits, "no node is large enough")
 	case 2:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, gantry.ReasonNoEligibleNode, fmt.Sprintf("busy (%d)", arg)
+		cp.Condition(metav1.ConditionFalse, gantry.ReasonNoEligibleNode, fmt.Sprintf("busy (%d)", arg))
 	}
-	w.copies.byName[c+"/"+wl.Name] = copyOf(wl, fmt.Sprint(wl.Status.DispatchEpoch), &cond)
+	w.copies.byName[c+"/"+wl.Name] = cp.Since(w.clock.Now()).Obj()
 }
 
 // pick is the arg-th (round) of the Workloads that match.
@@ -402,7 +397,7 @@ func TestACopyAdmittedDuringAPassIsDecidedOn(t *testing.T) {
 	}
 	c := wl.Status.NominatedClusters[0]
 	racing := &racingCopies{Workers: w.copies, after: func() {
-		w.copies.byName[c+"/wl-1"] = admittedCopy(&wl, fmt.Sprint(wl.Status.DispatchEpoch))
+		w.copies.byName[c+"/wl-1"] = hubtest.MakeCopyOf(&wl, wl.Status.DispatchEpoch).Admitted().Since(at.Time).Obj()
 	}}
 	w.d.Workers = racing
 	for range 2 {

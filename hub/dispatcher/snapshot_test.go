@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +18,7 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 type fakeCopies struct {
@@ -68,42 +68,28 @@ func (st *hubState) hold(wls ...*gantry.Workload) {
 	st.workloads, st.tallies, st.entries = b.order, b.tallies, b.entries
 }
 
-var at = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+// at is when the tests' objects were made, and when the builders record what happened to them.
+var at = metav1.NewTime(hubtest.T0)
 
-func hubWorkload(ns, name, queue string) *gantry.Workload {
-	return &gantry.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name), CreationTimestamp: at},
-		Spec: gantry.WorkloadSpec{QueueName: queue, PodSets: []gantry.PodSet{{Name: "main", Count: 2,
-			Requests: corev1.ResourceList{gantry.GPUResource: resource.MustParse("4")}}}},
-	}
-}
-
-func copyOf(wl *gantry.Workload, epoch string, cond *metav1.Condition) *gantry.Workload {
-	cp := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace,
-		Labels: map[string]string{gantry.WorkloadUIDLabel: string(wl.UID), gantry.DispatchEpochLabel: epoch}}}
-	if cond != nil {
-		cp.Status.Conditions = []metav1.Condition{*cond}
-	}
-	return cp
+// hubWorkload starts a Workload of 8 GPUs (two pods of 4) in namespace ns, created at at and submitted to
+// queue.
+func hubWorkload(ns, name, queue string) *hubtest.WorkloadWrapper {
+	return hubtest.MakeWorkload(name, ns).UID("uid-"+name).Created(at.Time).Queue(queue).PodSet("main", 2, gantry.GPUResource, "4")
 }
 
 func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	st := &hubState{
-		globals: []gantry.GlobalQueue{{ObjectMeta: metav1.ObjectMeta{Name: "gq"}, Spec: gantry.GlobalQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
-			Clusters:          []gantry.ClusterQuota{{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8")}}},
-		}}},
+		globals: []gantry.GlobalQueue{*hubtest.MakeGlobalQueue("gq").Select("team", "a").Cluster("w1", gantry.GPUResource, "8").Obj()},
 		queues: []gantry.Queue{
-			{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "team-a"}, Spec: gantry.QueueSpec{GlobalQueue: "gq"}},
-			{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "team-b"}, Spec: gantry.QueueSpec{GlobalQueue: "gq"}},
-			{ObjectMeta: metav1.ObjectMeta{Name: "dangling", Namespace: "team-a"}, Spec: gantry.QueueSpec{GlobalQueue: "gone"}},
+			*hubtest.MakeQueue("q", "team-a").GlobalQueue("gq").Obj(),
+			*hubtest.MakeQueue("q", "team-b").GlobalQueue("gq").Obj(),
+			*hubtest.MakeQueue("dangling", "team-a").GlobalQueue("gone").Obj(),
 		},
-		clusters: []gantry.WorkerCluster{{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: gantry.WorkerClusterStatus{
-			Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue}}}}},
+		clusters:   []gantry.WorkerCluster{*hubtest.MakeWorkerCluster("w1").AgentReady().Obj()},
 		namespaces: map[string]labels.Set{"team-a": {"team": "a"}, "team-b": {"team": "b"}},
 	}
-	st.hold(hubWorkload("team-a", "ok", "q"), hubWorkload("team-a", "no-queue", "missing"),
-		hubWorkload("team-a", "no-global", "dangling"), hubWorkload("team-b", "not-selected", "q"))
+	st.hold(hubWorkload("team-a", "ok", "q").Obj(), hubWorkload("team-a", "no-queue", "missing").Obj(),
+		hubWorkload("team-a", "no-global", "dangling").Obj(), hubWorkload("team-b", "not-selected", "q").Obj())
 	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, at.Time, dispatch.DefaultRejectionTTL)
 	snap := in.snap
 
@@ -133,21 +119,15 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 }
 
 func TestObserveCopiesFencesStaleCopies(t *testing.T) {
-	wl := hubWorkload("ns", "w", "q")
-	wl.Status.DispatchEpoch, wl.Status.NominatedClusters = 2, []string{"current", "stale", "stranger", "rejecting", "waiting", "lost"}
-	admitted := &metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantry.ReasonFits, LastTransitionTime: at}
-	stranger := copyOf(wl, "2", admitted)
-	stranger.Labels[gantry.WorkloadUIDLabel] = "an-older-workload"
+	wl := hubWorkload("ns", "w", "q").Nominated("", 2, "current", "stale", "stranger", "rejecting", "waiting", "lost").Obj()
 	copies := fakeCopies{
 		connected: map[string]bool{"current": true, "stale": true, "stranger": true, "rejecting": true, "waiting": true},
 		copies: map[string]*gantry.Workload{
-			"current":  copyOf(wl, "2", admitted),
-			"stale":    copyOf(wl, "1", admitted),
-			"stranger": stranger,
-			"rejecting": copyOf(wl, "2", &metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionFalse,
-				Reason: gantry.ReasonNeverFits, Message: "too big"}),
-			"waiting": copyOf(wl, "2", &metav1.Condition{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionFalse,
-				Reason: gantry.ReasonInsufficientResources, Message: "later"}),
+			"current":   hubtest.MakeCopyOf(wl, 2).Admitted().Since(at.Time).Obj(),
+			"stale":     hubtest.MakeCopyOf(wl, 1).Admitted().Since(at.Time).Obj(),
+			"stranger":  hubtest.MakeCopy(wl.Name, wl.Namespace, "an-older-workload", 2).Admitted().Since(at.Time).Obj(),
+			"rejecting": hubtest.MakeCopyOf(wl, 2).Condition(metav1.ConditionFalse, gantry.ReasonNeverFits, "too big").Obj(),
+			"waiting":   hubtest.MakeCopyOf(wl, 2).Condition(metav1.ConditionFalse, gantry.ReasonInsufficientResources, "later").Obj(),
 		},
 	}
 	got := observeCopies(wl, copies)
@@ -177,40 +157,40 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 		want    map[string]entry
 	}{
 		"admitted, its Queue deleted": {
-			wl:   makeHubWorkload("w", "gone").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			wl:   makeHubWorkload("w", "gone").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
 			want: map[string]entry{"ns/w": {GlobalQueue: "gq", Phase: dispatch.Admitted, Written: true}},
 		},
 		"admitted, its Queue names another GlobalQueue": {
-			wl:   makeHubWorkload("w", "moved").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			wl:   makeHubWorkload("w", "moved").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
 			want: map[string]entry{"ns/w": {GlobalQueue: "gq", Phase: dispatch.Admitted, Written: true}},
 		},
 		"admitted, its GlobalQueue deleted: no ledger, until it is recreated": {
-			wl:      makeHubWorkload("w", "q").nominated("gq", 1, "w1").admittedOn("w1").obj(),
+			wl:      makeHubWorkload("w", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
 			globals: []string{"other"},
 			want:    map[string]entry{"ns/w": {GlobalQueue: "gq", Phase: dispatch.Admitted, Written: true}},
 		},
 		"admitted before the GlobalQueue was recorded": {
-			wl:   makeHubWorkload("w", "moved").nominated("", 1, "w1").admittedOn("w1").obj(),
+			wl:   makeHubWorkload("w", "moved").Nominated("", 1, "w1").AdmittedOn("w1").Obj(),
 			want: map[string]entry{"ns/w": {GlobalQueue: "other", Phase: dispatch.Admitted, Written: true}},
 		},
 		"admitted and being deleted": {
-			wl:   makeHubWorkload("w", "q").nominated("gq", 1, "w1").admittedOn("w1").deleting().obj(),
+			wl:   makeHubWorkload("w", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Deleting().Obj(),
 			want: map[string]entry{"ns/w": {GlobalQueue: "gq", Phase: dispatch.Admitted}},
 		},
 		"pending and being deleted": {
-			wl:   makeHubWorkload("w", "q").nominated("gq", 1, "w1").deleting().obj(),
+			wl:   makeHubWorkload("w", "q").Nominated("gq", 1, "w1").Deleting().Obj(),
 			want: map[string]entry{},
 		},
 		"finished and being deleted": {
-			wl:   makeHubWorkload("w", "q").nominated("gq", 1, "w1").admittedOn("w1").finished().deleting().obj(),
+			wl:   makeHubWorkload("w", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Finished(gantry.ReasonJobSucceeded).Deleting().Obj(),
 			want: map[string]entry{},
 		},
 		"pending, nominated under the GlobalQueue its Queue no longer names": {
-			wl:   makeHubWorkload("w", "moved").nominated("gq", 1, "w1").obj(),
+			wl:   makeHubWorkload("w", "moved").Nominated("gq", 1, "w1").Obj(),
 			want: map[string]entry{"ns/w": {GlobalQueue: "other", NominatedQueue: "gq", Written: true}},
 		},
 		"pending, its Queue deleted": {
-			wl:   makeHubWorkload("w", "gone").nominated("gq", 1, "w1").obj(),
+			wl:   makeHubWorkload("w", "gone").Nominated("gq", 1, "w1").Obj(),
 			want: map[string]entry{"ns/w": {Written: true, Blocked: gantry.ReasonQueueNotFound}},
 		},
 	}
@@ -220,14 +200,13 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 				tc.globals = []string{"gq", "other"}
 			}
 			st := &hubState{
-				queues:     []gantry.Queue{*queue("ns", "q", "gq"), *queue("ns", "moved", "other")},
-				clusters:   []gantry.WorkerCluster{{ObjectMeta: metav1.ObjectMeta{Name: "w1"}}},
+				queues:     []gantry.Queue{*hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj(), *hubtest.MakeQueue("moved", "ns").GlobalQueue("other").Obj()},
+				clusters:   []gantry.WorkerCluster{*hubtest.MakeWorkerCluster("w1").Obj()},
 				namespaces: map[string]labels.Set{"ns": {"team": "a"}},
 			}
 			st.hold(tc.wl)
 			for _, name := range tc.globals {
-				st.globals = append(st.globals, gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
-					Spec: gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, Clusters: []gantry.ClusterQuota{{Name: "w1"}}}})
+				st.globals = append(st.globals, *hubtest.MakeGlobalQueue(name).SelectAll().Cluster("w1").Obj())
 			}
 			in := buildSnapshot(st, fakeCopies{}, at.Time, dispatch.DefaultRejectionTTL)
 			snap := in.snap
@@ -255,14 +234,12 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 // preemptions; dispatch.Plan decides what they mean now.
 func TestRejectionsOfAWorkload(t *testing.T) {
 	wl := makeHubWorkload("w", "q").
-		rejectedBy("recent", metav1.NewTime(at.Add(time.Minute))).
-		rejectedBy("untimed", metav1.Time{}).
-		obj()
-	wl.Status.Evictions = []gantry.Eviction{
-		{Cluster: "refusing", Epoch: 1, Reason: gantry.ReasonPlacementTimeout},
-		{Cluster: "refusing", Epoch: 2, Reason: gantry.ReasonRemoteJobRefused},
-		{Cluster: "preempting", Epoch: 3, Reason: gantry.ReasonPreempted},
-	}
+		RejectedBy("recent", gantry.ReasonNeverFits, "no", at.Add(time.Minute)).
+		RejectedBy("untimed", gantry.ReasonNeverFits, "no", time.Time{}).
+		Evicted("refusing", 1, gantry.ReasonPlacementTimeout, time.Time{}).
+		Evicted("refusing", 2, gantry.ReasonRemoteJobRefused, time.Time{}).
+		Evicted("preempting", 3, gantry.ReasonPreempted, time.Time{}).
+		Obj()
 	rejectedAt, evicted := rejectionsOf(wl)
 	if diff := cmp.Diff(map[string]time.Time{"recent": at.Add(time.Minute), "untimed": wl.CreationTimestamp.Time}, rejectedAt); diff != "" {
 		t.Errorf("rejected at (-want +got):\n%s", diff)
@@ -270,7 +247,7 @@ func TestRejectionsOfAWorkload(t *testing.T) {
 	if diff := cmp.Diff(map[string]dispatch.Evictions{"refusing": {Count: 2, LastReason: gantry.ReasonRemoteJobRefused}}, evicted); diff != "" {
 		t.Errorf("evictions (-want +got):\n%s", diff)
 	}
-	if got, _ := rejectionsOf(makeHubWorkload("w", "q").obj()); got != nil {
+	if got, _ := rejectionsOf(makeHubWorkload("w", "q").Obj()); got != nil {
 		t.Errorf("a Workload without rejections: %v", got)
 	}
 }
@@ -312,17 +289,10 @@ func TestJobRefIsTheWorkloadsControllerOfAnyKind(t *testing.T) {
 
 // A GlobalQueue's cohort, weight, and its borrowing and lending limits per cluster reach the dispatcher.
 func TestGlobalQueueOfCarriesTheCohortAndTheScores(t *testing.T) {
-	gpus := func(n string) corev1.ResourceList {
-		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(n)}
-	}
-	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: gantry.GlobalQueueSpec{Cohort: "lab",
-		FairSharing: gantry.FairSharing{Weight: ptr.To[int32](3)},
-		Dispatch: gantry.DispatchPolicy{Scores: []gantry.DispatchScore{{Name: gantry.ScorePreference, Weight: 2}, {Name: gantry.ScoreSpread, Weight: 1}},
-			PreferredClusters: []string{"w2"}, Mode: gantry.DispatchIncremental},
-		Clusters: []gantry.ClusterQuota{
-			{Name: "w1", Quota: gpus("8"), BorrowingLimit: gpus("4"), LendingLimit: gpus("2")},
-			{Name: "w2", Quota: gpus("8")},
-		}}}
+	gq := hubtest.MakeGlobalQueue("research").Cohort("lab").Weight(3).
+		Score(gantry.ScorePreference, 2).Score(gantry.ScoreSpread, 1).PreferredClusters("w2").Mode(gantry.DispatchIncremental).
+		Cluster("w1", gantry.GPUResource, "8").BorrowingLimit(gantry.GPUResource, "4").LendingLimit(gantry.GPUResource, "2").
+		Cluster("w2", gantry.GPUResource, "8").Obj()
 	q, _ := globalQueueOf(gq)
 	want := &dispatch.GlobalQueue{Name: "research", MaxCandidates: gantry.DefaultMaxCandidates, Clusters: []string{"w1", "w2"},
 		Quota:             map[string]dispatch.Resources{"w1": {gantry.GPUResource: 8000}, "w2": {gantry.GPUResource: 8000}},
@@ -342,12 +312,7 @@ func TestGlobalQueueOfCarriesTheCohortAndTheScores(t *testing.T) {
 // Cohorts reach the dispatcher with their quota, lending limits and weight per cluster; a cohort whose
 // parents lead back to it becomes a root, one under a parent without a Cohort object keeps its parent.
 func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
-	gpus := func(n string) corev1.ResourceList {
-		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(n)}
-	}
-	cohort := func(name, parent string, clusters ...gantry.CohortClusterQuota) gantry.Cohort {
-		return gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gantry.CohortSpec{Parent: parent, Clusters: clusters}}
-	}
+	cohort := func(name, parent string) *hubtest.CohortWrapper { return hubtest.MakeCohort(name).Parent(parent) }
 	cases := map[string]struct {
 		cohorts []gantry.Cohort
 		want    map[string]*dispatch.Cohort
@@ -355,14 +320,10 @@ func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
 		"none": {want: map[string]*dispatch.Cohort{}},
 		"a tree with quota, limits and weights": {
 			cohorts: []gantry.Cohort{
-				cohort("org", "", gantry.CohortClusterQuota{Name: "w1", Quota: gpus("16")}),
-				func() gantry.Cohort {
-					c := cohort("team-a", "org",
-						gantry.CohortClusterQuota{Name: "w1", Quota: gpus("4"), LendingLimit: gpus("2")},
-						gantry.CohortClusterQuota{Name: "w2", LendingLimit: gpus("0")})
-					c.Spec.FairSharing.Weight = ptr.To[int32](2)
-					return c
-				}(),
+				*cohort("org", "").Cluster("w1", gantry.GPUResource, "16").Obj(),
+				*cohort("team-a", "org").Weight(2).
+					Cluster("w1", gantry.GPUResource, "4").LendingLimit(gantry.GPUResource, "2").
+					Cluster("w2").LendingLimit(gantry.GPUResource, "0").Obj(),
 			},
 			want: map[string]*dispatch.Cohort{
 				"org": {Name: "org", Quota: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 16000}}},
@@ -372,13 +333,13 @@ func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
 			},
 		},
 		"a cycle of parents, as the specs say (the dispatcher treats its cohorts as roots)": {
-			cohorts: []gantry.Cohort{cohort("x", "y"), cohort("y", "x"), cohort("z", "x")},
+			cohorts: []gantry.Cohort{*cohort("x", "y").Obj(), *cohort("y", "x").Obj(), *cohort("z", "x").Obj()},
 			want: map[string]*dispatch.Cohort{
 				"x": {Name: "x", Parent: "y"}, "y": {Name: "y", Parent: "x"}, "z": {Name: "z", Parent: "x"},
 			},
 		},
 		"a parent without a Cohort object": {
-			cohorts: []gantry.Cohort{cohort("team-a", "org")},
+			cohorts: []gantry.Cohort{*cohort("team-a", "org").Obj()},
 			want:    map[string]*dispatch.Cohort{"team-a": {Name: "team-a", Parent: "org"}},
 		},
 	}

@@ -7,13 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // TestTalliesStandForTheAdmittedWorkloads: a pass counts the book's admitted Workloads in tallies, by
@@ -21,29 +19,24 @@ import (
 // before statuses named their GlobalQueue and those the dispatcher's own write stands in for. It decides
 // and counts as it would over all of them listed, and the queue statuses say the same.
 func TestTalliesStandForTheAdmittedWorkloads(t *testing.T) {
-	victim := makeHubWorkload("victim", "q").nominated("gq", 1, "w2").admittedOn("w2").obj()
+	victim := makeHubWorkload("victim", "q").Nominated("gq", 1, "w2").AdmittedOn("w2").Obj()
 	victim.Status.Preemption = &gantry.Preemption{Cluster: "w2", Epoch: 1, Preemptor: "ns/waiting", Reason: gantry.ReasonInQueuePriority}
-	overlaid := makeHubWorkload("overlaid", "q").nominated("gq", 1, "w1").admittedOn("w1").obj()
+	overlaid := makeHubWorkload("overlaid", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj()
 	st := &hubState{
-		globals: []gantry.GlobalQueue{{ObjectMeta: metav1.ObjectMeta{Name: "gq"}, Spec: gantry.GlobalQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{},
-			Preemption:        gantry.PreemptionPolicy{WithinQueue: gantry.PreemptLowerPriority},
-			Clusters: []gantry.ClusterQuota{
-				{Name: "w1", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("32")}},
-				{Name: "w2", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("32")}},
-			}}}},
-		queues:     []gantry.Queue{*queue("ns", "q", "gq"), *queue("ns", "q2", "gq")},
-		clusters:   []gantry.WorkerCluster{agentReady("w1"), agentReady("w2")},
+		globals: []gantry.GlobalQueue{*hubtest.MakeGlobalQueue("gq").SelectAll().PreemptWithinQueue(gantry.PreemptLowerPriority).
+			Cluster("w1", gantry.GPUResource, "32").Cluster("w2", gantry.GPUResource, "32").Obj()},
+		queues:     []gantry.Queue{*hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj(), *hubtest.MakeQueue("q2", "ns").GlobalQueue("gq").Obj()},
+		clusters:   []gantry.WorkerCluster{*hubtest.MakeWorkerCluster("w1").AgentReady().Obj(), *hubtest.MakeWorkerCluster("w2").AgentReady().Obj()},
 		namespaces: map[string]labels.Set{"ns": {}},
 	}
 	st.hold(
-		makeHubWorkload("a1", "q").nominated("gq", 1, "w1").admittedOn("w1").obj(),
-		makeHubWorkload("a2", "q").nominated("gq", 1, "w1").admittedOn("w1").obj(), // a1's tally
-		makeHubWorkload("a3", "q2").nominated("gq", 1, "w1").admittedOn("w1").obj(),
-		makeHubWorkload("a4", "q").priority(5).nominated("gq", 1, "w2").admittedOn("w2").obj(),
-		makeHubWorkload("legacy", "q").nominated("", 1, "w2").admittedOn("w2").obj(),
+		makeHubWorkload("a1", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
+		makeHubWorkload("a2", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(), // a1's tally
+		makeHubWorkload("a3", "q2").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
+		makeHubWorkload("a4", "q").Priority(5).Nominated("gq", 1, "w2").AdmittedOn("w2").Obj(),
+		makeHubWorkload("legacy", "q").Nominated("", 1, "w2").AdmittedOn("w2").Obj(),
 		victim, overlaid,
-		makeHubWorkload("waiting", "q").priority(9).obj(),
+		makeHubWorkload("waiting", "q").Priority(9).Obj(),
 	)
 	// The dispatcher's write taking it back is in flight.
 	taken := overlaid.DeepCopy()
@@ -100,9 +93,4 @@ func keysOf(ws []*dispatch.Workload) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func agentReady(name string) gantry.WorkerCluster {
-	return gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: gantry.WorkerClusterStatus{
-		Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue}}}}
 }

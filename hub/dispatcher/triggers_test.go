@@ -8,10 +8,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 func TestChangesAPass(t *testing.T) {
-	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Generation: 1}}
+	gq := hubtest.MakeGlobalQueue("gpus").Generation(1).Obj()
 	counted := gq.DeepCopy()
 	counted.Status.PendingWorkloads = 7
 	respec := gq.DeepCopy()
@@ -21,8 +22,7 @@ func TestChangesAPass(t *testing.T) {
 	relabelled.Labels["team"] = "b"
 	annotated := ns.DeepCopy()
 	annotated.Annotations = map[string]string{"note": "x"}
-	ready := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w1", Generation: 1}, Status: gantry.WorkerClusterStatus{
-		Conditions: []metav1.Condition{{Type: gantry.ClusterAgentReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}}
+	ready := hubtest.MakeWorkerCluster("w1").Generation(1).AgentReady().Obj()
 	notReady := ready.DeepCopy()
 	notReady.Status.Conditions[0].Status = metav1.ConditionFalse
 	otherCondition := ready.DeepCopy()

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -16,10 +15,8 @@ import (
 // WaitingForQuota is not rewritten while the flip is new; the pass says when to look again, and the
 // verdict is written once it held that long.
 func TestAPassHoldsAFlickeringVerdict(t *testing.T) {
-	running := makeHubWorkload("running", "q").nominated("gq", 1, "w1").admittedOn("w1").obj()
-	waiting := makeHubWorkload("waiting", "q").obj()
-	apimeta.SetStatusCondition(&waiting.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: metav1.ConditionTrue,
-		Reason: gantry.ReasonWaitingForCapacity, Message: "waiting for GPUs", LastTransitionTime: at})
+	running := makeHubWorkload("running", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj()
+	waiting := makeHubWorkload("waiting", "q").Pending(gantry.ReasonWaitingForCapacity, "waiting for GPUs").Obj()
 	h := newHarness(t, at.Time, append(hubObjects(), running, waiting)...)
 	wait, err := h.d.pass(context.Background())
 	if err != nil {
