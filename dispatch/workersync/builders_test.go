@@ -14,30 +14,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 const uid = "wl-uid"
 
-// wlBuilder builds the hub Workload job-train in ns, owned by Job train.
-type wlBuilder struct{ wl *gantry.Workload }
-
-func workload() *wlBuilder {
-	return &wlBuilder{&gantry.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: uid, Generation: 1,
-			Finalizers: []string{gantry.WorkloadFinalizer},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid",
-				Controller: ptr.To(true)}}},
-		Spec: gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1}}},
-	}}
-}
-
-// refusing records that the winner has not taken the Job since the given time.
-func (b *wlBuilder) refusing(since time.Time) *wlBuilder {
-	apimeta.SetStatusCondition(&b.wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadJobCreated, Status: metav1.ConditionFalse,
-		Reason: gantry.ReasonWorkerRefusing, Message: "w1 does not take the Job", LastTransitionTime: metav1.NewTime(since)})
-	return b
+// workload starts the hub Workload job-train in ns, of UID uid, owned by Job train, as the hub's job
+// controller makes it; the conditions set on it changed an hour ago.
+func workload() *hubtest.WorkloadWrapper {
+	return hubtest.MakeWorkload("job-train", "ns").UID(uid).Generation(1).Finalizer(gantry.WorkloadFinalizer).
+		OwnedByJob("train", "job-uid").Queue("q").PodSet("main", 1).Now(now.Add(-time.Hour))
 }
 
 // failingCreate says the cluster's last create of the Job failed at the given time, for now.
@@ -46,59 +34,9 @@ func failingCreate(c Cluster, at time.Time) Cluster {
 	return c
 }
 
-// builtFrom records the generation of the hub job the Workload's spec describes.
-func (b *wlBuilder) builtFrom(generation int64) *wlBuilder {
-	b.wl.Spec.JobGeneration = generation
-	return b
-}
-
-func (b *wlBuilder) nominated(epoch int64, clusters ...string) *wlBuilder {
-	b.wl.Status.DispatchEpoch, b.wl.Status.NominatedClusters = epoch, clusters
-	return b
-}
-
-func (b *wlBuilder) winner(c string) *wlBuilder {
-	b.wl.Status.ClusterName = c
-	return b.condition(gantry.WorkloadAdmitted, metav1.ConditionTrue, gantry.ReasonAdmittedByCluster)
-}
-
-func (b *wlBuilder) condition(typ string, status metav1.ConditionStatus, reason string) *wlBuilder {
-	apimeta.SetStatusCondition(&b.wl.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
-		Message: "set by the test", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))})
-	return b
-}
-
-func (b *wlBuilder) jobCreated() *wlBuilder {
-	return b.condition(gantry.WorkloadJobCreated, metav1.ConditionTrue, gantry.ReasonJobCreated)
-}
-
-func (b *wlBuilder) finished() *wlBuilder {
-	return b.condition(gantry.WorkloadFinished, metav1.ConditionTrue, gantry.ReasonJobSucceeded)
-}
-
-func (b *wlBuilder) deleting() *wlBuilder {
-	b.wl.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
-	return b
-}
-
-// preempted records a preemption of the workload from cluster in epoch.
-func (b *wlBuilder) preempted(cluster string, epoch int64) *wlBuilder {
-	b.wl.Status.Preemption = &gantry.Preemption{Cluster: cluster, Epoch: epoch, Preemptor: "ns/urgent",
-		Reason: gantry.ReasonInQueuePriority, Message: "preempted on " + cluster + " to make room for ns/urgent", Time: metav1.NewTime(now)}
-	return b
-}
-
-func (b *wlBuilder) obj() *gantry.Workload { return b.wl }
-
-// copyOf is the Workload's copy on a worker in the given epoch, of the Workload UID u.
-func copyOf(u string, epoch int64) *gantry.Workload {
-	return &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns",
-		UID: types.UID(fmt.Sprintf("copy-%s-%d", u, epoch)), Labels: labels(u, epoch)}}
-}
-
-func admitted(cp *gantry.Workload, status metav1.ConditionStatus, reason string) *gantry.Workload {
-	cp.Status.Conditions = []metav1.Condition{{Type: gantry.WorkloadAdmitted, Status: status, Reason: reason, Message: "agent says"}}
-	return cp
+// copyOf starts the Workload's copy on a worker in the given epoch, of the Workload UID u.
+func copyOf(u string, epoch int64) *hubtest.CopyWrapper {
+	return hubtest.MakeCopy("job-train", "ns", u, epoch).UID(fmt.Sprintf("copy-%s-%d", u, epoch))
 }
 
 // remoteJob is Gantry's Job on a worker for the Workload UID u.
@@ -170,8 +108,11 @@ func (c Cluster) underFence(due time.Duration, renewed bool) Cluster {
 	return c
 }
 
-func (c Cluster) with(cp *gantry.Workload, job *batchv1.Job) Cluster {
-	c.Copy, c.Job = cp, nil
+func (c Cluster) with(cp *hubtest.CopyWrapper, job *batchv1.Job) Cluster {
+	c.Copy, c.Job = nil, nil
+	if cp != nil {
+		c.Copy = cp.Obj()
+	}
 	if job != nil { // no typed nil in the interface
 		c.Job = job
 	}

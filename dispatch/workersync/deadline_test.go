@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // A Workload without a winner that waited its admission deadline is finished as Inadmissible and its
@@ -18,14 +19,11 @@ import (
 // counts from its creation or its last eviction, and one with a winner is never ended by it.
 func TestDecideAdmissionDeadline(t *testing.T) {
 	const deadline = 30 * time.Minute
-	queued := func(ago time.Duration) *wlBuilder {
-		b := workload().nominated(2, "w1", "w2").condition(gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonWaitingForAdmission)
-		b.wl.CreationTimestamp = metav1.NewTime(now.Add(-ago))
-		return b
+	queued := func(ago time.Duration) *hubtest.WorkloadWrapper {
+		return workload().Nominated("", 2, "w1", "w2").Pending(gantry.ReasonWaitingForAdmission, "set by the test").Created(now.Add(-ago))
 	}
-	evicted := func(b *wlBuilder, ago time.Duration) *wlBuilder {
-		b.wl.Status.Evictions = []gantry.Eviction{{Cluster: "w1", Epoch: 1, Reason: gantry.ReasonPlacementTimeout, Time: metav1.NewTime(now.Add(-ago))}}
-		return b
+	evicted := func(b *hubtest.WorkloadWrapper, ago time.Duration) *hubtest.WorkloadWrapper {
+		return b.Evicted("w1", 1, gantry.ReasonPlacementTimeout, now.Add(-ago))
 	}
 	inadmissible := outcome{
 		Worker:  []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2", "Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
@@ -38,26 +36,26 @@ func TestDecideAdmissionDeadline(t *testing.T) {
 		want     outcome
 	}{
 		"within the deadline: it waits, and is looked at again when it runs out": {
-			wl: queued(deadline - time.Minute).obj(), deadline: deadline, want: outcome{Requeue: time.Minute},
+			wl: queued(deadline - time.Minute).Obj(), deadline: deadline, want: outcome{Requeue: time.Minute},
 		},
 		"past the deadline: finished as Inadmissible, copies withdrawn": {
-			wl: queued(deadline + time.Second).obj(), deadline: deadline, want: inadmissible,
+			wl: queued(deadline + time.Second).Obj(), deadline: deadline, want: inadmissible,
 		},
 		"no deadline: it waits as long as it takes": {
-			wl: queued(1000 * time.Hour).obj(), want: outcome{},
+			wl: queued(1000 * time.Hour).Obj(), want: outcome{},
 		},
 		"taken back from a cluster: the deadline counts anew from the eviction": {
-			wl: evicted(queued(2*deadline), deadline-time.Minute).obj(), deadline: deadline, want: outcome{Requeue: time.Minute},
+			wl: evicted(queued(2*deadline), deadline-time.Minute).Obj(), deadline: deadline, want: outcome{Requeue: time.Minute},
 		},
 		"taken back long ago: past the deadline": {
-			wl: evicted(queued(3*deadline), deadline+time.Second).obj(), deadline: deadline, want: inadmissible,
+			wl: evicted(queued(3*deadline), deadline+time.Second).Obj(), deadline: deadline, want: inadmissible,
 		},
 		"admitted, though late: the deadline no longer applies": {
-			wl: queued(2 * deadline).winner("w1").jobCreated().obj(), deadline: deadline,
+			wl: queued(2 * deadline).AdmittedOn("w1").JobCreated().Obj(), deadline: deadline,
 			want: outcome{Worker: []string{"Delete w2 Copy ns/job-train uid=wl-uid epoch=2"}, HubJob: "mirrored"},
 		},
 		"finished as Inadmissible: the hub job is marked Failed, and a copy that shows up later is withdrawn": {
-			wl: queued(2*deadline).condition(gantry.WorkloadFinished, metav1.ConditionTrue, gantry.ReasonInadmissible).obj(), deadline: deadline,
+			wl: queued(2*deadline).Condition(gantry.WorkloadFinished, metav1.ConditionTrue, gantry.ReasonInadmissible, "set by the test").Obj(), deadline: deadline,
 			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2", "Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
 				HubJob: "Failed/" + gantry.ReasonInadmissible},
 		},

@@ -141,26 +141,26 @@ func randomView(b *byteSource) View {
 			nominated = append(nominated, n)
 		}
 	}
-	w.nominated(epoch, nominated...)
+	w.Nominated("", epoch, nominated...)
 	if len(nominated) > 0 && epoch > 0 && b.next(2) == 1 {
-		w.winner(nominated[b.next(len(nominated))])
+		w.AdmittedOn(nominated[b.next(len(nominated))])
 		if b.next(2) == 1 {
-			w.jobCreated()
+			w.JobCreated()
 		} else if b.next(3) == 0 {
-			w.refusing(now.Add(-time.Duration(b.next(3)) * time.Minute))
+			w.Refusing("w1 does not take the Job", now.Add(-time.Duration(b.next(3))*time.Minute))
 		}
 		if b.next(4) == 0 {
-			w.finished()
+			w.Finished(gantry.ReasonJobSucceeded)
 		}
 	}
 	if b.next(4) == 0 {
-		w.deleting()
+		w.Deleting()
 	}
 	job := hubJob()
 	if b.next(5) == 0 {
 		job = nil
 	}
-	v := view(w.obj(), job)
+	v := view(w.Obj(), job)
 	for _, n := range names {
 		v.Clusters[n] = randomCluster(b, n)
 	}
@@ -234,13 +234,14 @@ func randomCluster(b *byteSource, name string) Cluster {
 	owners := []string{uid, "old-uid"}
 	switch b.next(3) {
 	case 1:
-		c.Copy = copyOf(owners[b.next(2)], int64(b.next(3)))
+		cp := copyOf(owners[b.next(2)], int64(b.next(3)))
 		switch b.next(3) {
 		case 1:
-			admitted(c.Copy, metav1.ConditionTrue, gantry.ReasonFits)
+			cp.Admitted()
 		case 2:
-			admitted(c.Copy, metav1.ConditionFalse, gantry.ReasonPlacementTimeout)
+			cp.Condition(metav1.ConditionFalse, gantry.ReasonPlacementTimeout, "agent says")
 		}
+		c.Copy = cp.Obj()
 	}
 	if b.next(2) == 1 {
 		job := remoteJob(owners[b.next(2)], int64(b.next(3)))

@@ -29,14 +29,14 @@ func TestDecide(t *testing.T) {
 	}{
 		// Pending: copies follow the nomination.
 		"nominated: a copy on each nominated cluster": {
-			view: view(workload().nominated(2, "w1", "w2").obj(), hubJob(), up("w1"), up("w2"), up("w3")),
+			view: view(workload().Nominated("", 2, "w1", "w2").Obj(), hubJob(), up("w1"), up("w2"), up("w3")),
 			want: outcome{Worker: []string{
 				"CreateCopy w1 Copy ns/job-train uid=wl-uid epoch=2",
 				"CreateCopy w2 Copy ns/job-train uid=wl-uid epoch=2",
 			}},
 		},
 		"nominated: a copy of an earlier epoch is fenced before the new one": {
-			view: view(workload().nominated(2, "w1").obj(), hubJob(), up("w1").with(copyOf(uid, 1), nil)),
+			view: view(workload().Nominated("", 2, "w1").Obj(), hubJob(), up("w1").with(copyOf(uid, 1), nil)),
 			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=1"},
 				Events: []string{"Normal Withdrawn"}},
 		},
@@ -44,7 +44,7 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				c := up("w1")
 				c.CopyExpected = now.Add(3 * time.Second)
-				return view(workload().nominated(2, "w1").obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").Obj(), hubJob(), c)
 			}(),
 			want: outcome{Requeue: 3 * time.Second},
 		},
@@ -52,7 +52,7 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				c := up("w1")
 				c.CopyRefused, c.CopyRefusedAt, c.CopyRefusedNew = `namespace ns is being terminated`, now.Add(-time.Second), true
-				return view(workload().nominated(2, "w1").obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").Obj(), hubJob(), c)
 			}(),
 			want: outcome{Requeue: JobCreateRetry - time.Second, Events: []string{"Warning CopyNotCreated"}},
 		},
@@ -60,24 +60,24 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				c := up("w1")
 				c.CopyRefused, c.CopyRefusedAt = `namespace ns is being terminated`, now.Add(-JobCreateRetry)
-				return view(workload().nominated(2, "w1").obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").Obj(), hubJob(), c)
 			}(),
 			want: outcome{Worker: []string{"CreateCopy w1 Copy ns/job-train uid=wl-uid epoch=2"}},
 		},
 		"nominated: a copy on a cluster no longer nominated is withdrawn": {
-			view: view(workload().nominated(2, "w1").obj(), hubJob(), up("w1").with(copyOf(uid, 2), nil), up("w3").with(copyOf(uid, 2), nil)),
+			view: view(workload().Nominated("", 2, "w1").Obj(), hubJob(), up("w1").with(copyOf(uid, 2), nil), up("w3").with(copyOf(uid, 2), nil)),
 			want: outcome{Worker: []string{"Delete w3 Copy ns/job-train uid=wl-uid epoch=2"}, Events: []string{"Normal Withdrawn"}},
 		},
 		"nominated: a disconnected nominated cluster gets nothing": {
-			view: view(workload().nominated(2, "w1").obj(), hubJob(), down("w1")),
+			view: view(workload().Nominated("", 2, "w1").Obj(), hubJob(), down("w1")),
 			want: outcome{},
 		},
 		"pending: a Job without a winner is removed, pods first": {
-			view: view(workload().nominated(2, "w1").obj(), hubJob(), up("w1").with(copyOf(uid, 2), remoteJob(uid, 1))),
+			view: view(workload().Nominated("", 2, "w1").Obj(), hubJob(), up("w1").with(copyOf(uid, 2), remoteJob(uid, 1))),
 			want: outcome{Worker: []string{"DeleteForeground w1 Job ns/train uid=wl-uid epoch=1"}},
 		},
 		"leftovers of an earlier Workload of the same name are removed before the copy is created": {
-			view: view(workload().nominated(1, "w1").obj(), hubJob(), up("w1").with(copyOf(other, 4), running(remoteJob(other, 4)))),
+			view: view(workload().Nominated("", 1, "w1").Obj(), hubJob(), up("w1").with(copyOf(other, 4), running(remoteJob(other, 4)))),
 			want: outcome{Worker: []string{
 				"Delete w1 Copy ns/job-train uid=old-uid epoch=4",
 				"Delete w1 Job ns/train uid=old-uid epoch=4",
@@ -86,49 +86,49 @@ func TestDecide(t *testing.T) {
 
 		// Winner: the Job is created once, recorded, mirrored, finished.
 		"winner: the Job is created and the losers withdrawn": {
-			view: view(workload().nominated(2, "w1", "w2").winner("w1").obj(), hubJob(),
-				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil), up("w2").with(copyOf(uid, 2), nil)),
+			view: view(workload().Nominated("", 2, "w1", "w2").AdmittedOn("w1").Obj(), hubJob(),
+				up("w1").with(copyOf(uid, 2).Admitted(), nil), up("w2").with(copyOf(uid, 2), nil)),
 			want: outcome{Worker: []string{
 				"Delete w2 Copy ns/job-train uid=wl-uid epoch=2",
 				"CreateJob w1 Job ns/train uid=wl-uid epoch=2",
 			}},
 		},
 		"winner: a loser that cannot be reached does not hold back the Job": {
-			view: view(workload().nominated(2, "w1", "w2").winner("w1").obj(), hubJob(), up("w1"), down("w2")),
+			view: view(workload().Nominated("", 2, "w1", "w2").AdmittedOn("w1").Obj(), hubJob(), up("w1"), down("w2")),
 			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
 		},
 		"winner that does not take the Job: the Workload says why at once, and the job is asked again later": {
-			view: view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), failingCreate(up("w1"), now)),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), hubJob(), failingCreate(up("w1"), now)),
 			want: outcome{Changed: []string{"JobCreated=False/" + gantry.ReasonWorkerRefusing}, Events: []string{"Warning " + EventNotCreated},
 				Requeue: JobCreateRetry},
 		},
 		"winner still not taking the Job, its last refusal a while ago: asked again, no second Event": {
-			view: view(workload().nominated(2, "w1").winner("w1").refusing(now.Add(-time.Minute)).obj(), hubJob(),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Refusing("w1 does not take the Job", now.Add(-time.Minute)).Obj(), hubJob(),
 				failingCreate(up("w1"), now.Add(-JobCreateRetry))),
 			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
 		},
 		"winner that has not taken the Job for the grace: taken back after a live check, and dispatched again": {
-			view: view(workload().nominated(2, "w1").winner("w1").refusing(now.Add(-JobCreateGrace)).obj(), hubJob(),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Refusing("w1 does not take the Job", now.Add(-JobCreateGrace)).Obj(), hubJob(),
 				failingCreate(up("w1"), now.Add(-time.Second))),
 			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1, Events: []string{"Warning Evicted"},
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"}},
 		},
 		"winner, and the job changed since it was admitted: nothing is built from it, it is taken back": {
-			view: view(workload().builtFrom(3).nominated(2, "w1").winner("w1").obj(), atGeneration(4, hubJob()),
-				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)),
+			view: view(workload().JobGeneration(3).Nominated("", 2, "w1").AdmittedOn("w1").Obj(), atGeneration(4, hubJob()),
+				up("w1").with(copyOf(uid, 2).Admitted(), nil)),
 			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1, Events: []string{"Warning Evicted"},
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"}},
 		},
 		"winner, and the job is at the generation admitted: the Job is created": {
-			view: view(workload().builtFrom(3).nominated(2, "w1").winner("w1").obj(), atGeneration(3, hubJob()), up("w1")),
+			view: view(workload().JobGeneration(3).Nominated("", 2, "w1").AdmittedOn("w1").Obj(), atGeneration(3, hubJob()), up("w1")),
 			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
 		},
 		"winner, a Workload that does not know its job's generation: the Job is created": {
-			view: view(workload().nominated(2, "w1").winner("w1").obj(), atGeneration(4, hubJob()), up("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), atGeneration(4, hubJob()), up("w1")),
 			want: outcome{Worker: []string{"CreateJob w1 Job ns/train uid=wl-uid epoch=2"}},
 		},
 		"winner, the job changed after its Job was created: it runs as admitted, nothing is taken back": {
-			view: view(workload().builtFrom(3).nominated(2, "w1").winner("w1").jobCreated().obj(), atGeneration(4, hubJob()),
+			view: view(workload().JobGeneration(3).Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), atGeneration(4, hubJob()),
 				up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2)))),
 			want: outcome{HubJob: "mirrored"},
 		},
@@ -136,7 +136,7 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				c := up("w1")
 				c.JobExpected = now.Add(10 * time.Second)
-				return view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), hubJob(), c)
 			}(),
 			want: outcome{Changed: []string{"JobCreated=True/Created"}},
 		},
@@ -144,16 +144,16 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				c := up("w1")
 				c.JobExpected = now.Add(10 * time.Second)
-				return view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), c)
 			}(),
 			want: outcome{Requeue: 10 * time.Second},
 		},
 		"winner: a Job created by an earlier hub is recorded and mirrored": {
-			view: view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), up("w1").with(nil, running(remoteJob(uid, 2)))),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), hubJob(), up("w1").with(nil, running(remoteJob(uid, 2)))),
 			want: outcome{Changed: []string{"JobCreated=True/Created"}, HubJob: "mirrored"},
 		},
 		"winner: a recorded Job that is gone is not created again": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), up("w1")),
 			want: outcome{ConfirmGone: "w1", HubJob: "Failed/" + gantry.ReasonRemoteJobLost,
 				Changed: []string{"Finished=True/RemoteJobLost", "Pending=False/RemoteJobLost"}, Events: []string{"Warning Finished"}},
 		},
@@ -161,28 +161,28 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				c := up("w1")
 				c.ForeignJob = true
-				return view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), hubJob(), c)
 			}(),
 			want: outcome{HubJob: "Failed/" + gantry.ReasonRemoteJobConflict,
 				Changed: []string{"Finished=True/RemoteJobConflict", "Pending=False/RemoteJobConflict"}, Events: []string{"Warning Finished"}},
 		},
 		"winner: a Job the winner refused is taken back and dispatched again": {
 			view: func() View {
-				c := up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)
+				c := up("w1").with(copyOf(uid, 2).Admitted(), nil)
 				c.JobRefused = `admission webhook denied the request: spec.runtimeRef: "torch" not found`
-				return view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), hubJob(), c)
 			}(),
 			want: outcome{Winner: "-", Evictions: 1, ConfirmGone: "w1",
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"winner: a completed Job is mirrored and the Workload finished": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1").with(nil, completed(remoteJob(uid, 2)))),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), up("w1").with(nil, completed(remoteJob(uid, 2)))),
 			want: outcome{HubJob: "mirrored", Changed: []string{"Finished=True/Succeeded", "Pending=False/Succeeded"}},
 		},
 		"winner: a running Job is mirrored at most once per interval": {
 			view: func() View {
-				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1").with(nil, running(remoteJob(uid, 2))))
+				v := view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), up("w1").with(nil, running(remoteJob(uid, 2))))
 				v.LastMirror = &Mirror{At: now.Add(-300 * time.Millisecond), Replaced: "9"}
 				return v
 			}(),
@@ -228,88 +228,88 @@ func TestDecide(t *testing.T) {
 		},
 		"winner: no mirror over a cache that does not show the last one": {
 			view: func() View {
-				v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), up("w1").with(nil, completed(remoteJob(uid, 2))))
+				v := view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), up("w1").with(nil, completed(remoteJob(uid, 2))))
 				v.LastMirror = &Mirror{At: now.Add(-time.Minute), Replaced: "10"}
 				return v
 			}(),
 			want: outcome{Requeue: CacheCatchUp},
 		},
 		"winner: unreachable, it keeps its quota and says so": {
-			view: view(workload().nominated(2, "w1", "w2").winner("w1").jobCreated().obj(), hubJob(), down("w1"), up("w2").with(copyOf(uid, 2), nil)),
+			view: view(workload().Nominated("", 2, "w1", "w2").AdmittedOn("w1").JobCreated().Obj(), hubJob(), down("w1"), up("w2").with(copyOf(uid, 2), nil)),
 			want: outcome{Worker: []string{"Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
 				Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"}},
 		},
 		"winner: refuses the hub's token or rights, held as unreachable": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), unauthorized(down("w1"))),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), unauthorized(down("w1"))),
 			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"}},
 		},
 		"winner: reachable again": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().condition(gantry.WorkloadClusterReachable, metav1.ConditionFalse, gantry.ReasonClusterUnreachable).obj(),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Condition(gantry.WorkloadClusterReachable, metav1.ConditionFalse, gantry.ReasonClusterUnreachable, "set by the test").Obj(),
 				hubJob(), up("w1").with(nil, remoteJob(uid, 2))),
 			want: outcome{Changed: []string{"ClusterReachable=True/Reachable"}},
 		},
 		"winner gave it up: its Job is deleted, pods first": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
-				up("w1").with(admitted(copyOf(uid, 2), "False", gantry.ReasonPlacementTimeout), remoteJob(uid, 2))),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(),
+				up("w1").with(copyOf(uid, 2).Condition(metav1.ConditionFalse, gantry.ReasonPlacementTimeout, "agent says"), remoteJob(uid, 2))),
 			want: outcome{Worker: []string{"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2"}, Requeue: DeletionPoll},
 		},
 		"winner gave it up: a Job being deleted is waited for": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
-				up("w1").with(admitted(copyOf(uid, 2), "False", gantry.ReasonPlacementTimeout), deletingJob(remoteJob(uid, 2)))),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(),
+				up("w1").with(copyOf(uid, 2).Condition(metav1.ConditionFalse, gantry.ReasonPlacementTimeout, "agent says"), deletingJob(remoteJob(uid, 2)))),
 			want: outcome{Requeue: DeletionPoll},
 		},
 		"winner gave it up: once its Job is gone, the eviction is recorded": {
 			view: func() View {
 				job := hubJob()
 				job.Status = running(remoteJob(uid, 2)).Status
-				return view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), job,
-					up("w1").with(admitted(copyOf(uid, 2), "False", gantry.ReasonPlacementTimeout), nil))
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), job,
+					up("w1").with(copyOf(uid, 2).Condition(metav1.ConditionFalse, gantry.ReasonPlacementTimeout, "agent says"), nil))
 			}(),
 			want: outcome{ConfirmGone: "w1", HubJob: "cleared", Winner: "-", Evictions: 1,
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"winner preempted: its Job is deleted, pods first": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
-				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), running(remoteJob(uid, 2)))),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(),
+				up("w1").with(copyOf(uid, 2).Admitted(), running(remoteJob(uid, 2)))),
 			want: outcome{Worker: []string{"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2"}, Requeue: DeletionPoll},
 		},
 		"winner preempted: a Job created but not in the cache yet is waited for": {
 			view: func() View {
-				c := up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)
+				c := up("w1").with(copyOf(uid, 2).Admitted(), nil)
 				c.JobExpected = now.Add(time.Second)
-				return view(workload().nominated(2, "w1").winner("w1").preempted("w1", 2).obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(), c)
 			}(),
 			want: outcome{Requeue: time.Second},
 		},
 		"winner preempted: once its Job is gone, its copy goes and it is queued again behind a live check": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
-				up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(),
+				up("w1").with(copyOf(uid, 2).Admitted(), nil)),
 			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2"}, ConfirmGone: "w1", Winner: "-", Evictions: 1,
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"winner preempted but unreachable: it keeps its quota until its Job can be removed": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(), down("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(), down("w1")),
 			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"}},
 		},
 		"a preemption recorded for an earlier epoch is void": {
-			view: view(workload().nominated(3, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
-				up("w1").with(admitted(copyOf(uid, 3), "True", gantry.ReasonFits), running(remoteJob(uid, 3)))),
+			view: view(workload().Nominated("", 3, "w1").AdmittedOn("w1").JobCreated().Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(),
+				up("w1").with(copyOf(uid, 3).Admitted(), running(remoteJob(uid, 3)))),
 			want: outcome{HubJob: "mirrored"},
 		},
 		"winner fenced: dispatched again at once, recorded as WorkerLost": {
 			view: func() View {
 				c := down("w1")
 				c.Fenced = true
-				return view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), c)
 			}(),
 			want: outcome{Winner: "-", Evictions: 1,
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"back after a fence: what is left of an older epoch goes, pods first": {
-			view: view(workload().nominated(3, "w2").obj(), hubJob(), up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2))), up("w2")),
+			view: view(workload().Nominated("", 3, "w2").Obj(), hubJob(), up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2))), up("w2")),
 			want: outcome{Worker: []string{
 				"DeleteForeground w1 Job ns/train uid=wl-uid epoch=2",
 				"Delete w1 Copy ns/job-train uid=wl-uid epoch=2",
@@ -317,39 +317,39 @@ func TestDecide(t *testing.T) {
 			}, Events: []string{"Normal Withdrawn"}},
 		},
 		"winner unreachable under Fence: waits for the fence to be due": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), down("w1").underFence(2*time.Minute, false)),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), down("w1").underFence(2*time.Minute, false)),
 			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable"}, Events: []string{"Warning ClusterUnreachable"},
 				Requeue: 2 * time.Minute},
 		},
 		"winner unreachable under Fence past the timeout and margin: dispatched again as WorkerLost": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), down("w1").underFence(-time.Second, false)),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), down("w1").underFence(-time.Second, false)),
 			want: outcome{Winner: "-", Evictions: 1,
 				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"winner back before the fence: the Job the agent suspended is resumed in place": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(),
 				up("w1").underFence(time.Minute, true).with(nil, suspendedByTheAgent(remoteJob(uid, 2)))),
 			want: outcome{Worker: []string{"Resume w1 Job ns/train uid=wl-uid epoch=2"}},
 		},
 		"winner back, lease not renewed yet: no resume, the agent would stop it again": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(),
 				up("w1").underFence(time.Minute, false).with(nil, suspendedByTheAgent(remoteJob(uid, 2)))),
 			want: outcome{Requeue: LeasePoll},
 		},
 		"finished: the losers are withdrawn, the winner keeps its objects": {
-			view: view(workload().nominated(2, "w1", "w2").winner("w1").jobCreated().finished().obj(), hubJob(),
+			view: view(workload().Nominated("", 2, "w1", "w2").AdmittedOn("w1").JobCreated().Finished(gantry.ReasonJobSucceeded).Obj(), hubJob(),
 				up("w1").with(copyOf(uid, 2), completed(remoteJob(uid, 2))), up("w2").with(copyOf(uid, 2), nil)),
 			want: outcome{Worker: []string{"Delete w2 Copy ns/job-train uid=wl-uid epoch=2"}},
 		},
 
 		// Deletion: let go only once nothing of it can run.
 		"deleting without a winner: withdrawn and let go": {
-			view: view(workload().nominated(2, "w1", "w2").deleting().obj(), nil, up("w1").with(copyOf(uid, 2), nil), down("w2")),
+			view: view(workload().Nominated("", 2, "w1", "w2").Deleting().Obj(), nil, up("w1").with(copyOf(uid, 2), nil), down("w2")),
 			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2"}, RemoveFinalizer: true},
 		},
 		"deleting with a running Job: the Job goes first, pods first": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil,
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), nil,
 				up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2)))),
 			want: outcome{Worker: []string{
 				"Delete w1 Copy ns/job-train uid=wl-uid epoch=2",
@@ -357,7 +357,7 @@ func TestDecide(t *testing.T) {
 			}, Requeue: DeletionPoll},
 		},
 		"deleting after the Job ended: it goes in the background, its controller makes nothing anew": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().finished().deleting().obj(), nil,
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Finished(gantry.ReasonJobSucceeded).Deleting().Obj(), nil,
 				up("w1").with(copyOf(uid, 2), completed(remoteJob(uid, 2)))),
 			want: outcome{Worker: []string{
 				"Delete w1 Copy ns/job-train uid=wl-uid epoch=2",
@@ -365,28 +365,28 @@ func TestDecide(t *testing.T) {
 			}, RemoveFinalizer: true},
 		},
 		"deleting once the winner's Job is gone: let go after a live check": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, up("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), nil, up("w1")),
 			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
 		},
 		"deleting by hand while the hub job stands: the job is marked RanBefore as the Workload goes": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), hubJob(), up("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), hubJob(), up("w1")),
 			want: outcome{ConfirmGone: "w1", HubJob: "Failed/" + gantry.ReasonRanBefore, RemoveFinalizer: true},
 		},
 		"deleting after its job was deleted and submitted again under the name: the new job is not marked": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), resubmitted(hubJob()), up("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), resubmitted(hubJob()), up("w1")),
 			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
 		},
 		"the winner's Job lost while a new job of the name waits: the new job is not marked": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), resubmitted(hubJob()), up("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), resubmitted(hubJob()), up("w1")),
 			want: outcome{ConfirmGone: "w1", Changed: []string{"Finished=True/" + gantry.ReasonRemoteJobLost, "Pending=False/" + gantry.ReasonRemoteJobLost},
 				Events: []string{"Warning Finished"}},
 		},
 		"a winner and no Job yet, and the job under the name is another one: its Job is not built from it": {
-			view: view(workload().nominated(2, "w1").winner("w1").obj(), resubmitted(hubJob()), up("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), resubmitted(hubJob()), up("w1")),
 			want: outcome{},
 		},
 		"a running Job, and the job under the name is another one: nothing is mirrored to it": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), resubmitted(hubJob()),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), resubmitted(hubJob()),
 				up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2)))),
 			want: outcome{},
 		},
@@ -394,7 +394,7 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				c := down("w1")
 				c.Fenced = true
-				return view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), hubJob(), c)
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), hubJob(), c)
 			}(),
 			want: outcome{HubJob: "Failed/" + gantry.ReasonRanBefore, RemoveFinalizer: true},
 		},
@@ -402,20 +402,20 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				j := hubJob()
 				j.DeletionTimestamp, j.Finalizers = &metav1.Time{Time: now}, []string{"x"}
-				return view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), j, up("w1"))
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), j, up("w1"))
 			}(),
 			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
 		},
 		"deleting by hand a Workload whose hub job completed: it keeps its status": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), completed(hubJob()), up("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), completed(hubJob()), up("w1")),
 			want: outcome{ConfirmGone: "w1", RemoveFinalizer: true},
 		},
 		"deleting by hand before any winner: the job may run, nothing to mark": {
-			view: view(workload().nominated(2, "w1").deleting().obj(), hubJob(), up("w1")),
+			view: view(workload().Nominated("", 2, "w1").Deleting().Obj(), hubJob(), up("w1")),
 			want: outcome{RemoveFinalizer: true},
 		},
 		"deleting with the winner unreachable: held, with its quota": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, down("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), nil, down("w1")),
 			want: outcome{Changed: []string{"ClusterReachable=False/Unreachable", "Deleting=True/WaitingForWorker"},
 				Events: []string{"Warning ClusterUnreachable"}},
 		},
@@ -423,21 +423,21 @@ func TestDecide(t *testing.T) {
 			view: func() View {
 				c := down("w1")
 				c.Fenced = true
-				return view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, c)
+				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), nil, c)
 			}(),
 			want: outcome{RemoveFinalizer: true},
 		},
 		"deleting with the winner lost past its fence: let go": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().deleting().obj(), nil, down("w1").underFence(-time.Second, false)),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting().Obj(), nil, down("w1").underFence(-time.Second, false)),
 			want: outcome{RemoveFinalizer: true},
 		},
 		"deleting a finished Workload: nothing runs, let go": {
-			view: view(workload().nominated(2, "w1").winner("w1").jobCreated().finished().deleting().obj(), nil, down("w1")),
+			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Finished(gantry.ReasonJobSucceeded).Deleting().Obj(), nil, down("w1")),
 			want: outcome{RemoveFinalizer: true},
 		},
 		"deleting, finalizer already removed: nothing more": {
 			view: func() View {
-				v := view(workload().nominated(2, "w1").deleting().obj(), nil, up("w1"))
+				v := view(workload().Nominated("", 2, "w1").Deleting().Obj(), nil, up("w1"))
 				v.FinalizerRemoved = true
 				return v
 			}(),
@@ -471,7 +471,7 @@ func TestDecideSaysWhyTheWinnerIsUnreachable(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			plan := Decide(view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), hubJob(), tc.winner))
+			plan := Decide(view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), tc.winner))
 			if plan.Status == nil {
 				t.Fatal("no status written")
 			}
@@ -484,7 +484,7 @@ func TestDecideSaysWhyTheWinnerIsUnreachable(t *testing.T) {
 }
 
 func TestDecideWaitsForLeftoversBeforeCreating(t *testing.T) {
-	v := view(workload().nominated(2, "w1").winner("w1").obj(), hubJob(), up("w1").with(nil, remoteJob("old-uid", 7)))
+	v := view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), hubJob(), up("w1").with(nil, remoteJob("old-uid", 7)))
 	got := summarize(v, Decide(v))
 	want := outcome{Worker: []string{"Delete w1 Job ns/train uid=old-uid epoch=7"}}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
@@ -494,8 +494,8 @@ func TestDecideWaitsForLeftoversBeforeCreating(t *testing.T) {
 
 // A preempted workload's eviction says why and for whom, and its preemption record goes with its winner.
 func TestPreemptionIsRecordedAsAnEviction(t *testing.T) {
-	p := Decide(view(workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2).obj(), hubJob(),
-		up("w1").with(admitted(copyOf(uid, 2), "True", gantry.ReasonFits), nil)))
+	p := Decide(view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(),
+		up("w1").with(copyOf(uid, 2).Admitted(), nil)))
 	if p.Status == nil || p.Status.Preemption != nil || len(p.Status.Evictions) != 1 {
 		t.Fatalf("status = %+v", p.Status)
 	}
@@ -523,7 +523,7 @@ func mirrorOfStarted(edit func(*batchv1.JobStatus), ago time.Duration) View {
 	started.Status = running(remoteJob(uid, 2)).Status
 	worker := running(remoteJob(uid, 2))
 	edit(&worker.Status)
-	v := view(workload().nominated(2, "w1").winner("w1").jobCreated().obj(), started, up("w1").with(nil, worker))
+	v := view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), started, up("w1").with(nil, worker))
 	v.LastMirror = &Mirror{At: now.Add(-ago), Replaced: "9"}
 	return v
 }
@@ -548,22 +548,22 @@ func TestARunningTrainJobIsSuspendedBeforeItGoes(t *testing.T) {
 		return c
 	}
 	const suspend, deleteForeground = "Suspend w1 TrainJob ns/train uid=wl-uid epoch=2", "DeleteForeground w1 TrainJob ns/train uid=wl-uid epoch=2"
-	deleting := workload().nominated(2, "w1").winner("w1").jobCreated().deleting()
-	preempted := workload().nominated(2, "w1").winner("w1").jobCreated().preempted("w1", 2)
+	deleting := workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Deleting()
+	preempted := workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority)
 	cases := map[string]struct {
 		wl     *gantry.Workload
 		hubJob client.Object
 		remote *trainer.TrainJob
 		want   []string
 	}{
-		"deleted while it runs: suspended, then deleted pods first": {deleting.obj(), nil, trainJob(false, false),
+		"deleted while it runs: suspended, then deleted pods first": {deleting.Obj(), nil, trainJob(false, false),
 			[]string{suspend, deleteForeground}},
-		"deleted, once suspended: deleted pods first": {deleting.obj(), nil, trainJob(true, false), []string{deleteForeground}},
-		"deleted after it ended: deleted in the background": {workload().nominated(2, "w1").winner("w1").jobCreated().finished().deleting().obj(),
+		"deleted, once suspended: deleted pods first": {deleting.Obj(), nil, trainJob(true, false), []string{deleteForeground}},
+		"deleted after it ended: deleted in the background": {workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Finished(gantry.ReasonJobSucceeded).Deleting().Obj(),
 			nil, trainJob(false, true), []string{"Delete w1 TrainJob ns/train uid=wl-uid epoch=2"}},
-		"preempted while it runs: suspended, then deleted pods first": {preempted.obj(), hubTrainJob, trainJob(false, false),
+		"preempted while it runs: suspended, then deleted pods first": {preempted.Obj(), hubTrainJob, trainJob(false, false),
 			[]string{suspend, deleteForeground}},
-		"preempted, once suspended: deleted pods first": {preempted.obj(), hubTrainJob, trainJob(true, false), []string{deleteForeground}},
+		"preempted, once suspended: deleted pods first": {preempted.Obj(), hubTrainJob, trainJob(true, false), []string{deleteForeground}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
