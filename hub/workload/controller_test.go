@@ -30,6 +30,7 @@ import (
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/hub/remote/remotetest"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 var testScheme = func() *runtime.Scheme {
@@ -39,21 +40,20 @@ var testScheme = func() *runtime.Scheme {
 	return s
 }()
 
+// hubObjects are the hub Workload job-train, nominated to w1 and w2 in epoch 1, with winner (none: "") and
+// the conditions named set True, and its batch Job train.
 func hubObjects(winner string, conditions ...string) (*gantry.Workload, *batchv1.Job) {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "job-uid"},
 		Spec: batchv1.JobSpec{ManagedBy: ptr.To(gantry.JobManagedBy), Suspend: ptr.To(true),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{Name: "main", Image: "i"}}}}}}
-	wl := &gantry.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "ns", UID: "wl-uid", Finalizers: []string{gantry.WorkloadFinalizer},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid", Controller: ptr.To(true)}}},
-		Spec:   gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1}}},
-		Status: gantry.WorkloadStatus{DispatchEpoch: 1, NominatedClusters: []string{"w1", "w2"}, ClusterName: winner},
-	}
+	wl := hubtest.MakeWorkload("job-train", "ns").UID("wl-uid").Finalizer(gantry.WorkloadFinalizer).OwnedByJob("train", "job-uid").
+		Queue("q").PodSet("main", 1).Nominated("", 1, "w1", "w2")
+	wl.Status.ClusterName = winner // with no Admitted condition unless named
 	for _, c := range conditions {
-		apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: "Test", Message: "test"})
+		wl.Condition(c, metav1.ConditionTrue, "Test", "test")
 	}
-	return wl, job
+	return wl.Obj(), job
 }
 
 func newReconciler(t *testing.T, hubObjs []client.Object, workers *remotetest.Workers) *Reconciler {
@@ -450,10 +450,9 @@ func TestWhichWorkloadsConcernTheWorkers(t *testing.T) {
 		}
 		return wl
 	}
-	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns"}, Spec: gantry.QueueSpec{GlobalQueue: "gq"}}
-	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gq"}}
-	deadlineGQ := gq.DeepCopy()
-	deadlineGQ.Spec.AdmissionDeadline = &metav1.Duration{Duration: time.Hour}
+	q := hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj()
+	gq := hubtest.MakeGlobalQueue("gq").Obj()
+	deadlineGQ := hubtest.MakeGlobalQueue("gq").AdmissionDeadline(time.Hour).Obj()
 	cases := map[string]struct {
 		wl     *gantry.Workload
 		global *gantry.GlobalQueue

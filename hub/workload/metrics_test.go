@@ -9,6 +9,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/metrics"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 func TestTransitionOf(t *testing.T) {
@@ -52,8 +53,8 @@ func TestTransitionOf(t *testing.T) {
 
 func TestWithdrawalReason(t *testing.T) {
 	wl, _ := hubObjects("")
-	copyOf := func(uid string, epoch string) *gantry.Workload {
-		return &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{gantry.WorkloadUIDLabel: uid, gantry.DispatchEpochLabel: epoch}}}
+	copyOf := func(uid string, epoch int64) *gantry.Workload {
+		return hubtest.MakeCopy(wl.Name, wl.Namespace, uid, epoch).Obj()
 	}
 	won := wl.DeepCopy()
 	won.Status.ClusterName = "w1"
@@ -65,11 +66,11 @@ func TestWithdrawalReason(t *testing.T) {
 		cp      *gantry.Workload
 		want    string
 	}{
-		"left by an earlier Workload": {wl, "w1", copyOf("other-uid", "1"), metrics.WithdrawnLeftover},
-		"the Workload is deleted":     {deleting, "w1", copyOf("wl-uid", "1"), metrics.WithdrawnDeleted},
-		"another cluster won":         {won, "w2", copyOf("wl-uid", "1"), metrics.WithdrawnLost},
-		"an earlier epoch":            {wl, "w1", copyOf("wl-uid", "0"), metrics.WithdrawnStaleEpoch},
-		"no longer nominated":         {wl, "w3", copyOf("wl-uid", "1"), metrics.WithdrawnNotNominated},
+		"left by an earlier Workload": {wl, "w1", copyOf("other-uid", 1), metrics.WithdrawnLeftover},
+		"the Workload is deleted":     {deleting, "w1", copyOf("wl-uid", 1), metrics.WithdrawnDeleted},
+		"another cluster won":         {won, "w2", copyOf("wl-uid", 1), metrics.WithdrawnLost},
+		"an earlier epoch":            {wl, "w1", copyOf("wl-uid", 0), metrics.WithdrawnStaleEpoch},
+		"no longer nominated":         {wl, "w3", copyOf("wl-uid", 1), metrics.WithdrawnNotNominated},
 	} {
 		if got := withdrawalReason(tc.wl, tc.cluster, tc.cp); got != tc.want {
 			t.Errorf("%s: %s, want %s", name, got, tc.want)
