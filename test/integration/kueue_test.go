@@ -104,8 +104,16 @@ func installKueueAPI(t *testing.T, w *cluster) {
 			t.Fatal(err)
 		}
 	}
+	// Every kind the agent reads, Workloads first: it looks for Kueue's API once, when it starts, and
+	// the CRDs become served one by one.
 	eventually(t, "Kueue's API served on "+w.name, func() error {
-		return w.client.List(context.Background(), &kueue.ClusterQueueList{})
+		for _, l := range []client.ObjectList{&kueue.WorkloadList{}, &kueue.ClusterQueueList{}, &kueue.LocalQueueList{},
+			&kueue.CohortList{}, &kueue.ResourceFlavorList{}} {
+			if err := w.client.List(context.Background(), l); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	restartAgent(t, w.name)
 }
