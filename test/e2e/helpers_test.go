@@ -307,6 +307,9 @@ func dumpOnFailure(t *testing.T, ns string) {
 			if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); i == 0 && c != nil {
 				t.Logf("  pending: %s", c.Message)
 			}
+			for _, e := range wl.Status.Evictions {
+				t.Logf("  evicted from %s in epoch %d at %s: %s: %s", e.Cluster, e.Epoch, e.Time.UTC().Format("15:04:05"), e.Reason, e.Message)
+			}
 		}
 		var wcs gantry.WorkerClusterList
 		_ = tb.Hub.Client.List(ctx, &wcs)
