@@ -66,31 +66,26 @@ func TestPreemptionMakesRoomOnlyOnceTheVictimsAreGone(t *testing.T) {
 
 // checkVictimsGoneFirst checks that exactly want of the jobs were preempted for preemptor, each once, and
 // that the ledger of the cluster shows every pod of theirs deleted before the first pod of preemptor
-// existed.
+// existed. A victim's eviction is recorded once a live read shows its Job gone, which may come after
+// the preemptor's pods start (they wait for the victim's pods only), so the count is awaited.
 func checkVictimsGoneFirst(t *testing.T, ns, cluster string, jobs []*batchv1.Job, preemptor *batchv1.Job, want int) {
 	t.Helper()
-	preemptorKey := ns + "/" + jobkind.WorkloadName(jobkind.Job{}, preemptor.Name)
+	var preempted map[string][]string // workload UID -> epochs preempted in
+	eventually(t, fmt.Sprintf("%d jobs preempted on %s for %s", want, cluster, preemptor.Name), 30*time.Second, poll, func() error {
+		var err error
+		if preempted, err = preemptedFor(ns, cluster, jobs, preemptor); err == nil && len(preempted) != want {
+			err = fmt.Errorf("%d preempted", len(preempted))
+		}
+		return err
+	})
 	victims := map[string]string{} // workload UID -> epoch preempted
-	for _, j := range jobs {
-		var wl gantry.Workload
-		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, j.Name)}, &wl); err != nil {
-			t.Fatal(err)
-		}
-		times := 0
-		for _, e := range wl.Status.Evictions {
-			if e.Reason == gantry.ReasonPreempted && e.Cluster == cluster && strings.Contains(e.Message, preemptorKey) {
-				victims[string(wl.UID)] = fmt.Sprint(e.Epoch)
-				times++
-			}
-		}
-		if times > 1 {
+	for uid, epochs := range preempted {
+		if len(epochs) > 1 {
 			// Preempted, admitted again into the room it left, and preempted again: the room was not
 			// held for the preemptor.
-			t.Errorf("%s preempted %d times on %s for %s", j.Name, times, cluster, preemptor.Name)
+			t.Errorf("workload %s preempted %d times on %s for %s", uid, len(epochs), cluster, preemptor.Name)
 		}
-	}
-	if len(victims) != want {
-		t.Fatalf("%d jobs preempted on %s for %s, want %d", len(victims), cluster, preemptor.Name, want)
+		victims[uid] = epochs[0]
 	}
 	pods := audit.Pods(ns)
 	first := int64(-1)
@@ -116,6 +111,25 @@ func checkVictimsGoneFirst(t *testing.T, ns, cluster string, jobs []*batchv1.Job
 		}
 	}
 	t.Logf("on %s: %d victim pods deleted before revision %d, where %s's first pod appears", cluster, len(last), first, preemptor.Name)
+}
+
+// preemptedFor maps the UID of each of the jobs' Workloads preempted on the cluster for preemptor to the
+// epochs it was preempted in.
+func preemptedFor(ns, cluster string, jobs []*batchv1.Job, preemptor *batchv1.Job) (map[string][]string, error) {
+	preemptorKey := ns + "/" + jobkind.WorkloadName(jobkind.Job{}, preemptor.Name)
+	victims := map[string][]string{}
+	for _, j := range jobs {
+		var wl gantry.Workload
+		if err := tb.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, j.Name)}, &wl); err != nil {
+			return nil, err
+		}
+		for _, e := range wl.Status.Evictions {
+			if e.Reason == gantry.ReasonPreempted && e.Cluster == cluster && strings.Contains(e.Message, preemptorKey) {
+				victims[string(wl.UID)] = append(victims[string(wl.UID)], fmt.Sprint(e.Epoch))
+			}
+		}
+	}
+	return victims, nil
 }
 
 // podsLive waits until every pod of each job is live on a worker, as the ledger sees it.

@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,12 +38,8 @@ func ownQueue(t *testing.T, ns string, gpus int64) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tb.Hub.Client.Delete(context.Background(), gq) })
-	var q gantry.Queue
-	if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: queueName}, &q); err != nil {
-		t.Fatal(err)
-	}
-	q.Spec.GlobalQueue = gq.Name
-	if err := tb.Hub.Client.Update(ctx, &q); err != nil {
+	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: queueName}}
+	if err := changeOnHub(q, func(q *gantry.Queue) { q.Spec.GlobalQueue = gq.Name }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -50,14 +47,19 @@ func ownQueue(t *testing.T, ns string, gpus int64) {
 // changeJob changes a hub Job, read afresh; a conflict with the hub's writes reads it again.
 func changeJob(t *testing.T, job *batchv1.Job, change func(*batchv1.Job)) error {
 	t.Helper()
+	return changeOnHub(job.DeepCopy(), change)
+}
+
+// changeOnHub reads obj afresh from the hub by its key, changes it and updates it; a conflict with
+// another writer (the hub writes the status of Jobs, Queues and GlobalQueues) reads it again.
+func changeOnHub[T client.Object](obj T, change func(T)) error {
 	var err error
 	for range 20 {
-		var j batchv1.Job
-		if err = tb.Hub.Client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+		if err = tb.Hub.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
-		change(&j)
-		if err = tb.Hub.Client.Update(context.Background(), &j); err == nil || !strings.Contains(err.Error(), "the object has been modified") {
+		change(obj)
+		if err = tb.Hub.Client.Update(context.Background(), obj); !apierrors.IsConflict(err) {
 			return err
 		}
 	}
@@ -361,14 +363,11 @@ func TestPodsAWorkerRefusesAreFoundBeforeItsJobIsCreated(t *testing.T) {
 // the job, which worker-1 would not take, then runs once, on worker-2, and leaves nothing behind.
 func runsOnWorker2Once(t *testing.T, ns string, job *batchv1.Job) {
 	t.Helper()
-	ctx := context.Background()
-	var gq gantry.GlobalQueue
-	if err := tb.Hub.Client.Get(ctx, client.ObjectKey{Name: ns}, &gq); err != nil {
-		t.Fatal(err)
-	}
-	gq.Spec.Clusters = append(gq.Spec.Clusters, gantry.ClusterQuota{Name: "worker-2",
-		Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}})
-	if err := tb.Hub.Client.Update(ctx, &gq); err != nil {
+	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if err := changeOnHub(gq, func(gq *gantry.GlobalQueue) {
+		gq.Spec.Clusters = append(gq.Spec.Clusters, gantry.ClusterQuota{Name: "worker-2",
+			Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	allComplete(t, []*batchv1.Job{job}, 3*time.Minute)
