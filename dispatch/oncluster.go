@@ -19,9 +19,9 @@ func OnCluster(cluster string, workloads []gantry.Workload) (running, nominated 
 		}
 		key := wl.Namespace + "/" + wl.Name
 		switch {
-		case wl.Status.ClusterName == cluster:
+		case wl.Status.Winner() == cluster:
 			running = append(running, key)
-		case wl.Status.ClusterName == "" && slices.Contains(wl.Status.NominatedClusters, cluster):
+		case wl.Status.Winner() == "" && slices.Contains(wl.Status.Nominated(), cluster):
 			nominated = append(nominated, key)
 		}
 	}

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"fmt"
 	"time"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
@@ -101,4 +102,9 @@ func verdictDue(s *Snapshot, res *Result, w *Workload, v Verdict) (time.Duration
 		res.AgentNews[v.Key] = s.Now
 	}
 	return 0, true
+}
+
+// TakenBackMessage says for a person that the winner gave the workload up, and why.
+func TakenBackMessage(e gantry.Eviction) string {
+	return fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", e.Cluster, e.Reason, e.Message)
 }

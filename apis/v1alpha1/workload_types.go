@@ -185,10 +185,42 @@ type Preemption struct {
 // CurrentPreemption is the preemption recorded for the workload's winner and dispatch epoch; nil when
 // none is (a record naming another is void).
 func (s *WorkloadStatus) CurrentPreemption() *Preemption {
-	if p := s.Preemption; p != nil && s.ClusterName != "" && p.Cluster == s.ClusterName && p.Epoch == s.DispatchEpoch {
+	if p := s.Preemption; p != nil && s.Winner() != "" && p.Cluster == s.ClusterName && p.Epoch == s.DispatchEpoch {
 		return p
 	}
 	return nil
+}
+
+// TakenBack says whether the last eviction took the workload back from the winner and epoch its status
+// still records: the Workload controller records the eviction, and the dispatcher, which owns the
+// winner and nomination fields, clears them with its next write. Until then they are void.
+func (s *WorkloadStatus) TakenBack() bool {
+	n := len(s.Evictions)
+	return s.ClusterName != "" && n > 0 && s.Evictions[n-1].Cluster == s.ClusterName && s.Evictions[n-1].Epoch == s.DispatchEpoch
+}
+
+// Winner is the cluster that runs the job; empty while there is none, or it was taken back.
+func (s *WorkloadStatus) Winner() string {
+	if s.TakenBack() {
+		return ""
+	}
+	return s.ClusterName
+}
+
+// Nominated lists the clusters holding copies of the current epoch; none once the winner was taken back.
+func (s *WorkloadStatus) Nominated() []string {
+	if s.TakenBack() {
+		return nil
+	}
+	return s.NominatedClusters
+}
+
+// WinnerAdmission is the winning agent's choices; nil while there is no winner.
+func (s *WorkloadStatus) WinnerAdmission() *Admission {
+	if s.Winner() == "" {
+		return nil
+	}
+	return s.Admission
 }
 
 // MaxEvictions bounds the eviction history a Workload keeps.
@@ -205,12 +237,15 @@ type RejectedCluster struct {
 	Time metav1.Time `json:"time,omitempty"`
 }
 
-// WorkloadStatus is the dispatch state. On the hub the dispatcher writes it; on a worker copy the agent
-// writes the Admitted condition.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterName) || (has(self.clusterName) && self.clusterName == oldSelf.clusterName) || (!has(self.clusterName) && has(self.evictions) && size(self.evictions) > 0 && self.evictions[size(self.evictions) - 1].cluster == oldSelf.clusterName && self.evictions[size(self.evictions) - 1].epoch == oldSelf.dispatchEpoch)",message="clusterName is immutable once set: a workload has one winner at a time, cleared only together with the record of its eviction"
+// WorkloadStatus is the dispatch state. On the hub the dispatcher writes what it decides (the epoch,
+// nomination, winner, preemption, rejections; Pending, Dispatched, Admitted) and the Workload controller
+// what became of the job (evictions; ClusterReachable, JobCreated, Finished, Deleting); on a worker copy
+// the agent writes the Admitted condition, the admission and wouldFitWithout.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterName) || (has(self.clusterName) && self.clusterName == oldSelf.clusterName) || (!has(self.clusterName) && has(self.evictions) && size(self.evictions) > 0 && self.evictions[size(self.evictions) - 1].cluster == oldSelf.clusterName && self.evictions[size(self.evictions) - 1].epoch == oldSelf.dispatchEpoch)",message="clusterName is immutable once set: a workload has one winner at a time, cleared only once the last eviction records it"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.dispatchEpoch) || (has(self.dispatchEpoch) && self.dispatchEpoch >= oldSelf.dispatchEpoch)",message="dispatchEpoch never decreases"
 type WorkloadStatus struct {
-	// Conditions: Pending, Dispatched, Admitted, Finished.
+	// Conditions: Pending, Dispatched, Admitted, ClusterReachable, JobCreated, Finished, Deleting. Once
+	// Finished is True the others keep what they said last.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -233,7 +268,8 @@ type WorkloadStatus struct {
 	// +optional
 	NominatedClusters []string `json:"nominatedClusters,omitempty"`
 
-	// ClusterName is the winner: the cluster that runs the job. Set once, never changed.
+	// ClusterName is the winner: the cluster that runs the job. Set once per epoch; void once the last
+	// eviction names it and the epoch (read it with Winner).
 	// +optional
 	ClusterName string `json:"clusterName,omitempty"`
 

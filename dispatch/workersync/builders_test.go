@@ -136,7 +136,7 @@ type outcome struct {
 	ConfirmGone     string
 	HubJob          string   // "", "cleared", "mirrored" or "Failed/<reason>"
 	Changed         []string // conditions whose status or reason the plan changes: "Type=Status/Reason"
-	Winner          string   // the winner the plan leaves, when it changes it ("-" for cleared)
+	Winner          string   // the winner the plan leaves, when it changes it ("-" for taken back)
 	Evictions       int      // evictions the plan adds
 	RemoveFinalizer bool
 	Events          []string // "Type Reason"
@@ -170,8 +170,8 @@ func summarize(v View, p Plan) outcome {
 			}
 		}
 		sort.Strings(o.Changed)
-		if p.Status.ClusterName != old.ClusterName {
-			o.Winner = p.Status.ClusterName
+		if p.Status.Winner() != old.Winner() {
+			o.Winner = p.Status.Winner()
 			if o.Winner == "" {
 				o.Winner = "-"
 			}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -41,9 +42,9 @@ func Decide(v View) Plan {
 		finished := apimeta.FindStatusCondition(d.wl.Status.Conditions, gantry.WorkloadFinished)
 		d.failHubJob(finished.Reason, finished.Message) // where the Workload's end was written first
 		d.withdrawFromLosers()                          // without a winner: from every cluster
-	case d.wl.Status.ClusterName == "" && d.endIfPastAdmissionDeadline():
+	case d.wl.Status.Winner() == "" && d.endIfPastAdmissionDeadline():
 		d.withdrawFromLosers()
-	case d.wl.Status.ClusterName == "":
+	case d.wl.Status.Winner() == "":
 		d.syncCopies()
 	default:
 		d.withdrawFromLosers()
@@ -151,7 +152,7 @@ func (d *decider) syncCopies() {
 	st := &d.wl.Status
 	var fenced []string
 	for _, c := range d.connected() {
-		nominated := st.DispatchEpoch > 0 && slices.Contains(st.NominatedClusters, c.Name)
+		nominated := st.DispatchEpoch > 0 && slices.Contains(st.Nominated(), c.Name)
 		if job := d.myJob(c); job != nil {
 			// No winner, so nothing of it may run (an eviction waits for its Job to go).
 			d.stopJob(c.Name, job)
@@ -218,7 +219,6 @@ func (d *decider) endIfPastAdmissionDeadline() bool {
 	}
 	// The end is written before the hub job is failed (in the next pass): should the dispatcher record
 	// a winner meanwhile, this write is refused and the job runs, its hub job untouched.
-	d.status.NominatedClusters = nil
 	d.end(gantry.ReasonInadmissible, msg)
 	return true
 }
@@ -226,7 +226,7 @@ func (d *decider) endIfPastAdmissionDeadline() bool {
 // withdrawFromLosers removes the Workload from every connected cluster but its winner.
 func (d *decider) withdrawFromLosers() {
 	for _, c := range d.connected() {
-		if c.Name != d.wl.Status.ClusterName {
+		if c.Name != d.wl.Status.Winner() {
 			d.withdraw(c)
 		}
 	}
@@ -235,7 +235,7 @@ func (d *decider) withdrawFromLosers() {
 // runOnWinner creates the Job on the winner, records that it did, mirrors its status and finishes the
 // Workload with it; or evicts the Workload when the winner's agent gave it up.
 func (d *decider) runOnWinner() {
-	w, ok := d.v.Clusters[d.wl.Status.ClusterName]
+	w, ok := d.v.Clusters[d.wl.Status.Winner()]
 	if w.Fenced || d.fenceDue(w) {
 		d.evictFromLost(w)
 		return
@@ -317,7 +317,7 @@ func (d *decider) reachable(w Cluster, known bool) bool {
 		}
 		return true
 	}
-	msg := fmt.Sprintf("%s is unreachable", d.wl.Status.ClusterName)
+	msg := fmt.Sprintf("%s is unreachable", d.wl.Status.Winner())
 	if w.DisconnectedReason != "" && w.DisconnectedReason != gantry.ReasonUnreachable {
 		msg += " (" + w.DisconnectedReason + ")"
 	}
@@ -509,8 +509,9 @@ func (d *decider) evictFromLost(w Cluster) {
 	d.event(corev1.EventTypeWarning, EventEvicted, "%s; dispatching again", msg)
 }
 
-// takeBack records the eviction of the winner and clears it, so that the dispatcher dispatches the
-// Workload again in a new epoch; the hub Job's status mirrored from the winner is cleared first.
+// takeBack records the eviction of the winner, which makes the winner void (WorkloadStatus.Winner): the
+// dispatcher, which owns the winner's fields, clears them with its next write and dispatches the
+// Workload again in a new epoch. The hub Job's status mirrored from the winner is cleared first.
 func (d *decider) takeBack(reason, message string) {
 	if d.v.HubJob != nil {
 		if cleared := d.v.HubJob.DeepCopyObject().(client.Object); jobkind.Of(d.wl).ClearStatus(cleared) {
@@ -523,12 +524,7 @@ func (d *decider) takeBack(reason, message string) {
 	if n := len(st.Evictions); n > gantry.MaxEvictions {
 		st.Evictions = st.Evictions[n-gantry.MaxEvictions:]
 	}
-	msg := fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", st.ClusterName, reason, message)
-	st.ClusterName, st.Admission, st.NominatedClusters, st.Preemption = "", nil, nil, nil
-	for _, t := range []string{gantry.WorkloadAdmitted, gantry.WorkloadDispatched, gantry.WorkloadJobCreated} {
-		d.setCondition(t, metav1.ConditionFalse, gantry.ReasonEvicted, msg)
-	}
-	d.setCondition(gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonEvicted, msg)
+	d.setCondition(gantry.WorkloadJobCreated, metav1.ConditionFalse, gantry.ReasonEvicted, dispatch.TakenBackMessage(st.Evictions[len(st.Evictions)-1]))
 }
 
 // finish records that the Workload ended, which releases its quota, and marks the hub job Failed when
@@ -545,7 +541,6 @@ func (d *decider) end(reason, message string) bool {
 		return false
 	}
 	d.setCondition(gantry.WorkloadFinished, metav1.ConditionTrue, reason, message)
-	d.setCondition(gantry.WorkloadPending, metav1.ConditionFalse, reason, message)
 	if reason != gantry.ReasonJobSucceeded && reason != gantry.ReasonJobFailed {
 		d.event(corev1.EventTypeWarning, EventFinished, "%s", message)
 	}
@@ -575,7 +570,7 @@ func (d *decider) finalize() {
 	for _, c := range d.connected() {
 		d.withdraw(c)
 	}
-	winner := d.wl.Status.ClusterName
+	winner := d.wl.Status.Winner()
 	if winner == "" || apimeta.IsStatusConditionTrue(d.wl.Status.Conditions, gantry.WorkloadFinished) {
 		d.plan.RemoveFinalizer = true
 		return

@@ -11,13 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // FuzzDecideNeverRunsTwice checks, over random views of one Workload, the rules that keep a job from
 // running twice or being lost: a Job is created only on the winner and only while none is recorded as
 // created; the winner is cleared, and the Workload let go while its Job may run, only behind a live
 // check of the winner; nothing is written to a cluster that is not connected; deletes name exactly
-// objects in the view; a TrainJob is suspended only on its way out, pods first, in the same plan; a job
+// objects in the view; the plan writes only the status fields the Workload controller owns
+// (hubtest.WorkloadControllerFields); a TrainJob is suspended only on its way out, pods first, in the same plan; a job
 // of another UID under the hub job's name is never written to nor built from, nor a job whose spec
 // moved on since its Workload was built; the view is never modified.
 func FuzzDecideNeverRunsTwice(f *testing.F) {
@@ -41,6 +43,7 @@ func checkPlan(t *testing.T, v View, p Plan) {
 	t.Helper()
 	wl := v.Workload
 	st := wl.Status
+	winner := st.Winner()
 	recorded := apimeta.IsStatusConditionTrue(st.Conditions, gantry.WorkloadJobCreated)
 	finished := apimeta.IsStatusConditionTrue(st.Conditions, gantry.WorkloadFinished)
 	for _, a := range p.Worker {
@@ -56,13 +59,13 @@ func checkPlan(t *testing.T, v View, p Plan) {
 			if g := wl.Spec.JobGeneration; g != 0 && v.HubJob.GetGeneration() != g {
 				t.Fatalf("%s: built from generation %d of the job, admitted %d", a, v.HubJob.GetGeneration(), g)
 			}
-			if a.Cluster != st.ClusterName || recorded || finished || wl.DeletionTimestamp != nil || c.Job != nil {
+			if a.Cluster != winner || recorded || finished || wl.DeletionTimestamp != nil || c.Job != nil {
 				t.Fatalf("%s: winner %q, recorded %v, finished %v, deleting %v, job in view %v",
-					a, st.ClusterName, recorded, finished, wl.DeletionTimestamp != nil, c.Job != nil)
+					a, winner, recorded, finished, wl.DeletionTimestamp != nil, c.Job != nil)
 			}
 		case Resume:
-			if a.Cluster != st.ClusterName || !c.LeaseRenewed || finished || c.Job == nil || a.Object.GetUID() != c.Job.GetUID() {
-				t.Fatalf("%s: resumes off the winner %q or before the lease was renewed", a, st.ClusterName)
+			if a.Cluster != winner || !c.LeaseRenewed || finished || c.Job == nil || a.Object.GetUID() != c.Job.GetUID() {
+				t.Fatalf("%s: resumes off the winner %q or before the lease was renewed", a, winner)
 			}
 		case Suspend:
 			if !slices.ContainsFunc(p.Worker, func(d WorkerAction) bool {
@@ -74,14 +77,14 @@ func checkPlan(t *testing.T, v View, p Plan) {
 				t.Fatalf("%s: suspends an object not in the view", a)
 			}
 		case CreateCopy:
-			if st.ClusterName != "" || !slices.Contains(st.NominatedClusters, a.Cluster) || epochOf(a.Object.GetLabels()) != st.DispatchEpoch || c.Copy != nil {
-				t.Fatalf("%s: not the current nomination (epoch %d, %v) or the name is taken", a, st.DispatchEpoch, st.NominatedClusters)
+			if winner != "" || !slices.Contains(st.Nominated(), a.Cluster) || epochOf(a.Object.GetLabels()) != st.DispatchEpoch || c.Copy != nil {
+				t.Fatalf("%s: not the current nomination (epoch %d, %v) or the name is taken", a, st.DispatchEpoch, st.Nominated())
 			}
 		default:
 			if (c.Copy == nil || c.Copy.UID != a.Object.GetUID()) && (c.Job == nil || c.Job.GetUID() != a.Object.GetUID()) {
 				t.Fatalf("%s: deletes an object not in the view", a)
 			}
-			if c.Job != nil && a.Object.GetUID() == c.Job.GetUID() && a.Cluster == st.ClusterName && !finished &&
+			if c.Job != nil && a.Object.GetUID() == c.Job.GetUID() && a.Cluster == winner && !finished &&
 				wl.DeletionTimestamp == nil && !givenUpIn(c, st.DispatchEpoch) && st.CurrentPreemption() == nil && c.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID) {
 				t.Fatalf("%s: deletes the winner's running Job", a)
 			}
@@ -90,25 +93,39 @@ func checkPlan(t *testing.T, v View, p Plan) {
 	if p.HubJobStatus != nil && p.HubJobStatus.GetUID() != metav1.GetControllerOf(wl).UID {
 		t.Fatalf("writes the status of a job of another UID under the name")
 	}
-	if p.Status != nil && st.ClusterName != "" && p.Status.ClusterName != st.ClusterName {
-		last := p.Status.Evictions[len(p.Status.Evictions)-1]
-		w := v.Clusters[st.ClusterName]
-		confirmed := p.ConfirmGone == st.ClusterName || w.Fenced || (!w.Connected && !w.FenceDue.IsZero() && !v.Now.Before(w.FenceDue))
-		if p.Status.ClusterName != "" || !confirmed || last.Cluster != st.ClusterName || last.Epoch != st.DispatchEpoch {
-			t.Fatalf("winner %q changed to %q without a confirmed eviction (confirm %q)", st.ClusterName, p.Status.ClusterName, p.ConfirmGone)
-		}
+	if p.Status != nil {
+		checkStatusWrite(t, v, p)
 	}
-	if p.RemoveFinalizer && st.ClusterName != "" && !finished {
-		w := v.Clusters[st.ClusterName]
+	if p.RemoveFinalizer && winner != "" && !finished {
+		w := v.Clusters[winner]
 		lost := w.Fenced || (!w.Connected && !w.FenceDue.IsZero() && !v.Now.Before(w.FenceDue))
-		if !lost && (p.ConfirmGone != st.ClusterName || !w.Connected || (w.Job != nil && w.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID))) {
-			t.Fatalf("lets go of a Workload whose Job may run on %s", st.ClusterName)
+		if !lost && (p.ConfirmGone != winner || !w.Connected || (w.Job != nil && w.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID))) {
+			t.Fatalf("lets go of a Workload whose Job may run on %s", winner)
 		}
 	}
 	if p.Status != nil && apimeta.IsStatusConditionTrue(p.Status.Conditions, gantry.WorkloadFinished) && !finished {
 		reason := apimeta.FindStatusCondition(p.Status.Conditions, gantry.WorkloadFinished).Reason
 		if reason == gantry.ReasonRemoteJobLost && p.ConfirmGone != st.ClusterName {
 			t.Fatalf("finished as lost without a live check")
+		}
+	}
+}
+
+// checkStatusWrite checks that the plan's status write touches only the Workload controller's fields,
+// and takes the winner back only behind a live check that its Job is gone.
+func checkStatusWrite(t *testing.T, v View, p Plan) {
+	t.Helper()
+	st := v.Workload.Status
+	for _, f := range hubtest.StatusFieldsChanged(&st, p.Status) {
+		if !slices.Contains(hubtest.WorkloadControllerFields, f) {
+			t.Fatalf("writes %s, a field it does not own", f)
+		}
+	}
+	if winner := st.Winner(); winner != "" && p.Status.Winner() != winner {
+		w := v.Clusters[winner]
+		confirmed := p.ConfirmGone == winner || w.Fenced || (!w.Connected && !w.FenceDue.IsZero() && !v.Now.Before(w.FenceDue))
+		if !confirmed || !p.Status.TakenBack() {
+			t.Fatalf("winner %q taken back without a confirmed eviction (confirm %q)", winner, p.ConfirmGone)
 		}
 	}
 }
@@ -180,6 +197,9 @@ func randomView(b *byteSource) View {
 	if b.next(3) == 0 && v.HubJob != nil { // the job's spec changed since the Workload was built, or not
 		v.Workload.Spec.JobGeneration = 1
 		v.HubJob.SetGeneration(int64(1 + b.next(2)))
+	}
+	if st := &v.Workload.Status; st.ClusterName != "" && b.next(4) == 0 { // taken back; the dispatcher has not cleared it yet
+		st.Evictions = append(st.Evictions, gantry.Eviction{Cluster: st.ClusterName, Epoch: st.DispatchEpoch, Reason: gantry.ReasonPlacementTimeout, Time: metav1.NewTime(now.Add(-time.Second))})
 	}
 	return v
 }

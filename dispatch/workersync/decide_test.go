@@ -111,13 +111,13 @@ func TestDecide(t *testing.T) {
 			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Refusing("w1 does not take the Job", now.Add(-JobCreateGrace)).Obj(), hubJob(),
 				failingCreate(up("w1"), now.Add(-time.Second))),
 			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1, Events: []string{"Warning Evicted"},
-				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"}},
+				Changed: []string{"JobCreated=False/Evicted"}},
 		},
 		"winner, and the job changed since it was admitted: nothing is built from it, it is taken back": {
 			view: view(workload().JobGeneration(3).Nominated("", 2, "w1").AdmittedOn("w1").Obj(), atGeneration(4, hubJob()),
 				up("w1").with(copyOf(uid, 2).Admitted(), nil)),
 			want: outcome{ConfirmGone: "w1", Winner: "-", Evictions: 1, Events: []string{"Warning Evicted"},
-				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"}},
+				Changed: []string{"JobCreated=False/Evicted"}},
 		},
 		"winner, and the job is at the generation admitted: the Job is created": {
 			view: view(workload().JobGeneration(3).Nominated("", 2, "w1").AdmittedOn("w1").Obj(), atGeneration(3, hubJob()), up("w1")),
@@ -155,7 +155,7 @@ func TestDecide(t *testing.T) {
 		"winner: a recorded Job that is gone is not created again": {
 			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), up("w1")),
 			want: outcome{ConfirmGone: "w1", HubJob: "Failed/" + gantry.ReasonRemoteJobLost,
-				Changed: []string{"Finished=True/RemoteJobLost", "Pending=False/RemoteJobLost"}, Events: []string{"Warning Finished"}},
+				Changed: []string{"Finished=True/RemoteJobLost"}, Events: []string{"Warning Finished"}},
 		},
 		"winner: a Job of that name that Gantry did not create is never run over": {
 			view: func() View {
@@ -164,7 +164,7 @@ func TestDecide(t *testing.T) {
 				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), hubJob(), c)
 			}(),
 			want: outcome{HubJob: "Failed/" + gantry.ReasonRemoteJobConflict,
-				Changed: []string{"Finished=True/RemoteJobConflict", "Pending=False/RemoteJobConflict"}, Events: []string{"Warning Finished"}},
+				Changed: []string{"Finished=True/RemoteJobConflict"}, Events: []string{"Warning Finished"}},
 		},
 		"winner: a Job the winner refused is taken back and dispatched again": {
 			view: func() View {
@@ -173,12 +173,12 @@ func TestDecide(t *testing.T) {
 				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").Obj(), hubJob(), c)
 			}(),
 			want: outcome{Winner: "-", Evictions: 1, ConfirmGone: "w1",
-				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Changed: []string{"JobCreated=False/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"winner: a completed Job is mirrored and the Workload finished": {
 			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), up("w1").with(nil, completed(remoteJob(uid, 2)))),
-			want: outcome{HubJob: "mirrored", Changed: []string{"Finished=True/Succeeded", "Pending=False/Succeeded"}},
+			want: outcome{HubJob: "mirrored", Changed: []string{"Finished=True/Succeeded"}},
 		},
 		"winner: a running Job is mirrored at most once per interval": {
 			view: func() View {
@@ -224,7 +224,7 @@ func TestDecide(t *testing.T) {
 				endingSince(now.Add(-time.Second))(s)
 				s.Conditions = append(s.Conditions, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})
 			}, time.Minute),
-			want: outcome{HubJob: "mirrored", Changed: []string{"Finished=True/Succeeded", "Pending=False/Succeeded"}},
+			want: outcome{HubJob: "mirrored", Changed: []string{"Finished=True/Succeeded"}},
 		},
 		"winner: no mirror over a cache that does not show the last one": {
 			view: func() View {
@@ -266,7 +266,7 @@ func TestDecide(t *testing.T) {
 					up("w1").with(copyOf(uid, 2).Condition(metav1.ConditionFalse, gantry.ReasonPlacementTimeout, "agent says"), nil))
 			}(),
 			want: outcome{ConfirmGone: "w1", HubJob: "cleared", Winner: "-", Evictions: 1,
-				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Changed: []string{"JobCreated=False/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"winner preempted: its Job is deleted, pods first": {
@@ -286,7 +286,7 @@ func TestDecide(t *testing.T) {
 			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(),
 				up("w1").with(copyOf(uid, 2).Admitted(), nil)),
 			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2"}, ConfirmGone: "w1", Winner: "-", Evictions: 1,
-				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Changed: []string{"JobCreated=False/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"winner preempted but unreachable: it keeps its quota until its Job can be removed": {
@@ -305,7 +305,7 @@ func TestDecide(t *testing.T) {
 				return view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), c)
 			}(),
 			want: outcome{Winner: "-", Evictions: 1,
-				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Changed: []string{"JobCreated=False/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"back after a fence: what is left of an older epoch goes, pods first": {
@@ -324,7 +324,7 @@ func TestDecide(t *testing.T) {
 		"winner unreachable under Fence past the timeout and margin: dispatched again as WorkerLost": {
 			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), hubJob(), down("w1").underFence(-time.Second, false)),
 			want: outcome{Winner: "-", Evictions: 1,
-				Changed: []string{"Admitted=False/Evicted", "Dispatched=False/Evicted", "JobCreated=False/Evicted", "Pending=True/Evicted"},
+				Changed: []string{"JobCreated=False/Evicted"},
 				Events:  []string{"Warning Evicted"}},
 		},
 		"winner back before the fence: the Job the agent suspended is resumed in place": {
@@ -378,7 +378,7 @@ func TestDecide(t *testing.T) {
 		},
 		"the winner's Job lost while a new job of the name waits: the new job is not marked": {
 			view: view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Obj(), resubmitted(hubJob()), up("w1")),
-			want: outcome{ConfirmGone: "w1", Changed: []string{"Finished=True/" + gantry.ReasonRemoteJobLost, "Pending=False/" + gantry.ReasonRemoteJobLost},
+			want: outcome{ConfirmGone: "w1", Changed: []string{"Finished=True/" + gantry.ReasonRemoteJobLost},
 				Events: []string{"Warning Finished"}},
 		},
 		"a winner and no Job yet, and the job under the name is another one: its Job is not built from it": {
@@ -492,11 +492,12 @@ func TestDecideWaitsForLeftoversBeforeCreating(t *testing.T) {
 	}
 }
 
-// A preempted workload's eviction says why and for whom, and its preemption record goes with its winner.
+// A preempted workload's eviction says why and for whom, and its preemption record is void with its winner
+// (the dispatcher clears both).
 func TestPreemptionIsRecordedAsAnEviction(t *testing.T) {
 	p := Decide(view(workload().Nominated("", 2, "w1").AdmittedOn("w1").JobCreated().Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(),
 		up("w1").with(copyOf(uid, 2).Admitted(), nil)))
-	if p.Status == nil || p.Status.Preemption != nil || len(p.Status.Evictions) != 1 {
+	if p.Status == nil || p.Status.CurrentPreemption() != nil || p.Status.Winner() != "" || len(p.Status.Evictions) != 1 {
 		t.Fatalf("status = %+v", p.Status)
 	}
 	if e := p.Status.Evictions[0]; e.Reason != gantry.ReasonPreempted || e.Cluster != "w1" || !strings.Contains(e.Message, "ns/urgent") {

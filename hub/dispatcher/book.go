@@ -244,8 +244,8 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 		Requests:  sh.requests(dispatch.RequestsOf(&wl.Spec)),
 		GPU:       dispatch.GPUDemandOf(&wl.Spec),
 		Epoch:     wl.Status.DispatchEpoch,
-		Nominated: wl.Status.NominatedClusters,
-		Winner:    wl.Status.ClusterName,
+		Nominated: wl.Status.Nominated(),
+		Winner:    wl.Status.Winner(),
 		Kind:      string(wl.Spec.JobKind),
 	}
 	e.w.RejectedAt, e.w.EvictedFrom = rejectionsOf(wl)
@@ -256,7 +256,7 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 	switch {
 	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
 		e.w.Phase = dispatch.Finished
-	case wl.Status.ClusterName != "":
+	case wl.Status.Winner() != "":
 		e.w.Phase = dispatch.Admitted
 		// It uses the quota it was admitted under until it finishes, whatever its Queue names now.
 		e.w.GlobalQueue = e.recordedQueue

@@ -437,6 +437,7 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 func (d *Dispatcher) decide(c *change) (*gantry.Workload, func(job client.Object)) {
 	wl := c.wl.DeepCopy()
 	st := &wl.Status
+	clearTakenBack(st, wl.Generation)
 	recordRejections(st, c.rejections, metav1.NewTime(d.Clock.Now()))
 	switch {
 	case c.preemption != nil:
@@ -449,6 +450,20 @@ func (d *Dispatcher) decide(c *change) (*gantry.Workload, func(job client.Object
 		return wl, d.recordVerdict(c, st, wl.Generation)
 	}
 	return wl, nil
+}
+
+// clearTakenBack clears the winner the Workload controller took back (its eviction, the last one, names
+// it and the epoch): the winner's fields are the dispatcher's, and are cleared with its next write, the
+// one that dispatches the Workload again or says why it waits.
+func clearTakenBack(st *gantry.WorkloadStatus, gen int64) {
+	if !st.TakenBack() {
+		return
+	}
+	msg := dispatch.TakenBackMessage(st.Evictions[len(st.Evictions)-1])
+	st.ClusterName, st.Admission, st.NominatedClusters, st.Preemption = "", nil, nil, nil
+	setCondition(st, gantry.WorkloadAdmitted, metav1.ConditionFalse, gantry.ReasonEvicted, msg, gen)
+	setCondition(st, gantry.WorkloadDispatched, metav1.ConditionFalse, gantry.ReasonEvicted, msg, gen)
+	setCondition(st, gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonEvicted, msg, gen)
 }
 
 // recordRejections stamps each rejection with the time it was recorded, from which it lapses. A cluster

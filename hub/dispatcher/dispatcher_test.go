@@ -97,11 +97,20 @@ func newHarness(t *testing.T, now time.Time, objs ...client.Object) *harness {
 	return h
 }
 
-// update sends a Workload's status write to the server, with the outcome the test chose.
+// update sends a Workload's status write to the server, with the outcome the test chose. Every write
+// may change only the fields the dispatcher owns (hubtest.DispatcherFields).
 func (h *harness) update(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	wl, ok := obj.(*gantry.Workload)
 	if !ok {
 		return c.SubResource(sub).Update(ctx, obj, opts...)
+	}
+	var live gantry.Workload
+	if err := h.server.Get(ctx, client.ObjectKeyFromObject(wl), &live); err == nil {
+		for _, f := range hubtest.StatusFieldsChanged(&live.Status, &wl.Status) {
+			if !slices.Contains(hubtest.DispatcherFields, f) {
+				h.t.Errorf("the dispatcher writes %s of %s, a field it does not own", f, wl.Name)
+			}
+		}
 	}
 	h.mu.Lock()
 	h.writes[wl.Name]++
@@ -258,6 +267,30 @@ func TestPassReplacesANominationMadeUnderAnotherGlobalQueue(t *testing.T) {
 	got := fmt.Sprintf("winner %q, epoch %d, nominated %v under %q", st.ClusterName, st.DispatchEpoch, st.NominatedClusters, st.GlobalQueue)
 	if want := `winner "", epoch 2, nominated [w1] under "other"`; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestPassClearsAWinnerTakenBack: the Workload controller took the workload back from w1 (its last
+// eviction names w1 and the epoch); the pass clears the winner, its admission and preemption, with the
+// write that dispatches it again.
+func TestPassClearsAWinnerTakenBack(t *testing.T) {
+	wl := makeHubWorkload("w", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").
+		Preempted("w1", 1, "ns/urgent", gantry.ReasonInQueuePriority).Evicted("w1", 1, gantry.ReasonPreempted, at.Time).Obj()
+	wl.Status.Evictions[0].Message = "for ns/urgent"
+	wl.Status.Admission = &gantry.Admission{TopologyDomain: "rack-1"}
+	h := newHarness(t, at.Time, append(hubObjects(), wl)...)
+	h.pass()
+	st := h.status("w")
+	got := fmt.Sprintf("winner %q, admission %v, preemption %v, epoch %d, nominated %v", st.ClusterName, st.Admission, st.Preemption, st.DispatchEpoch, st.NominatedClusters)
+	if want := `winner "", admission <nil>, preemption <nil>, epoch 2, nominated [w1]`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, gantry.WorkloadAdmitted); c == nil || c.Status != metav1.ConditionFalse || c.Reason != gantry.ReasonEvicted ||
+		c.Message != "w1 gave it up (Preempted: for ns/urgent); dispatching it again" {
+		t.Errorf("Admitted = %+v", c)
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, gantry.WorkloadPending); c == nil || c.Reason != gantry.ReasonWaitingForAdmission {
+		t.Errorf("Pending = %+v", c)
 	}
 }
 

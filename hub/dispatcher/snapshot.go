@@ -422,7 +422,7 @@ func currentCopy(wl *gantry.Workload, cluster string, workers Workers) *gantry.W
 // observeCopies reads the copies of the workload's current epoch on its nominated clusters.
 func observeCopies(wl *gantry.Workload, workers Workers) []dispatch.Copy {
 	var out []dispatch.Copy
-	for _, c := range wl.Status.NominatedClusters {
+	for _, c := range wl.Status.Nominated() {
 		cp := currentCopy(wl, c, workers)
 		if cp == nil {
 			continue

@@ -127,9 +127,9 @@ func showsDecision(wl *gantry.Workload, c *change) bool {
 	case c.preemption != nil:
 		return wl.Status.Preemption != nil && wl.Status.Preemption.Preemptor == c.preemption.Preemptor
 	case c.winner != "":
-		return wl.Status.ClusterName == c.winner
+		return wl.Status.Winner() == c.winner
 	case c.nomination != nil:
-		return wl.Status.DispatchEpoch == c.nomination.Epoch && slices.Equal(wl.Status.NominatedClusters, c.nomination.Clusters)
+		return wl.Status.DispatchEpoch == c.nomination.Epoch && slices.Equal(wl.Status.Nominated(), c.nomination.Clusters)
 	case c.verdict != nil:
 		cond := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending)
 		return cond != nil && cond.Reason == c.verdict.Reason && cond.Message == c.verdict.Message

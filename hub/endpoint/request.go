@@ -101,8 +101,8 @@ func parseLogRequest(namespace, job string, q url.Values) (logRequest, error) {
 
 // winner is the cluster the job runs on, or why it runs nowhere yet: "pending: <reason>".
 func winner(wl *gantry.Workload) (string, error) {
-	if wl.Status.ClusterName != "" {
-		return wl.Status.ClusterName, nil
+	if wl.Status.Winner() != "" {
+		return wl.Status.Winner(), nil
 	}
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c != nil && c.Status == metav1.ConditionTrue {
 		return "", fail(http.StatusConflict, "finished without running anywhere: %s", reasonAndMessage(c))

@@ -184,7 +184,7 @@ func (r *Reconciler) jobChanged(ctx context.Context, job client.Object, wl *gant
 		wl = wl.DeepCopy() // read in place from the cache
 		wl.Spec.JobGeneration = job.GetGeneration()
 		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, wl, patch))
-	case wl.Status.ClusterName == "":
+	case wl.Status.Winner() == "":
 		uid, version := wl.UID, wl.ResourceVersion
 		err := r.Client.Delete(ctx, wl.DeepCopy(), client.Preconditions{UID: &uid, ResourceVersion: &version})
 		if err != nil {
@@ -197,7 +197,7 @@ func (r *Reconciler) jobChanged(ctx context.Context, job client.Object, wl *gant
 	default:
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, EventChangeNotCarried, "Dispatch",
 			"The job changed after it was admitted on %s (%s): it runs there as admitted; delete it and submit it again to run the change",
-			wl.Status.ClusterName, strings.Join(changes, "; "))
+			wl.Status.Winner(), strings.Join(changes, "; "))
 	}
 	return ctrl.Result{}, nil
 }

@@ -178,7 +178,7 @@ func stateOf(wl *gantry.Workload) (string, bool) {
 	switch {
 	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
 		return StateFinished, true
-	case wl.Status.ClusterName != "":
+	case wl.Status.Winner() != "":
 		return StateAdmitted, true
 	case wl.DeletionTimestamp != nil:
 		return "", false
@@ -286,9 +286,9 @@ func (c *Collector) collectClusters(objs *objects, now time.Time, emit emitFunc)
 		if state, _ := stateOf(wl); state != StateAdmitted {
 			continue
 		}
-		admitted[wl.Status.ClusterName]++
+		admitted[wl.Status.Winner()]++
 		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadJobCreated); c != nil && c.Status == metav1.ConditionFalse && c.Reason == gantry.ReasonWorkerRefusing {
-			refusing[wl.Status.ClusterName]++
+			refusing[wl.Status.Winner()]++
 		}
 	}
 	for i := range objs.clusters {

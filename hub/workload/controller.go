@@ -222,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.View, error) {
 	v := workersync.View{Now: r.Clock.Now(), Workload: wl, Clusters: map[string]workersync.Cluster{},
 		FinalizerRemoved: r.expected.IsPending(finalizedKey(wl))}
-	if wl.Status.ClusterName == "" && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+	if wl.Status.Winner() == "" && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
 		v.AdmissionDeadline = r.admissionDeadline(ctx, wl) // only a Workload still waiting has one to keep
 	}
 	if name := workersync.JobNameOf(wl); name != "" {
@@ -285,7 +285,7 @@ func (r *Reconciler) clustersToView(wl *gantry.Workload) []string {
 // jobToCreate is the hub job as the view needs it: whole, pod template and all, while its Job may be
 // created on the winner (a winner and no Job recorded yet), else as the cache has it (jobs.TrimJob).
 func (r *Reconciler) jobToCreate(ctx context.Context, wl *gantry.Workload, hubJob client.Object) (client.Object, error) {
-	if wl.Status.ClusterName == "" || apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadJobCreated) {
+	if wl.Status.Winner() == "" || apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadJobCreated) {
 		return hubJob, nil
 	}
 	whole, err := r.Templates.Whole(ctx, r.APIReader, hubJob)

@@ -574,9 +574,9 @@ func TestReconcileTakesBackWhatTheWinnerDoesNotTake(t *testing.T) {
 		clock.Step(workersync.JobCreateRetry)
 	}
 	got := hubWorkload(t, r)
-	if n := len(got.Status.Evictions); got.Status.ClusterName != "" || n != 1 || got.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
+	if n := len(got.Status.Evictions); got.Status.Winner() != "" || n != 1 || got.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
 		!strings.Contains(got.Status.Evictions[0].Message, "exceeded quota") {
-		t.Errorf("winner %q, evictions %+v; want taken back as %s", got.Status.ClusterName, got.Status.Evictions, gantry.ReasonRemoteJobRefused)
+		t.Errorf("winner %q, evictions %+v; want taken back as %s", got.Status.Winner(), got.Status.Evictions, gantry.ReasonRemoteJobRefused)
 	}
 }
 
@@ -619,10 +619,10 @@ func TestPodsTheWinnerRefusesAreFoundBeforeItsJobIsCreated(t *testing.T) {
 		}
 	}
 	got := hubWorkload(t, r)
-	if n := len(got.Status.Evictions); got.Status.ClusterName != "" || n != 1 || got.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
+	if n := len(got.Status.Evictions); got.Status.Winner() != "" || n != 1 || got.Status.Evictions[0].Reason != gantry.ReasonRemoteJobRefused ||
 		!strings.Contains(got.Status.Evictions[0].Message, "pods of pod set main are refused there") ||
 		!strings.Contains(got.Status.Evictions[0].Message, "minimum cpu usage per Container") {
-		t.Errorf("winner %q, evictions %+v; want taken back as %s with the worker's words", got.Status.ClusterName, got.Status.Evictions, gantry.ReasonRemoteJobRefused)
+		t.Errorf("winner %q, evictions %+v; want taken back as %s with the worker's words", got.Status.Winner(), got.Status.Evictions, gantry.ReasonRemoteJobRefused)
 	}
 	if dryRuns != 1 || jobsCreated != 0 {
 		t.Errorf("%d dry runs, %d Jobs created; want 1 and none", dryRuns, jobsCreated)

@@ -67,7 +67,7 @@ func withdrawalReason(wl *gantry.Workload, cluster string, cp *gantry.Workload) 
 		return metrics.WithdrawnLeftover
 	case wl.DeletionTimestamp != nil:
 		return metrics.WithdrawnDeleted
-	case wl.Status.ClusterName != "" && wl.Status.ClusterName != cluster:
+	case wl.Status.Winner() != "" && wl.Status.Winner() != cluster:
 		return metrics.WithdrawnLost
 	case cp.Labels[gantry.DispatchEpochLabel] != fmt.Sprint(wl.Status.DispatchEpoch):
 		return metrics.WithdrawnStaleEpoch

@@ -32,8 +32,8 @@ func Clusters(clusters []gantry.WorkerCluster, workloads []gantry.Workload) []Cl
 	running := map[string]int{}
 	for i := range workloads {
 		wl := &workloads[i]
-		if wl.Status.ClusterName != "" && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
-			running[wl.Status.ClusterName]++
+		if w := wl.Status.Winner(); w != "" && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+			running[w]++
 		}
 	}
 	rows := make([]ClusterRow, 0, len(clusters))

@@ -152,7 +152,7 @@ func stateLines(f Facts) []string {
 		}
 		return []string{fmt.Sprintf("State: Deleting (%s): %s", c.Reason, c.Message)}
 	}
-	lines := []string{fmt.Sprintf("State: %s on %s", state, wl.Status.ClusterName)}
+	lines := []string{fmt.Sprintf("State: %s on %s", state, wl.Status.Winner())}
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadClusterReachable); c != nil && c.Status == "False" {
 		lines = append(lines, "  The hub cannot reach it: "+c.Message)
 	}
@@ -204,7 +204,7 @@ func clusterLines(f Facts) []string {
 	for _, u := range gq.Status.Usage {
 		usage[u.Name] = u
 	}
-	words := dispatch.AgentWords(pendingMessage(wl), wl.Status.NominatedClusters)
+	words := dispatch.AgentWords(pendingMessage(wl), wl.Status.Nominated())
 	width := 0
 	for _, c := range gq.Spec.Clusters {
 		width = max(width, len(c.Name))
@@ -243,7 +243,7 @@ func clusterVerdict(f Facts, cq gantry.ClusterQuota, u gantry.ClusterUsage, word
 	if why := unavailable(wc); why != "" {
 		return []string{"unavailable: " + why}
 	}
-	nominated := slices.Contains(wl.Status.NominatedClusters, cq.Name)
+	nominated := slices.Contains(wl.Status.Nominated(), cq.Name)
 	var out []string
 	if !nominated {
 		if why := quotaBlocks(wl, cq.Quota, u); why != "" && f.GlobalQueue != nil && f.GlobalQueue.Spec.Cohort != "" {
@@ -369,8 +369,8 @@ func historyLines(f Facts) []string {
 	var lines []string
 	if st.DispatchEpoch > 0 {
 		line := fmt.Sprintf("  Dispatch epoch %d", st.DispatchEpoch)
-		if len(st.NominatedClusters) > 0 {
-			line += ": copies on " + strings.Join(st.NominatedClusters, ", ")
+		if nominated := st.Nominated(); len(nominated) > 0 {
+			line += ": copies on " + strings.Join(nominated, ", ")
 		}
 		lines = append(lines, line)
 	}
@@ -383,9 +383,10 @@ func historyLines(f Facts) []string {
 			lines = append(lines, fmt.Sprintf("  Rejected by %s %s ago: %s: %s", r.Name, since(f.Now, r.Time.Time), r.Reason, r.Message))
 		}
 	}
-	if st.ClusterName != "" {
-		lines = append(lines, "  "+winnerLine(f))
+	if st.Winner() == "" {
+		return lines
 	}
+	lines = append(lines, "  "+winnerLine(f))
 	if c := apimeta.FindStatusCondition(st.Conditions, gantry.WorkloadJobCreated); c != nil && c.Status == metav1.ConditionTrue {
 		lines = append(lines, fmt.Sprintf("  %s created on %s %s ago", jobkind.Of(wl).Name(), st.ClusterName, since(f.Now, c.LastTransitionTime.Time)))
 	}

@@ -55,7 +55,10 @@ func StateOf(wl *gantry.Workload) (state, reason string) {
 	if c := apimeta.FindStatusCondition(conds, gantry.WorkloadFinished); c != nil && c.Status == "True" {
 		return StateFinished, c.Reason
 	}
-	if wl.Status.ClusterName != "" {
+	if wl.Status.TakenBack() {
+		return StatePending, gantry.ReasonEvicted // until the dispatcher's next write says more
+	}
+	if wl.Status.Winner() != "" {
 		if c := apimeta.FindStatusCondition(conds, gantry.WorkloadClusterReachable); c != nil && c.Status == "False" {
 			return stateOfWinner(conds), c.Reason
 		}
@@ -151,7 +154,7 @@ func Workloads(wls []gantry.Workload, queues []gantry.Queue, positions map[strin
 		rows = append(rows, WorkloadRow{
 			Namespace: wl.Namespace, Name: JobOrWorkloadName(wl), Kind: jobkind.Of(wl).Name(), Queue: wl.Spec.QueueName, GlobalQueue: gq,
 			State: state, Reason: reason, Position: positions[wl.Namespace+"/"+wl.Name].String(),
-			Cluster: wl.Status.ClusterName, Epoch: wl.Status.DispatchEpoch, GPUProduct: gpuProductOf(wl),
+			Cluster: wl.Status.Winner(), Epoch: wl.Status.DispatchEpoch, GPUProduct: gpuProductOf(wl),
 			GPUs: dispatch.GPUDemandOf(&wl.Spec).Total, Priority: wl.Spec.Priority, Created: wl.CreationTimestamp.Time,
 		})
 	}
@@ -169,11 +172,12 @@ func JobOrWorkloadName(wl *gantry.Workload) string {
 
 // gpuProductOf lists the GPU products the winner's agent chose, one per product.
 func gpuProductOf(wl *gantry.Workload) string {
-	if wl.Status.Admission == nil {
+	a := wl.Status.WinnerAdmission()
+	if a == nil {
 		return ""
 	}
 	var products []string
-	for _, ps := range wl.Status.Admission.PodSets {
+	for _, ps := range a.PodSets {
 		if ps.GPUProduct != "" && !slices.Contains(products, ps.GPUProduct) {
 			products = append(products, ps.GPUProduct)
 		}

@@ -56,7 +56,7 @@ func TestATrainJobRunsOnOneWorkerUnderTheTrainer(t *testing.T) {
 	}
 
 	wl := trainJobFinishes(t, hub, tj)
-	winner := wl.Status.ClusterName
+	winner := wl.Status.Winner()
 	t.Logf("the hub's TrainJob Complete and its Workload finished on %s %s after the submission", winner, since(submitted))
 	if got := wl.Spec.PodSets; len(got) != 1 || got[0].Name != "node" || got[0].Count != 2 {
 		t.Errorf("the Workload's pod sets %+v, want one pod set node of 2 pods", got)
@@ -170,7 +170,7 @@ func trainJobRunning(t *testing.T, tj *trainer.TrainJob) string {
 		if err := tb.Hub.Client.Get(ctx, key, &wl); err != nil {
 			return err
 		}
-		if winner = wl.Status.ClusterName; winner == "" {
+		if winner = wl.Status.Winner(); winner == "" {
 			return fmt.Errorf("no winner yet: %s", conditions(wl.Status.Conditions))
 		}
 		var pods corev1.PodList
@@ -256,8 +256,8 @@ func trainJobFinishes(t *testing.T, hub client.Client, tj *trainer.TrainJob) *ga
 		}
 		return nil
 	})
-	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c.Reason != gantry.ReasonJobSucceeded || wl.Status.ClusterName == "" {
-		t.Fatalf("the Workload finished %s (%s) on %q", c.Reason, c.Message, wl.Status.ClusterName)
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c.Reason != gantry.ReasonJobSucceeded || wl.Status.Winner() == "" {
+		t.Fatalf("the Workload finished %s (%s) on %q", c.Reason, c.Message, wl.Status.Winner())
 	}
 	return &wl
 }
@@ -376,8 +376,8 @@ func TestATrainJobWhoseRuntimeNoWorkerHasIsRefusedAndSaysWhy(t *testing.T) {
 			return err
 		}
 		c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending)
-		if c == nil || c.Reason != gantry.ReasonNoClusterCanHold || !strings.Contains(c.Message, "(last: RemoteJobRefused)") || wl.Status.ClusterName != "" {
-			return fmt.Errorf("winner %q, pending %+v", wl.Status.ClusterName, c)
+		if c == nil || c.Reason != gantry.ReasonNoClusterCanHold || !strings.Contains(c.Message, "(last: RemoteJobRefused)") || wl.Status.Winner() != "" {
+			return fmt.Errorf("winner %q, pending %+v", wl.Status.Winner(), c)
 		}
 		return nil
 	})

@@ -269,7 +269,7 @@ func (h *history) follow(ctx context.Context, where, kind string, wi watch.Inter
 			}
 			s := sighting{where: where, kind: kind, event: ev.Type, uid: o.GetUID(), deleting: o.GetDeletionTimestamp() != nil}
 			if wl, ok := o.(*gantry.Workload); ok {
-				s.winner, s.epoch, s.evictions = wl.Status.ClusterName, wl.Status.DispatchEpoch, len(wl.Status.Evictions)
+				s.winner, s.epoch, s.evictions = wl.Status.Winner(), wl.Status.DispatchEpoch, len(wl.Status.Evictions)
 			}
 			h.mu.Lock()
 			h.sightings = append(h.sightings, s)

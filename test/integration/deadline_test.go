@@ -69,8 +69,8 @@ func TestAJobPastItsAdmissionDeadlineEndsAsInadmissible(t *testing.T) {
 			return fmt.Errorf("the job with a deadline of 1h finished: %s", c.Message)
 		}
 		wl := hubWorkload(t, admitted)
-		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c != nil && c.Status == metav1.ConditionTrue || wl.Status.ClusterName != winner {
-			return fmt.Errorf("the admitted job: winner %q, finished %+v", wl.Status.ClusterName, c)
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c != nil && c.Status == metav1.ConditionTrue || wl.Status.Winner() != winner {
+			return fmt.Errorf("the admitted job: winner %q, finished %+v", wl.Status.Winner(), c)
 		}
 		for _, j := range []*batchv1.Job{huge, patient} {
 			if where, err := remoteJobs(j); err != nil || len(where) > 0 {

@@ -74,11 +74,11 @@ func TestBothWorkersAdmitExactlyOneRuns(t *testing.T) {
 	for _, job := range submitted {
 		winner := runsOn(t, job)
 		wl := hubWorkload(t, job)
-		if wl.Status.ClusterName != winner {
-			t.Errorf("%s: recorded winner %q, Job runs on %s", job.Name, wl.Status.ClusterName, winner)
+		if wl.Status.Winner() != winner {
+			t.Errorf("%s: recorded winner %q, Job runs on %s", job.Name, wl.Status.Winner(), winner)
 		}
-		if len(wl.Status.NominatedClusters) != 2 {
-			t.Errorf("%s: nominated %v, want copies on both workers", job.Name, wl.Status.NominatedClusters)
+		if len(wl.Status.Nominated()) != 2 {
+			t.Errorf("%s: nominated %v, want copies on both workers", job.Name, wl.Status.Nominated())
 		}
 		// The losing copy is withdrawn, so its agent no longer reserves room for it.
 		loser := other(winner)
@@ -270,8 +270,8 @@ func TestHubRestartDuringDispatch(t *testing.T) {
 	startHub(t)
 	for _, job := range submitted {
 		winner := runsOn(t, job)
-		if wl := hubWorkload(t, job); wl.Status.ClusterName != winner {
-			t.Errorf("%s: recorded winner %q, Job runs on %s", job.Name, wl.Status.ClusterName, winner)
+		if wl := hubWorkload(t, job); wl.Status.Winner() != winner {
+			t.Errorf("%s: recorded winner %q, Job runs on %s", job.Name, wl.Status.Winner(), winner)
 		}
 	}
 	consistently(t, "no job duplicated", 2*time.Second, func() error {
@@ -322,7 +322,7 @@ func TestResumeFromEveryPersistedStep(t *testing.T) {
 		if err := hubEnv.client.Status().Update(ctx, wl); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		want[job.Name] = wl.Status.ClusterName
+		want[job.Name] = wl.Status.Winner()
 	}
 	startHub(t)
 	for _, job := range submitted {
@@ -442,8 +442,8 @@ func TestPlacementTimeoutDispatchesAgain(t *testing.T) {
 		return nil
 	})
 	consistently(t, "the winner kept while its Job is still there", time.Second, func() error {
-		if w := hubWorkload(t, job); w.Status.ClusterName != first || w.Status.DispatchEpoch != epoch {
-			return fmt.Errorf("winner %q epoch %d while the Job on %s is not gone", w.Status.ClusterName, w.Status.DispatchEpoch, first)
+		if w := hubWorkload(t, job); w.Status.Winner() != first || w.Status.DispatchEpoch != epoch {
+			return fmt.Errorf("winner %q epoch %d while the Job on %s is not gone", w.Status.Winner(), w.Status.DispatchEpoch, first)
 		}
 		return nil
 	})
@@ -459,8 +459,8 @@ func TestPlacementTimeoutDispatchesAgain(t *testing.T) {
 	var again *gantry.Workload
 	eventually(t, "a new winner in a new epoch", func() error {
 		again = hubWorkload(t, job)
-		if again.Status.ClusterName == "" || again.Status.DispatchEpoch <= epoch {
-			return fmt.Errorf("winner %q epoch %d", again.Status.ClusterName, again.Status.DispatchEpoch)
+		if again.Status.Winner() == "" || again.Status.DispatchEpoch <= epoch {
+			return fmt.Errorf("winner %q epoch %d", again.Status.Winner(), again.Status.DispatchEpoch)
 		}
 		return nil
 	})
@@ -468,8 +468,8 @@ func TestPlacementTimeoutDispatchesAgain(t *testing.T) {
 		t.Errorf("evictions %+v, want one from %s in epoch %d", ev, first, epoch)
 	}
 	second := runsOn(t, job)
-	if second != again.Status.ClusterName {
-		t.Errorf("job runs on %s, winner is %s", second, again.Status.ClusterName)
+	if second != again.Status.Winner() {
+		t.Errorf("job runs on %s, winner is %s", second, again.Status.Winner())
 	}
 	var j batchv1.Job
 	if err := workers[second].client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {

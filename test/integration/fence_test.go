@@ -111,16 +111,16 @@ func TestFenceDispatchesALostWorkersJobElsewhere(t *testing.T) {
 	restore := cutOff(t, rh, first)
 	suspendedByTheAgent(t, first, job)
 	// The hub has not moved it yet: the margin covers the pods' termination after the suspension.
-	if wl := hubWorkload(t, job); wl.Status.ClusterName != first {
-		t.Fatalf("moved to %q before the fence was due", wl.Status.ClusterName)
+	if wl := hubWorkload(t, job); wl.Status.Winner() != first {
+		t.Fatalf("moved to %q before the fence was due", wl.Status.Winner())
 	}
 	eventuallyWithin(t, 2*fenceTimeout+30*time.Second, "the job evicted as WorkerLost and running on "+other, func() error {
 		wl := hubWorkload(t, job)
 		if n := len(wl.Status.Evictions); n == 0 || wl.Status.Evictions[n-1].Reason != gantry.ReasonWorkerLost {
 			return fmt.Errorf("evictions %+v", wl.Status.Evictions)
 		}
-		if wl.Status.ClusterName != other {
-			return fmt.Errorf("winner %q", wl.Status.ClusterName)
+		if wl.Status.Winner() != other {
+			return fmt.Errorf("winner %q", wl.Status.Winner())
 		}
 		var j batchv1.Job
 		return workers[other].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j)
@@ -158,8 +158,8 @@ func TestFenceResumesInPlaceAfterAHubOutage(t *testing.T) {
 		}
 		return nil
 	})
-	if wl := hubWorkload(t, job); wl.Status.ClusterName != winner || len(wl.Status.Evictions) > 0 {
-		t.Fatalf("winner %q, evictions %+v: dispatched again instead of resumed", wl.Status.ClusterName, wl.Status.Evictions)
+	if wl := hubWorkload(t, job); wl.Status.Winner() != winner || len(wl.Status.Evictions) > 0 {
+		t.Fatalf("winner %q, evictions %+v: dispatched again instead of resumed", wl.Status.Winner(), wl.Status.Evictions)
 	}
 	if where, err := remoteJobs(job); err != nil || len(where) != 1 {
 		t.Fatalf("job on %v (%v)", where, err)

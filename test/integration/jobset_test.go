@@ -85,7 +85,7 @@ func TestAJobSetRunsOnOneWorkerAndItsStatusComesBack(t *testing.T) {
 		}
 		var cp gantry.Workload
 		err := workers["worker-2"].client.Get(ctx, client.ObjectKeyFromObject(&wl), &cp)
-		if apierrors.IsNotFound(err) && wl.Status.ClusterName == jobSetWorker {
+		if apierrors.IsNotFound(err) && wl.Status.Winner() == jobSetWorker {
 			return nil // never nominated there, or withdrawn after worker-1 won
 		}
 		if c := apimeta.FindStatusCondition(cp.Status.Conditions, gantry.WorkloadAdmitted); c != nil && c.Reason == gantry.ReasonKindNotServed {

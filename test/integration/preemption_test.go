@@ -61,8 +61,8 @@ func TestAnAgentNamesWhatToPreempt(t *testing.T) {
 		}
 		wl := hubWorkload(t, victim)
 		cond := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending)
-		if wl.Status.ClusterName != "" || cond == nil || (cond.Reason != gantry.ReasonWaitingForCapacity && cond.Reason != gantry.ReasonWaitingForAdmission) {
-			return fmt.Errorf("%s: winner %q, pending %+v", victim.Name, wl.Status.ClusterName, cond)
+		if wl.Status.Winner() != "" || cond == nil || (cond.Reason != gantry.ReasonWaitingForCapacity && cond.Reason != gantry.ReasonWaitingForAdmission) {
+			return fmt.Errorf("%s: winner %q, pending %+v", victim.Name, wl.Status.Winner(), cond)
 		}
 		return nil
 	})

@@ -104,8 +104,8 @@ func waitsForQuota(t *testing.T, job *batchv1.Job) {
 		if where, err := remoteJobs(job); err != nil || len(where) > 0 {
 			return fmt.Errorf("%s is on %v (%v)", job.Name, where, err)
 		}
-		if wl := hubWorkload(t, job); wl.Status.ClusterName != "" || len(wl.Status.NominatedClusters) > 0 {
-			return fmt.Errorf("%s nominated to %v, admitted by %q", job.Name, wl.Status.NominatedClusters, wl.Status.ClusterName)
+		if wl := hubWorkload(t, job); wl.Status.Winner() != "" || len(wl.Status.Nominated()) > 0 {
+			return fmt.Errorf("%s nominated to %v, admitted by %q", job.Name, wl.Status.NominatedClusters, wl.Status.Winner())
 		}
 		return nil
 	})

@@ -107,8 +107,8 @@ func TestAJobTheWinnersRefuseIsTakenBackAndSaysWhy(t *testing.T) {
 	})
 	consistently(t, "no more dispatches, nothing created", 3*time.Second, func() error {
 		got := hubWorkload(t, job)
-		if len(got.Status.Evictions) != len(wl.Status.Evictions) || got.Status.ClusterName != "" {
-			return fmt.Errorf("dispatched again: %d evictions, winner %q", len(got.Status.Evictions), got.Status.ClusterName)
+		if len(got.Status.Evictions) != len(wl.Status.Evictions) || got.Status.Winner() != "" {
+			return fmt.Errorf("dispatched again: %d evictions, winner %q", len(got.Status.Evictions), got.Status.Winner())
 		}
 		if c := apimeta.FindStatusCondition(got.Status.Conditions, gantry.WorkloadPending); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("pending %+v", c)

@@ -281,7 +281,7 @@ func TestATenantCannotJoinAnotherTenantsGlobalQueue(t *testing.T) {
 	if where, err := remoteJobs(intruder); err != nil || len(where) > 0 {
 		t.Fatalf("intruder's job on %v (%v)", where, err)
 	}
-	if wl := hubWorkload(t, intruder); len(wl.Status.NominatedClusters) > 0 || wl.Status.ClusterName != "" {
+	if wl := hubWorkload(t, intruder); len(wl.Status.Nominated()) > 0 || wl.Status.Winner() != "" {
 		t.Fatalf("intruder's workload was dispatched: %+v", wl.Status)
 	}
 }

@@ -288,8 +288,8 @@ func TestAFencedWorkersJobsRunElsewhere(t *testing.T) {
 		if n := len(wl.Status.Evictions); n == 0 || wl.Status.Evictions[n-1].Reason != gantry.ReasonWorkerLost {
 			return fmt.Errorf("evictions %+v", wl.Status.Evictions)
 		}
-		if wl.Status.ClusterName != other {
-			return fmt.Errorf("winner %q", wl.Status.ClusterName)
+		if wl.Status.Winner() != other {
+			return fmt.Errorf("winner %q", wl.Status.Winner())
 		}
 		var j batchv1.Job
 		return workers[other].client.Get(context.Background(), client.ObjectKeyFromObject(job), &j)

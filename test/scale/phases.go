@@ -441,7 +441,7 @@ func (f *fleet) waiting(ctx context.Context) string {
 	}
 	counts, example := map[string]int{}, map[string]string{}
 	for _, wl := range list.Items {
-		if wl.Status.ClusterName != "" {
+		if wl.Status.Winner() != "" {
 			continue
 		}
 		reason, message := "none", ""
