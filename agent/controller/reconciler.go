@@ -68,6 +68,9 @@ type Options struct {
 	// PlacementTimeout is how long after its Job was created an admitted copy may still have pods not on
 	// nodes before the agent gives it up and the hub dispatches it again; 0 waits for ever.
 	PlacementTimeout time.Duration
+	// RediscoveryInterval is how often the agent looks for the optional APIs its cluster does not serve
+	// yet. Defaults to DefaultRediscoveryInterval.
+	RediscoveryInterval time.Duration
 }
 
 // DefaultPlacementTimeout leaves the scheduler and the Job controller ample time, even on a busy cluster.
@@ -95,12 +98,12 @@ type Reconciler struct {
 	assumed    *expectations.Written[types.UID, metav1.Condition]
 	lastReport *expectations.Written[string, gantryv1alpha1.CapacityReportStatus]
 	leaseSeen  LeaseSighting
-	// kinds are the kinds of jobs the cluster serves (batch Jobs always; others once their API is found
-	// at start).
+	// kinds are the kinds of jobs the cluster serves (batch Jobs always; others once their API is found:
+	// optionalAPIs).
 	kinds map[gantryv1alpha1.JobKind]bool
-	// podGroups: the cluster serves the PodGroup API, found at start (GangScheduling).
+	// podGroups: the cluster serves the PodGroup API (GangScheduling).
 	podGroups bool
-	// kueue: the cluster serves Kueue's Workloads, found at start.
+	// kueue: the cluster serves Kueue's Workloads.
 	kueue bool
 }
 
@@ -112,6 +115,9 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, clk clock.Clo
 	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if opts.RediscoveryInterval <= 0 {
+		opts.RediscoveryInterval = DefaultRediscoveryInterval
 	}
 	return &Reconciler{
 		client:     c,
@@ -152,30 +158,16 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&nodev1.RuntimeClass{}, enqueue, builder.WithPredicates(createdOrDeleted)).
 		Watches(&corev1.ResourceQuota{}, enqueue, builder.WithPredicates(quotaChanged)).
 		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
-	r.podGroups = serves(mgr, schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"))
-	r.kueue = serves(mgr, kueue.GroupVersion.WithKind("Workload"))
-	if r.kueue {
-		// Room comes and goes with a ClusterQueue's reservations; queues, cohorts and flavors change
-		// by hand. Kueue's Workloads are read, not watched: their reservations show on the queues, and
-		// what Kueue says of a job waiting there is read when its placement timeout wakes the pass.
-		b = b.Watches(&kueue.ClusterQueue{}, enqueue, builder.WithPredicates(clusterQueueChanged)).
-			Watches(&kueue.LocalQueue{}, enqueue, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-			Watches(&kueue.Cohort{}, enqueue, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-			Watches(&kueue.ResourceFlavor{}, enqueue, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	d := &discovery{mgr: mgr, enqueue: enqueue, found: make(chan event.GenericEvent, 1), missing: optionalAPIs()}
+	b = b.WatchesRawSource(source.Channel(d.found, enqueue))
+	var err error
+	if d.ctrl, err = b.Build(r); err != nil {
+		return err
 	}
-	if r.podGroups {
-		b = b.Watches(&schedulingv1beta1.PodGroup{}, enqueue, builder.WithPredicates(createdOrDeleted))
+	if err := d.takeUp(context.Background(), r); err != nil {
+		return err
 	}
-	for _, k := range jobkind.All() {
-		if k.Name() != gantryv1alpha1.JobKindJob {
-			if !serves(mgr, k.GroupVersionKind()) {
-				continue // not served here: copies of the kind are refused (KindNotServed)
-			}
-		}
-		r.kinds[k.Name()] = true
-		b = b.Watches(k.New(), enqueue, builder.WithPredicates(jobChanged))
-	}
-	return b.Complete(r)
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return d.rediscover(ctx, r) }))
 }
 
 // serves says whether the cluster serves the kind, and the agent knows its type.

@@ -92,7 +92,8 @@ func TestAJobForAKueueWorkerGoesIntoItsLocalQueueWithinItsRoom(t *testing.T) {
 }
 
 // installKueueAPI installs Kueue's CRDs (hack/install-tools.sh copies them from the Kueue module next
-// to the API servers) on the worker, and restarts its agent, which finds Kueue's API at start.
+// to the API servers) on the worker, whose agent is running: it takes Kueue's API up once every kind it
+// reads is served, with no restart (the test then waits for the worker's Kueue condition).
 func installKueueAPI(t *testing.T, w *cluster) {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kueue", "crd", "*.yaml"))
@@ -104,18 +105,6 @@ func installKueueAPI(t *testing.T, w *cluster) {
 			t.Fatal(err)
 		}
 	}
-	// Every kind the agent reads, Workloads first: it looks for Kueue's API once, when it starts, and
-	// the CRDs become served one by one.
-	eventually(t, "Kueue's API served on "+w.name, func() error {
-		for _, l := range []client.ObjectList{&kueue.WorkloadList{}, &kueue.ClusterQueueList{}, &kueue.LocalQueueList{},
-			&kueue.CohortList{}, &kueue.ResourceFlavorList{}} {
-			if err := w.client.List(context.Background(), l); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	restartAgent(t, w.name)
 }
 
 // kueueQueue makes, on the worker, a ClusterQueue named after the namespace with gpus of the flavor

@@ -271,6 +271,10 @@ func waitForJobPolicy(ctx context.Context) error {
 	return fmt.Errorf("the job admission policy did not take effect")
 }
 
+// agentRediscovery is how often the suite's agents look for APIs their worker did not serve yet: a
+// test that installs one waits this long, not DefaultRediscoveryInterval.
+const agentRediscovery = 2 * time.Second
+
 // startAgent runs an agent on w until ctx ends.
 func startAgent(ctx context.Context, w *cluster) (stop func(), err error) {
 	mgr, err := ctrl.NewManager(w.cfg, ctrl.Options{
@@ -280,7 +284,7 @@ func startAgent(ctx context.Context, w *cluster) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := agentcontroller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("gantry-agent"), clock.RealClock{}, agentcontroller.Options{ClusterName: w.name})
+	r, err := agentcontroller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("gantry-agent"), clock.RealClock{}, agentcontroller.Options{ClusterName: w.name, RediscoveryInterval: agentRediscovery})
 	if err != nil {
 		return nil, err
 	}
@@ -300,18 +304,6 @@ func startAgent(ctx context.Context, w *cluster) (stop func(), err error) {
 
 // agentStops stop the agents setUp started, by worker.
 var agentStops = map[string]func(){}
-
-// restartAgent stops the worker's agent and starts another, which finds the APIs the worker serves
-// anew, as a restarted agent process does.
-func restartAgent(t *testing.T, name string) {
-	t.Helper()
-	agentStops[name]()
-	stop, err := startAgent(context.Background(), workers[name])
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentStops[name] = stop
-}
 
 // runningHubs counts the hubs started and not yet stopped, so that a test's cleanup knows whether one
 // is there to finish what it deleted.
