@@ -79,6 +79,16 @@ func TestStateOf(t *testing.T) {
 			won("w1", true)(w)
 			setCondition(w, gantry.WorkloadFinished, "True", gantry.ReasonJobSucceeded, "")
 		}), StateFinished, gantry.ReasonJobSucceeded},
+		// The Workload controller recorded the eviction; the dispatcher has not cleared the winner yet.
+		"taken back": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
+			won("w1", true)(w)
+			w.Status.Evictions = append(w.Status.Evictions, gantry.Eviction{Cluster: "w1", Epoch: w.Status.DispatchEpoch, Reason: gantry.ReasonPlacementTimeout})
+		}), StatePending, gantry.ReasonEvicted},
+		// The admission deadline writes Finished only; the last verdict stays beside it.
+		"ended at its admission deadline": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
+			pending(gantry.ReasonWaitingForQuota, "")(w)
+			setCondition(w, gantry.WorkloadFinished, "True", gantry.ReasonInadmissible, "")
+		}), StateFinished, gantry.ReasonInadmissible},
 		"deleting": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
 			w.DeletionTimestamp = &now
 			setCondition(w, gantry.WorkloadFinished, "True", gantry.ReasonJobSucceeded, "")
