@@ -67,6 +67,8 @@ type entry struct {
 	talliedAt int
 	// at is its place in the order, while it is in it.
 	at int
+	// shape names its requests among the book's shared ones; 0 when they are its own.
+	shape shapeID
 	// settled: the last pass that walked it found it waiting for quota as it shows, and decided nothing
 	// for it (see cut).
 	settled bool
@@ -76,17 +78,18 @@ type entry struct {
 type parkingMeta struct {
 	queue    *queueRef
 	requests dispatch.Resources
+	shape    shapeID
 	settled  bool
 	parkable bool
 }
 
 func (e *entry) parkingMeta() parkingMeta {
-	return parkingMeta{queue: e.queue, requests: e.w.Requests, settled: e.settled, parkable: e.parkable()}
+	return parkingMeta{queue: e.queue, requests: e.w.Requests, shape: e.shape, settled: e.settled, parkable: e.parkable()}
 }
 
 func newBook() *book {
 	return &book{changed: map[string]*gantry.Workload{}, entries: map[string]*entry{}, uids: map[types.UID]struct{}{},
-		tallies: newTallies(), shared: &shared{shapes: shapes{}, words: words{}, queues: queueRefs{}}, watched: map[*entry]struct{}{}}
+		tallies: newTallies(), shared: &shared{shapes: &shapes{held: map[string]sharedShape{}}, words: words{}, queues: queueRefs{}}, watched: map[*entry]struct{}{}}
 }
 
 // note records the Workload as the cache shows it now; nil or finished: it is gone from the book.
@@ -241,13 +244,13 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 		Key:       keyOf(wl),
 		Priority:  wl.Spec.Priority,
 		Created:   wl.CreationTimestamp.Time,
-		Requests:  sh.requests(dispatch.RequestsOf(&wl.Spec)),
 		GPU:       dispatch.GPUDemandOf(&wl.Spec),
 		Epoch:     wl.Status.DispatchEpoch,
 		Nominated: wl.Status.Nominated(),
 		Winner:    wl.Status.Winner(),
 		Kind:      string(wl.Spec.JobKind),
 	}
+	e.w.Requests, e.shape = sh.requests(dispatch.RequestsOf(&wl.Spec))
 	e.w.RejectedAt, e.w.EvictedFrom = rejectionsOf(wl)
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil &&
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == wl.Generation {
@@ -273,14 +276,14 @@ func keyOf(wl *gantry.Workload) string { return wl.Namespace + "/" + wl.Name }
 // have the same requests, Pending words and Queue, and sharing them keeps the book small and a pass's
 // walk over it in few places of memory.
 type shared struct {
-	shapes shapes
+	shapes *shapes
 	words  words
 	queues queueRefs
 }
 
-func (sh *shared) requests(r dispatch.Resources) dispatch.Resources {
+func (sh *shared) requests(r dispatch.Resources) (dispatch.Resources, shapeID) {
 	if sh == nil {
-		return r
+		return r, 0
 	}
 	return sh.shapes.intern(r)
 }
@@ -319,10 +322,22 @@ func (w words) intern(s string) string {
 
 // shapes holds one map of each set of total requests the book's workloads have: a deep queue has few
 // shapes of job, and one map each keeps the book small. The maps are shared, so nothing may change them.
-type shapes map[string]dispatch.Resources
+// Each has a shapeID, never given to another, so that a pass tells shapes apart without reading them.
+type shapes struct {
+	held map[string]sharedShape
+	last shapeID
+}
 
-// intern returns the held map equal to r, holding r if there is none.
-func (s shapes) intern(r dispatch.Resources) dispatch.Resources {
+// shapeID names one shape of requests the book shares; 0 names none.
+type shapeID uint32
+
+type sharedShape struct {
+	requests dispatch.Resources
+	id       shapeID
+}
+
+// intern returns the held map equal to r and its ID, holding r if there is none.
+func (s *shapes) intern(r dispatch.Resources) (dispatch.Resources, shapeID) {
 	names := make([]string, 0, len(r))
 	for name := range r {
 		names = append(names, string(name))
@@ -335,14 +350,15 @@ func (s shapes) intern(r dispatch.Resources) dispatch.Resources {
 		key.WriteString(strconv.FormatInt(r[corev1.ResourceName(name)], 10))
 		key.WriteByte(';')
 	}
-	if held, ok := s[key.String()]; ok {
-		return held
+	if held, ok := s.held[key.String()]; ok {
+		return held.requests, held.id
 	}
-	if len(s) >= maxShared {
-		clear(s)
+	if len(s.held) >= maxShared {
+		clear(s.held)
 	}
-	s[key.String()] = r
-	return r
+	s.last++
+	s.held[key.String()] = sharedShape{requests: r, id: s.last}
+	return r, s.last
 }
 
 // queueRefs holds one queueRef per Queue the book's entries name, while some do.

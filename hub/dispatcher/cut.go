@@ -2,7 +2,7 @@ package dispatcher
 
 import (
 	"maps"
-	"reflect"
+	"slices"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -30,26 +30,28 @@ const cutGrowth = 8
 type tail struct {
 	walks, kept int // settled entries to walk, and walked
 	cut         dispatch.Cut
-	// shapes are the requests (the book's shared maps, by identity) already in cut.Least: a deep queue
+	// shapes are the shapes of requests (the book's shared ones) already in cut.Least: a deep queue
 	// has few, and each is folded in once.
-	shapes []uintptr
+	shapes []shapeID
 }
 
-// add cuts the entry, whose requests are r.
-func (t *tail) add(r dispatch.Resources, e *entry) {
-	p := reflect.ValueOf(r).Pointer()
+// add cuts the entry, whose meta m is.
+func (t *tail) add(m *parkingMeta, e *entry) {
 	if t.cut.First == nil {
-		t.cut.First, t.cut.Least, t.shapes = &e.w, maps.Clone(r), append(t.shapes, p)
+		t.cut.First, t.cut.Least = &e.w, maps.Clone(m.requests)
+		t.remember(m.shape)
 		return
 	}
-	for _, s := range t.shapes {
-		if s == p {
-			return
-		}
+	if m.shape != 0 && slices.Contains(t.shapes, m.shape) {
+		return
 	}
-	dispatch.LeastOf(t.cut.Least, r)
-	if len(t.shapes) < 8 {
-		t.shapes = append(t.shapes, p)
+	dispatch.LeastOf(t.cut.Least, m.requests)
+	t.remember(m.shape)
+}
+
+func (t *tail) remember(s shapeID) {
+	if s != 0 && len(t.shapes) < 8 {
+		t.shapes = append(t.shapes, s)
 	}
 }
 
@@ -96,7 +98,7 @@ func (b *snapshotBuilder) cuts(m *parkingMeta, e *entry) bool {
 		t.kept++
 		return false
 	}
-	t.add(m.requests, e)
+	t.add(m, e)
 	return true
 }
 
