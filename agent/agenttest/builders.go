@@ -6,29 +6,16 @@
 package agenttest
 
 import (
-	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
-
-// Resources builds a ResourceList from name, quantity pairs: Resources("cpu", "2", "memory", "4Gi").
-func Resources(kv ...string) corev1.ResourceList {
-	if len(kv)%2 != 0 {
-		panic(fmt.Sprintf("Resources needs name, quantity pairs, got %q", kv))
-	}
-	out := make(corev1.ResourceList, len(kv)/2)
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
 
 // NodeWrapper builds a Node: Ready, schedulable, with 110 pods allocatable unless changed.
 type NodeWrapper struct{ corev1.Node }
@@ -38,7 +25,7 @@ func MakeNode(name string) *NodeWrapper {
 	return &NodeWrapper{corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
 		Status: corev1.NodeStatus{
-			Allocatable: Resources("pods", "110"),
+			Allocatable: hubtest.Resources("pods", "110"),
 			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		},
 	}}
@@ -49,7 +36,7 @@ func (w *NodeWrapper) Obj() *corev1.Node { return &w.Node }
 
 // Allocatable sets allocatable amounts (name, quantity pairs).
 func (w *NodeWrapper) Allocatable(kv ...string) *NodeWrapper {
-	for k, v := range Resources(kv...) {
+	for k, v := range hubtest.Resources(kv...) {
 		w.Status.Allocatable[k] = v
 	}
 	return w
@@ -99,96 +86,35 @@ func (w *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeW
 	return w
 }
 
-// CopyWrapper builds a Workload copy as the hub creates it in a worker.
-type CopyWrapper struct{ gantryv1alpha1.Workload }
+// CopyWrapper builds a Workload copy as the hub creates it in a worker: hubtest.WorkloadBuilder sets its
+// metadata and spec, the methods here what is a copy's own (the hub's label, its deletion) and the
+// condition its agent writes.
+type CopyWrapper struct {
+	hubtest.WorkloadBuilder[*CopyWrapper]
+}
 
-// MakeCopy starts a copy with object UID "copy-<name>", hub UID "hub-<name>", dispatch epoch 1, and no
-// pod sets.
+// MakeCopy starts a copy with object UID "copy-<name>", hub UID "hub-<name>", dispatch epoch 1, Queue
+// "default" and no pod sets.
 func MakeCopy(name, namespace string) *CopyWrapper {
-	return &CopyWrapper{gantryv1alpha1.Workload{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: namespace,
-			UID:       types.UID("copy-" + name),
-			Labels: map[string]string{
-				gantryv1alpha1.WorkloadUIDLabel:   "hub-" + name,
-				gantryv1alpha1.DispatchEpochLabel: "1",
-			},
-		},
-		Spec: gantryv1alpha1.WorkloadSpec{QueueName: "default"},
-	}}
+	w := &CopyWrapper{}
+	w.WorkloadBuilder = hubtest.NewWorkloadBuilder(w, name, namespace)
+	return w.UID("copy-"+name).HubUID("hub-"+name).Label(gantryv1alpha1.DispatchEpochLabel, "1").Queue("default")
 }
 
-// Obj returns the copy.
-func (w *CopyWrapper) Obj() *gantryv1alpha1.Workload { return &w.Workload }
-
-// HubUID sets the gantry.dev/workload-uid label.
+// HubUID sets the gantry.dev/workload-uid label: the UID of the hub Workload it is a copy of.
 func (w *CopyWrapper) HubUID(uid string) *CopyWrapper {
-	w.Labels[gantryv1alpha1.WorkloadUIDLabel] = uid
-	return w
+	return w.Label(gantryv1alpha1.WorkloadUIDLabel, uid)
 }
 
-// UID sets the copy's own object UID.
-func (w *CopyWrapper) UID(uid string) *CopyWrapper {
-	w.ObjectMeta.UID = types.UID(uid)
-	return w
-}
-
-// ResourceVersion sets the copy's resourceVersion.
-func (w *CopyWrapper) ResourceVersion(rv string) *CopyWrapper {
-	w.ObjectMeta.ResourceVersion = rv
-	return w
-}
-
-// Generation sets metadata.generation.
-func (w *CopyWrapper) Generation(g int64) *CopyWrapper {
-	w.ObjectMeta.Generation = g
-	return w
-}
-
-// Priority sets spec.priority.
-func (w *CopyWrapper) Priority(p int32) *CopyWrapper {
-	w.Spec.Priority = p
-	return w
-}
-
-// Created sets the creation timestamp.
-func (w *CopyWrapper) Created(t time.Time) *CopyWrapper {
-	w.CreationTimestamp = metav1.NewTime(t)
-	return w
-}
-
-// Deleting marks the copy as being deleted.
+// Deleting marks the copy as being deleted, held by a finalizer of the test's: nothing of Gantry's holds
+// a copy.
 func (w *CopyWrapper) Deleting() *CopyWrapper {
 	now := metav1.Now()
 	w.DeletionTimestamp = &now
-	w.Finalizers = append(w.Finalizers, "test.gantry.dev/hold")
-	return w
+	return w.Finalizer("test.gantry.dev/hold")
 }
 
-// PodSet adds a pod set of count pods, each requesting the given name, quantity pairs.
-func (w *CopyWrapper) PodSet(name string, count int32, requests ...string) *CopyWrapper {
-	w.Spec.PodSets = append(w.Spec.PodSets, gantryv1alpha1.PodSet{Name: name, Count: count, Requests: Resources(requests...)})
-	return w
-}
-
-// Deferred marks the last pod set as one whose pods the job's controller creates later.
-func (w *CopyWrapper) Deferred() *CopyWrapper {
-	w.Spec.PodSets[len(w.Spec.PodSets)-1].Deferred = true
-	return w
-}
-
-// NodeSelector sets the node selector of the last pod set.
-func (w *CopyWrapper) NodeSelector(k, v string) *CopyWrapper {
-	ps := &w.Spec.PodSets[len(w.Spec.PodSets)-1]
-	if ps.NodeSelector == nil {
-		ps.NodeSelector = map[string]string{}
-	}
-	ps.NodeSelector[k] = v
-	return w
-}
-
-// Condition sets the Admitted condition.
+// Condition sets the Admitted condition, the one its agent writes, changed at hubtest.T0.
 func (w *CopyWrapper) Condition(status metav1.ConditionStatus, reason, message string) *CopyWrapper {
 	w.Status.Conditions = []metav1.Condition{{
 		Type:               gantryv1alpha1.WorkloadAdmitted,
@@ -196,7 +122,7 @@ func (w *CopyWrapper) Condition(status metav1.ConditionStatus, reason, message s
 		Reason:             reason,
 		Message:            message,
 		ObservedGeneration: w.ObjectMeta.Generation,
-		LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		LastTransitionTime: metav1.NewTime(hubtest.T0),
 	}}
 	return w
 }
@@ -272,34 +198,34 @@ func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper {
 
 // Request sets requests of the first container (name, quantity pairs).
 func (w *PodWrapper) Request(kv ...string) *PodWrapper {
-	w.Spec.Containers[0].Resources.Requests = Resources(kv...)
+	w.Spec.Containers[0].Resources.Requests = hubtest.Resources(kv...)
 	return w
 }
 
 // Limit sets limits of the first container (name, quantity pairs). The API server wants extended
 // resources such as nvidia.com/gpu in limits as well, equal to the requests.
 func (w *PodWrapper) Limit(kv ...string) *PodWrapper {
-	w.Spec.Containers[0].Resources.Limits = Resources(kv...)
+	w.Spec.Containers[0].Resources.Limits = hubtest.Resources(kv...)
 	return w
 }
 
 // Container adds a container requesting the given name, quantity pairs.
 func (w *PodWrapper) Container(name string, kv ...string) *PodWrapper {
 	w.Spec.Containers = append(w.Spec.Containers, corev1.Container{Name: name, Image: "busybox",
-		Resources: corev1.ResourceRequirements{Requests: Resources(kv...)}})
+		Resources: corev1.ResourceRequirements{Requests: hubtest.Resources(kv...)}})
 	return w
 }
 
 // InitContainer adds an init container requesting the given name, quantity pairs.
 func (w *PodWrapper) InitContainer(name string, kv ...string) *PodWrapper {
 	w.Spec.InitContainers = append(w.Spec.InitContainers, corev1.Container{Name: name, Image: "busybox",
-		Resources: corev1.ResourceRequirements{Requests: Resources(kv...)}})
+		Resources: corev1.ResourceRequirements{Requests: hubtest.Resources(kv...)}})
 	return w
 }
 
 // Overhead sets the pod overhead (name, quantity pairs).
 func (w *PodWrapper) Overhead(kv ...string) *PodWrapper {
-	w.Spec.Overhead = Resources(kv...)
+	w.Spec.Overhead = hubtest.Resources(kv...)
 	return w
 }
 

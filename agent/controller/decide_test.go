@@ -20,6 +20,7 @@ import (
 	"github.com/gantry-dev/gantry/agent/agenttest"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/internal/expectations"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 var (
@@ -594,7 +595,7 @@ func TestDecidePlacementTimeoutOfDeferredPodSets(t *testing.T) {
 		return gpuPod("r-submitter", "hub-r", "8").PodSet("submitter").Created(created).
 			Unschedulable("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.").Obj()
 	}
-	eight := agenttest.Resources("nvidia.com/gpu", "8")
+	eight := hubtest.Resources("nvidia.com/gpu", "8")
 	placement := map[types.UID]admission.Placement{"copy-r": {
 		{PodSet: "head", Node: "n1", Count: 1, Requests: eight}, {PodSet: "submitter", Node: "n2", Count: 1, Requests: eight}}}
 	held := outcome{Reserved: map[string]int32{"ns/r": 1}, FreeGPU: map[string]int64{"n1": 0, "n2": 0}, Remembered: []string{"ns/r"}}

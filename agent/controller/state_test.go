@@ -12,9 +12,10 @@ import (
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
-var res = agenttest.Resources
+var res = hubtest.Resources
 
 // quantityCmp compares quantities by value.
 var quantityCmp = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })

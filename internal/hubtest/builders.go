@@ -13,7 +13,8 @@
 // builder records without being given one (when a condition changed, when a Workload was deleted) are
 // T0 unless its Now says otherwise.
 //
-// It builds objects only, from the API's types: the hub's and the dispatch packages' tests alike use it.
+// It builds objects only, from the API's types: the hub's and the dispatch packages' tests alike use it,
+// and agenttest builds on it.
 package hubtest
 
 import (
@@ -53,127 +54,156 @@ func resourcesOrNil(kv ...string) corev1.ResourceList {
 	return Resources(kv...)
 }
 
-// WorkloadWrapper builds a hub Workload.
-type WorkloadWrapper struct {
+// WorkloadBuilder holds the setters of a Workload's metadata and spec that every builder of a Workload
+// shares: the hub's (WorkloadWrapper) and those of its copies on workers (CopyWrapper, agenttest's). Each
+// returns B, the builder that embeds it, so that a chain keeps that builder's own methods.
+type WorkloadBuilder[B any] struct {
 	gantry.Workload
+	self B // the builder embedding these setters, which they return
+}
+
+// NewWorkloadBuilder starts the setters of the builder self, which embeds them, on a Workload with a name
+// and namespace and nothing else.
+func NewWorkloadBuilder[B any](self B, name, namespace string) WorkloadBuilder[B] {
+	return WorkloadBuilder[B]{Workload: gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}, self: self}
+}
+
+// Obj returns the Workload.
+func (w *WorkloadBuilder[B]) Obj() *gantry.Workload { return &w.Workload }
+
+// UID sets metadata.uid.
+func (w *WorkloadBuilder[B]) UID(uid string) B {
+	w.ObjectMeta.UID = types.UID(uid)
+	return w.self
+}
+
+// ResourceVersion sets metadata.resourceVersion.
+func (w *WorkloadBuilder[B]) ResourceVersion(rv string) B {
+	w.ObjectMeta.ResourceVersion = rv
+	return w.self
+}
+
+// Generation sets metadata.generation.
+func (w *WorkloadBuilder[B]) Generation(g int64) B {
+	w.ObjectMeta.Generation = g
+	return w.self
+}
+
+// Created sets the creation timestamp.
+func (w *WorkloadBuilder[B]) Created(t time.Time) B {
+	w.CreationTimestamp = metav1.NewTime(t)
+	return w.self
+}
+
+// Label sets a label.
+func (w *WorkloadBuilder[B]) Label(k, v string) B {
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[k] = v
+	return w.self
+}
+
+// JobName sets the gantry.dev/job-name label: the name of the job the Workload stands for.
+func (w *WorkloadBuilder[B]) JobName(name string) B {
+	return w.Label(gantry.JobNameLabel, name)
+}
+
+// Finalizer adds a finalizer.
+func (w *WorkloadBuilder[B]) Finalizer(f string) B {
+	w.Finalizers = append(w.Finalizers, f)
+	return w.self
+}
+
+// ControlledBy makes the job of the given kind its controller owner, as the hub's job controller does.
+func (w *WorkloadBuilder[B]) ControlledBy(apiVersion, kind, name, uid string) B {
+	controller := true
+	w.OwnerReferences = append(w.OwnerReferences, metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name,
+		UID: types.UID(uid), Controller: &controller})
+	return w.self
+}
+
+// OwnedByJob makes the batch/v1 Job name, of UID uid, its controller owner.
+func (w *WorkloadBuilder[B]) OwnedByJob(name, uid string) B {
+	return w.ControlledBy("batch/v1", "Job", name, uid)
+}
+
+// Queue sets spec.queueName, the Queue it was submitted to.
+func (w *WorkloadBuilder[B]) Queue(name string) B {
+	w.Spec.QueueName = name
+	return w.self
+}
+
+// JobKind sets spec.jobKind.
+func (w *WorkloadBuilder[B]) JobKind(k gantry.JobKind) B {
+	w.Spec.JobKind = k
+	return w.self
+}
+
+// Priority sets spec.priority.
+func (w *WorkloadBuilder[B]) Priority(p int32) B {
+	w.Spec.Priority = p
+	return w.self
+}
+
+// JobGeneration sets spec.jobGeneration: the generation of its job the spec was built from.
+func (w *WorkloadBuilder[B]) JobGeneration(g int64) B {
+	w.Spec.JobGeneration = g
+	return w.self
+}
+
+// AdmissionDeadline sets the job's own admission deadline.
+func (w *WorkloadBuilder[B]) AdmissionDeadline(d time.Duration) B {
+	w.Spec.AdmissionDeadline = &metav1.Duration{Duration: d}
+	return w.self
+}
+
+// PodSet adds a pod set of count pods, each requesting the given name, quantity pairs (none: no
+// requests).
+func (w *WorkloadBuilder[B]) PodSet(name string, count int32, requests ...string) B {
+	w.Spec.PodSets = append(w.Spec.PodSets, gantry.PodSet{Name: name, Count: count, Requests: resourcesOrNil(requests...)})
+	return w.self
+}
+
+// GPUProducts sets the GPU products the last pod set accepts, in order of preference.
+func (w *WorkloadBuilder[B]) GPUProducts(products ...string) B {
+	w.Spec.PodSets[len(w.Spec.PodSets)-1].GPUProducts = products
+	return w.self
+}
+
+// Deferred marks the last pod set as one whose pods the job's controller creates later.
+func (w *WorkloadBuilder[B]) Deferred() B {
+	w.Spec.PodSets[len(w.Spec.PodSets)-1].Deferred = true
+	return w.self
+}
+
+// NodeSelector adds k=v to the node selector of the last pod set.
+func (w *WorkloadBuilder[B]) NodeSelector(k, v string) B {
+	ps := &w.Spec.PodSets[len(w.Spec.PodSets)-1]
+	if ps.NodeSelector == nil {
+		ps.NodeSelector = map[string]string{}
+	}
+	ps.NodeSelector[k] = v
+	return w.self
+}
+
+// WorkloadWrapper builds a hub Workload: its metadata and spec, and the status the hub writes.
+type WorkloadWrapper struct {
+	WorkloadBuilder[*WorkloadWrapper]
 	now metav1.Time
 }
 
 // MakeWorkload starts a Workload with a name and namespace and nothing else: no UID, Queue or pod sets.
 func MakeWorkload(name, namespace string) *WorkloadWrapper {
-	return &WorkloadWrapper{
-		Workload: gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}},
-		now:      metav1.NewTime(T0),
-	}
+	w := &WorkloadWrapper{now: metav1.NewTime(T0)}
+	w.WorkloadBuilder = NewWorkloadBuilder(w, name, namespace)
+	return w
 }
-
-// Obj returns the Workload.
-func (w *WorkloadWrapper) Obj() *gantry.Workload { return &w.Workload }
 
 // Now sets the time the methods after it record as now: when the conditions they set changed, when
 // Deleting deleted the Workload, when Preempted decided. T0 until set.
 func (w *WorkloadWrapper) Now(t time.Time) *WorkloadWrapper {
 	w.now = metav1.NewTime(t)
-	return w
-}
-
-// UID sets metadata.uid.
-func (w *WorkloadWrapper) UID(uid string) *WorkloadWrapper {
-	w.ObjectMeta.UID = types.UID(uid)
-	return w
-}
-
-// ResourceVersion sets metadata.resourceVersion.
-func (w *WorkloadWrapper) ResourceVersion(rv string) *WorkloadWrapper {
-	w.ObjectMeta.ResourceVersion = rv
-	return w
-}
-
-// Generation sets metadata.generation.
-func (w *WorkloadWrapper) Generation(g int64) *WorkloadWrapper {
-	w.ObjectMeta.Generation = g
-	return w
-}
-
-// Created sets the creation timestamp.
-func (w *WorkloadWrapper) Created(t time.Time) *WorkloadWrapper {
-	w.CreationTimestamp = metav1.NewTime(t)
-	return w
-}
-
-// Label sets a label.
-func (w *WorkloadWrapper) Label(k, v string) *WorkloadWrapper {
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[k] = v
-	return w
-}
-
-// JobName sets the gantry.dev/job-name label: the name of the job the Workload stands for.
-func (w *WorkloadWrapper) JobName(name string) *WorkloadWrapper {
-	return w.Label(gantry.JobNameLabel, name)
-}
-
-// Finalizer adds a finalizer.
-func (w *WorkloadWrapper) Finalizer(f string) *WorkloadWrapper {
-	w.Finalizers = append(w.Finalizers, f)
-	return w
-}
-
-// ControlledBy makes the job of the given kind its controller owner, as the hub's job controller does.
-func (w *WorkloadWrapper) ControlledBy(apiVersion, kind, name, uid string) *WorkloadWrapper {
-	controller := true
-	w.OwnerReferences = append(w.OwnerReferences, metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name,
-		UID: types.UID(uid), Controller: &controller})
-	return w
-}
-
-// OwnedByJob makes the batch/v1 Job name, of UID uid, its controller owner.
-func (w *WorkloadWrapper) OwnedByJob(name, uid string) *WorkloadWrapper {
-	return w.ControlledBy("batch/v1", "Job", name, uid)
-}
-
-// Queue sets spec.queueName, the Queue it was submitted to.
-func (w *WorkloadWrapper) Queue(name string) *WorkloadWrapper {
-	w.Spec.QueueName = name
-	return w
-}
-
-// JobKind sets spec.jobKind.
-func (w *WorkloadWrapper) JobKind(k gantry.JobKind) *WorkloadWrapper {
-	w.Spec.JobKind = k
-	return w
-}
-
-// Priority sets spec.priority.
-func (w *WorkloadWrapper) Priority(p int32) *WorkloadWrapper {
-	w.Spec.Priority = p
-	return w
-}
-
-// JobGeneration sets spec.jobGeneration: the generation of its job the spec was built from.
-func (w *WorkloadWrapper) JobGeneration(g int64) *WorkloadWrapper {
-	w.Spec.JobGeneration = g
-	return w
-}
-
-// AdmissionDeadline sets the job's own admission deadline.
-func (w *WorkloadWrapper) AdmissionDeadline(d time.Duration) *WorkloadWrapper {
-	w.Spec.AdmissionDeadline = &metav1.Duration{Duration: d}
-	return w
-}
-
-// PodSet adds a pod set of count pods, each requesting the given name, quantity pairs (none: no
-// requests).
-func (w *WorkloadWrapper) PodSet(name string, count int32, requests ...string) *WorkloadWrapper {
-	w.Spec.PodSets = append(w.Spec.PodSets, gantry.PodSet{Name: name, Count: count, Requests: resourcesOrNil(requests...)})
-	return w
-}
-
-// GPUProducts sets the GPU products the last pod set accepts, in order of preference.
-func (w *WorkloadWrapper) GPUProducts(products ...string) *WorkloadWrapper {
-	w.Spec.PodSets[len(w.Spec.PodSets)-1].GPUProducts = products
 	return w
 }
 
@@ -256,34 +286,23 @@ func (w *WorkloadWrapper) Preempted(cluster string, epoch int64, preemptor, reas
 	return w
 }
 
-// CopyWrapper builds the copy of a hub Workload that the hub creates on a worker.
-type CopyWrapper struct{ gantry.Workload }
+// CopyWrapper builds the copy of a hub Workload that the hub creates on a worker: its metadata and spec,
+// and the Admitted condition its agent writes.
+type CopyWrapper struct {
+	WorkloadBuilder[*CopyWrapper]
+}
 
 // MakeCopy starts the copy of the hub Workload name in namespace, of UID hubUID, made in a dispatch epoch:
 // labelled with the Workload's UID and the epoch, as the hub labels it.
 func MakeCopy(name, namespace, hubUID string, epoch int64) *CopyWrapper {
-	return &CopyWrapper{gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
-		Labels: map[string]string{gantry.WorkloadUIDLabel: hubUID, gantry.DispatchEpochLabel: strconv.FormatInt(epoch, 10)}}}}
+	w := &CopyWrapper{}
+	w.WorkloadBuilder = NewWorkloadBuilder(w, name, namespace)
+	return w.Label(gantry.WorkloadUIDLabel, hubUID).Label(gantry.DispatchEpochLabel, strconv.FormatInt(epoch, 10))
 }
 
 // MakeCopyOf starts the copy of wl made in a dispatch epoch.
 func MakeCopyOf(wl *gantry.Workload, epoch int64) *CopyWrapper {
 	return MakeCopy(wl.Name, wl.Namespace, string(wl.UID), epoch)
-}
-
-// Obj returns the copy.
-func (w *CopyWrapper) Obj() *gantry.Workload { return &w.Workload }
-
-// UID sets the copy's own object UID.
-func (w *CopyWrapper) UID(uid string) *CopyWrapper {
-	w.ObjectMeta.UID = types.UID(uid)
-	return w
-}
-
-// Generation sets metadata.generation.
-func (w *CopyWrapper) Generation(g int64) *CopyWrapper {
-	w.ObjectMeta.Generation = g
-	return w
 }
 
 // Condition sets the Admitted condition its agent writes, for the copy's current generation.

@@ -132,3 +132,20 @@ func TestMakeWorkerCluster(t *testing.T) {
 		t.Errorf("WorkerCluster (-want +got):\n%s", diff)
 	}
 }
+
+// A copy's chain goes on through the setters it shares with the hub's Workload, to those of its own.
+func TestCopySharesTheWorkloadSetters(t *testing.T) {
+	got := MakeCopy("train", "team-a", "u1", 2).UID("c1").Queue("q").PodSet("main", 2, gantry.GPUResource, "4").Deferred().
+		NodeSelector("zone", "a").Admitted().Obj()
+	want := &gantry.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "team-a", UID: "c1",
+			Labels: map[string]string{gantry.WorkloadUIDLabel: "u1", gantry.DispatchEpochLabel: "2"}},
+		Spec: gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 2, Requests: gpus("4"), Deferred: true,
+			NodeSelector: map[string]string{"zone": "a"}}}},
+		Status: gantry.WorkloadStatus{Conditions: []metav1.Condition{{Type: gantry.WorkloadAdmitted, Status: metav1.ConditionTrue,
+			Reason: gantry.ReasonFits}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("copy (-want +got):\n%s", diff)
+	}
+}
