@@ -13,8 +13,8 @@
 // builder records without being given one (when a condition changed, when a Workload was deleted) are
 // T0 unless its Now says otherwise.
 //
-// It builds objects only, from the API's types: the hub's and the dispatch packages' tests alike use it,
-// and agenttest builds on it.
+// It builds objects only, from the API's types: the tests of the hub, the dispatch packages and
+// test/integration use it, and agenttest builds on it.
 package hubtest
 
 import (
@@ -343,6 +343,12 @@ func (w *GlobalQueueWrapper) Generation(g int64) *GlobalQueueWrapper {
 	return w
 }
 
+// GenerateName has the API server name the GlobalQueue after a prefix; start with MakeGlobalQueue("").
+func (w *GlobalQueueWrapper) GenerateName(prefix string) *GlobalQueueWrapper {
+	w.ObjectMeta.GenerateName = prefix
+	return w
+}
+
 // SelectAll selects every namespace: an empty namespace selector.
 func (w *GlobalQueueWrapper) SelectAll() *GlobalQueueWrapper {
 	w.Spec.NamespaceSelector = &metav1.LabelSelector{}
@@ -358,6 +364,17 @@ func (w *GlobalQueueWrapper) Select(k, v string) *GlobalQueueWrapper {
 		w.Spec.NamespaceSelector.MatchLabels = map[string]string{}
 	}
 	w.Spec.NamespaceSelector.MatchLabels[k] = v
+	return w
+}
+
+// SelectNamespaces selects the namespaces of those names, by the label kubernetes.io/metadata.name the
+// API server gives every namespace: a label a tenant cannot set on a namespace of its own.
+func (w *GlobalQueueWrapper) SelectNamespaces(names ...string) *GlobalQueueWrapper {
+	if w.Spec.NamespaceSelector == nil {
+		w.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	w.Spec.NamespaceSelector.MatchExpressions = append(w.Spec.NamespaceSelector.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: names})
 	return w
 }
 
@@ -481,6 +498,12 @@ func (w *CohortWrapper) Generation(g int64) *CohortWrapper {
 	return w
 }
 
+// GenerateName has the API server name the Cohort after a prefix; start with MakeCohort("").
+func (w *CohortWrapper) GenerateName(prefix string) *CohortWrapper {
+	w.ObjectMeta.GenerateName = prefix
+	return w
+}
+
 // Parent puts the cohort under another.
 func (w *CohortWrapper) Parent(name string) *CohortWrapper {
 	w.Spec.Parent = name
@@ -533,9 +556,21 @@ func (w *WorkerClusterWrapper) Generation(g int64) *WorkerClusterWrapper {
 	return w
 }
 
+// GenerateName has the API server name the WorkerCluster after a prefix; start with MakeWorkerCluster("").
+func (w *WorkerClusterWrapper) GenerateName(prefix string) *WorkerClusterWrapper {
+	w.ObjectMeta.GenerateName = prefix
+	return w
+}
+
 // KubeconfigSecret registers the cluster through a kubeconfig Secret of that name.
 func (w *WorkerClusterWrapper) KubeconfigSecret(name string) *WorkerClusterWrapper {
 	w.Spec.KubeconfigSecretRef = &gantry.SecretReference{Name: name}
+	return w
+}
+
+// ClusterProfile registers the cluster through the ClusterProfile of that name.
+func (w *WorkerClusterWrapper) ClusterProfile(name string) *WorkerClusterWrapper {
+	w.Spec.ClusterProfileRef = &gantry.ClusterProfileReference{Name: name}
 	return w
 }
 

@@ -149,3 +149,29 @@ func TestCopySharesTheWorkloadSetters(t *testing.T) {
 		t.Errorf("copy (-want +got):\n%s", diff)
 	}
 }
+
+func TestSelectNamespaces(t *testing.T) {
+	got := MakeGlobalQueue("tenant-a").SelectNamespaces("team-a", "team-b").Obj().Spec.NamespaceSelector
+	want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName,
+		Operator: metav1.LabelSelectorOpIn, Values: []string{"team-a", "team-b"}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
+	}
+}
+
+// Objects the API server names, and a WorkerCluster registered through a ClusterProfile.
+func TestGenerateNameAndClusterProfile(t *testing.T) {
+	want := metav1.ObjectMeta{GenerateName: "invalid-"}
+	for kind, got := range map[string]metav1.ObjectMeta{
+		"GlobalQueue":   MakeGlobalQueue("").GenerateName("invalid-").Obj().ObjectMeta,
+		"Cohort":        MakeCohort("").GenerateName("invalid-").Obj().ObjectMeta,
+		"WorkerCluster": MakeWorkerCluster("").GenerateName("invalid-").Obj().ObjectMeta,
+	} {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s metadata (-want +got):\n%s", kind, diff)
+		}
+	}
+	if ref := MakeWorkerCluster("w1").ClusterProfile("p").Obj().Spec.ClusterProfileRef; ref == nil || ref.Name != "p" {
+		t.Errorf("ClusterProfileRef %+v, want p", ref)
+	}
+}

@@ -12,13 +12,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/test/testcluster"
 )
@@ -133,94 +133,82 @@ func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
 
 func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 	ctx := context.Background()
-	gpus := func(q string) corev1.ResourceList {
-		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(q)}
-	}
+	// blank is a GlobalQueue of a generated name and nothing else; onWorker1 one with 4 GPUs on worker-1,
+	// valid as it is.
+	blank := func() *hubtest.GlobalQueueWrapper { return hubtest.MakeGlobalQueue("").GenerateName("invalid-") }
+	onWorker1 := func() *hubtest.GlobalQueueWrapper { return blank().Cluster("worker-1", gantry.GPUResource, "4") }
 	cases := map[string]struct {
-		clusters []gantry.ClusterQuota
-		deadline *metav1.Duration
-		cohort   string
-		dispatch gantry.DispatchPolicy
-		weight   *int32
-		preempt  gantry.PreemptionPolicy
-		want     string
+		queue *hubtest.GlobalQueueWrapper
+		want  string
 	}{
 		"negative quota": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("-4")}},
-			want:     "quota must not be negative",
+			queue: blank().Cluster("worker-1", gantry.GPUResource, "-4"),
+			want:  "quota must not be negative",
 		},
 		"cluster listed twice": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}, {Name: "worker-1", Quota: gpus("8")}},
-			want:     "each cluster may be listed only once",
+			queue: onWorker1().Cluster("worker-1", gantry.GPUResource, "8"),
+			want:  "each cluster may be listed only once",
 		},
 		"no clusters": {
-			want: "spec.clusters",
+			queue: blank(),
+			want:  "spec.clusters",
 		},
 		"more clusters than a queue may list": {
-			clusters: manyClusters(257, gpus("1")),
-			want:     "must have at most 256 items",
+			queue: withClusters(blank(), 257),
+			want:  "must have at most 256 items",
 		},
 		"an admission deadline of no time": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, deadline: &metav1.Duration{},
-			want: "admissionDeadline must be positive",
+			queue: onWorker1().AdmissionDeadline(0),
+			want:  "admissionDeadline must be positive",
 		},
 		"limits without a cohort": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4"), LendingLimit: gpus("2")}},
-			want:     "borrowingLimit and lendingLimit need a cohort",
+			queue: onWorker1().LendingLimit(gantry.GPUResource, "2"),
+			want:  "borrowingLimit and lendingLimit need a cohort",
 		},
 		"lending what the quota does not limit": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4"),
-				LendingLimit: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}, cohort: "research",
-			want: "lendingLimit may name only resources of quota",
+			queue: onWorker1().LendingLimit("memory", "1Gi").Cohort("research"),
+			want:  "lendingLimit may name only resources of quota",
 		},
 		"borrowing what the quota does not limit": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4"),
-				BorrowingLimit: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}}, cohort: "research",
-			want: "borrowingLimit may name only resources of quota",
+			queue: onWorker1().BorrowingLimit("cpu", "8").Cohort("research"),
+			want:  "borrowingLimit may name only resources of quota",
 		},
 		"a negative borrowing limit": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4"), BorrowingLimit: gpus("-1")}}, cohort: "research",
-			want: "borrowingLimit must not be negative",
+			queue: onWorker1().BorrowingLimit(gantry.GPUResource, "-1").Cohort("research"),
+			want:  "borrowingLimit must not be negative",
 		},
 		"a cohort name that is no DNS label": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, cohort: "Research Team",
-			want: "spec.cohort",
+			queue: onWorker1().Cohort("Research Team"),
+			want:  "spec.cohort",
 		},
 		"a score that does not exist": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
-			dispatch: gantry.DispatchPolicy{Scores: []gantry.DispatchScore{{Name: "Fastest"}}},
-			want:     "spec.dispatch.scores[0].name",
+			queue: onWorker1().Score("Fastest", 0),
+			want:  "spec.dispatch.scores[0].name",
 		},
 		"a negative score weight": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
-			dispatch: gantry.DispatchPolicy{Scores: []gantry.DispatchScore{{Name: gantry.ScoreSpread, Weight: -1}}},
-			want:     "spec.dispatch.scores[0].weight",
+			queue: onWorker1().Score(gantry.ScoreSpread, -1),
+			want:  "spec.dispatch.scores[0].weight",
 		},
 		"preferred clusters without the Preference score": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
-			dispatch: gantry.DispatchPolicy{PreferredClusters: []string{"worker-1"}},
-			want:     "preferredClusters needs the Preference score",
+			queue: onWorker1().PreferredClusters("worker-1"),
+			want:  "preferredClusters needs the Preference score",
 		},
 		"reclaiming without a cohort": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
-			preempt:  gantry.PreemptionPolicy{ReclaimWithinCohort: gantry.PreemptLowerPriority},
-			want:     "preemption.reclaimWithinCohort and preemption.fairSharing need a cohort",
+			queue: onWorker1().ReclaimWithinCohort(gantry.PreemptLowerPriority),
+			want:  "preemption.reclaimWithinCohort and preemption.fairSharing need a cohort",
 		},
 		"a rule of another field": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}},
-			preempt:  gantry.PreemptionPolicy{WithinQueue: gantry.PreemptLowerOrEqualPriority},
-			want:     "spec.preemption.withinQueue",
+			queue: onWorker1().PreemptWithinQueue(gantry.PreemptLowerOrEqualPriority),
+			want:  "spec.preemption.withinQueue",
 		},
 		"a fair-sharing weight above 1000": {
-			clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: gpus("4")}}, cohort: "research", weight: ptr.To[int32](1001),
-			want: "spec.fairSharing.weight",
+			queue: onWorker1().Cohort("research").Weight(1001),
+			want:  "spec.fairSharing.weight",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"},
-				Spec: gantry.GlobalQueueSpec{Clusters: tc.clusters, AdmissionDeadline: tc.deadline, Cohort: tc.cohort,
-					Dispatch: tc.dispatch, FairSharing: gantry.FairSharing{Weight: tc.weight}, Preemption: tc.preempt}}
+			gq := tc.queue.Obj()
 			err := hubEnv.client.Create(ctx, gq)
 			if err == nil {
 				_ = hubEnv.client.Delete(ctx, gq)
@@ -237,43 +225,41 @@ func TestInvalidGlobalQueuesAreRejected(t *testing.T) {
 // them with every CEL rule evaluated over the whole list (each rule's cost grows with it).
 func TestQueuesListUpToTheirLimitOfClusters(t *testing.T) {
 	ctx := context.Background()
-	clusters := manyClusters(256, corev1.ResourceList{gantry.GPUResource: resource.MustParse("1")})
-	gq := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{GenerateName: "wide-"},
-		Spec: gantry.GlobalQueueSpec{Clusters: clusters, Cohort: "wide"}}
+	gq := withClusters(hubtest.MakeGlobalQueue("").GenerateName("wide-").Cohort("wide"), 256).Obj()
+	wide := hubtest.MakeCohort("").GenerateName("wide-")
+	for _, c := range gq.Spec.Clusters {
+		wide.Cluster(c.Name, gantry.GPUResource, "1")
+	}
+	cohort := wide.Obj()
 	if err := hubEnv.client.Create(ctx, gq); err != nil {
 		t.Fatalf("a GlobalQueue of 256 clusters: %v", err)
 	}
 	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, gq) })
-	cohort := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{GenerateName: "wide-"}}
-	for _, c := range clusters {
-		cohort.Spec.Clusters = append(cohort.Spec.Clusters, gantry.CohortClusterQuota{Name: c.Name, Quota: c.Quota})
-	}
 	if err := hubEnv.client.Create(ctx, cohort); err != nil {
 		t.Fatalf("a Cohort of 256 clusters: %v", err)
 	}
 	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, cohort) })
 }
 
-// manyClusters lists n clusters, each with the quota.
-func manyClusters(n int, quota corev1.ResourceList) []gantry.ClusterQuota {
-	out := make([]gantry.ClusterQuota, n)
-	for i := range out {
-		out[i] = gantry.ClusterQuota{Name: fmt.Sprintf("worker-%03d", i), Quota: quota}
+// withClusters adds n clusters to the queue, worker-000 on, each with quota of 1 GPU.
+func withClusters(queue *hubtest.GlobalQueueWrapper, n int) *hubtest.GlobalQueueWrapper {
+	for i := range n {
+		queue.Cluster(fmt.Sprintf("worker-%03d", i), gantry.GPUResource, "1")
 	}
-	return out
+	return queue
 }
 
 // A WorkerCluster names exactly one way to reach its cluster.
 func TestWorkerClustersNameOneRegistration(t *testing.T) {
 	ctx := context.Background()
-	cases := map[string]gantry.WorkerClusterSpec{
-		"neither": {},
-		"both": {KubeconfigSecretRef: &gantry.SecretReference{Name: "s"},
-			ClusterProfileRef: &gantry.ClusterProfileReference{Name: "p"}},
+	cluster := func() *hubtest.WorkerClusterWrapper { return hubtest.MakeWorkerCluster("").GenerateName("invalid-") }
+	cases := map[string]*hubtest.WorkerClusterWrapper{
+		"neither": cluster(),
+		"both":    cluster().KubeconfigSecret("s").ClusterProfile("p"),
 	}
-	for name, spec := range cases {
+	for name, registration := range cases {
 		t.Run(name, func(t *testing.T) {
-			wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"}, Spec: spec}
+			wc := registration.Obj()
 			err := hubEnv.client.Create(ctx, wc)
 			if err == nil {
 				_ = hubEnv.client.Delete(ctx, wc)
@@ -291,8 +277,7 @@ func TestWinnerIsImmutable(t *testing.T) {
 	ns := newNamespace(t, "immutable")
 	job := gpuJob(ns, "fixed", 1, 1)
 	submit(t, job)
-	wl := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: ns},
-		Spec: gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1}}}}
+	wl := hubtest.MakeWorkload("fixed", ns).Queue("q").PodSet("main", 1).Obj()
 	if err := hubEnv.client.Create(ctx, wl); err != nil {
 		t.Fatal(err)
 	}
@@ -368,23 +353,19 @@ func TestBadPlacementAnnotationsAreRejected(t *testing.T) {
 // A Cohort that is its own parent, lists a cluster twice or holds negative quota is refused.
 func TestInvalidCohortsAreRejected(t *testing.T) {
 	ctx := context.Background()
-	gpus := func(q string) corev1.ResourceList {
-		return corev1.ResourceList{gantry.GPUResource: resource.MustParse(q)}
-	}
 	cases := map[string]struct {
-		name string
-		spec gantry.CohortSpec
-		want string
+		cohort *hubtest.CohortWrapper
+		want   string
 	}{
-		"its own parent":       {name: "selfish", spec: gantry.CohortSpec{Parent: "selfish"}, want: "a cohort cannot be its own parent"},
-		"a cluster twice":      {name: "twice", spec: gantry.CohortSpec{Clusters: []gantry.CohortClusterQuota{{Name: "worker-1"}, {Name: "worker-1"}}}, want: "each cluster may be listed only once"},
-		"negative quota":       {name: "negative", spec: gantry.CohortSpec{Clusters: []gantry.CohortClusterQuota{{Name: "worker-1", Quota: gpus("-1")}}}, want: "quota must not be negative"},
-		"negative lending":     {name: "stingy", spec: gantry.CohortSpec{Clusters: []gantry.CohortClusterQuota{{Name: "worker-1", LendingLimit: gpus("-1")}}}, want: "lendingLimit must not be negative"},
-		"a parent no DNS name": {name: "odd", spec: gantry.CohortSpec{Parent: "Big Org"}, want: "spec.parent"},
+		"its own parent":       {hubtest.MakeCohort("selfish").Parent("selfish"), "a cohort cannot be its own parent"},
+		"a cluster twice":      {hubtest.MakeCohort("twice").Cluster("worker-1").Cluster("worker-1"), "each cluster may be listed only once"},
+		"negative quota":       {hubtest.MakeCohort("negative").Cluster("worker-1", gantry.GPUResource, "-1"), "quota must not be negative"},
+		"negative lending":     {hubtest.MakeCohort("stingy").Cluster("worker-1").LendingLimit(gantry.GPUResource, "-1"), "lendingLimit must not be negative"},
+		"a parent no DNS name": {hubtest.MakeCohort("odd").Parent("Big Org"), "spec.parent"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: tc.name}, Spec: tc.spec}
+			c := tc.cohort.Obj()
 			err := hubEnv.client.Create(ctx, c)
 			if err == nil {
 				_ = hubEnv.client.Delete(ctx, c)
@@ -446,8 +427,7 @@ func registerWithSecret(t *testing.T, name string, data map[string][]byte) {
 		}
 		t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, s) })
 	}
-	wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: name}}}
+	wc := hubtest.MakeWorkerCluster(name).KubeconfigSecret(name).Obj()
 	if err := hubEnv.client.Create(ctx, wc); err != nil {
 		t.Fatal(err)
 	}

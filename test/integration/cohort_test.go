@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // Two GlobalQueues of one cohort, 8 GPUs each on worker-1 (which has room for 16): the borrower runs a
@@ -128,7 +129,7 @@ func TestCohortsOnAParentCycleAreNotActive(t *testing.T) {
 	cohortActive(t, "cycle-y", metav1.ConditionFalse, gantry.ReasonParentCycle)
 	cohortActive(t, "below-cycle", metav1.ConditionTrue, gantry.ReasonInTree)
 
-	updateSpec(t, &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "cycle-y"}}, func(y *gantry.Cohort) { y.Spec.Parent = "" })
+	updateSpec(t, hubtest.MakeCohort("cycle-y").Obj(), func(y *gantry.Cohort) { y.Spec.Parent = "" })
 	cohortActive(t, "cycle-x", metav1.ConditionTrue, gantry.ReasonInTree)
 	cohortActive(t, "cycle-y", metav1.ConditionTrue, gantry.ReasonInTree)
 }
@@ -136,7 +137,7 @@ func TestCohortsOnAParentCycleAreNotActive(t *testing.T) {
 // newCohort creates a Cohort under parent (none when empty), deleted when the test ends.
 func newCohort(t *testing.T, name, parent string) {
 	t.Helper()
-	c := &gantry.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gantry.CohortSpec{Parent: parent}}
+	c := hubtest.MakeCohort(name).Parent(parent).Obj()
 	if err := hubEnv.client.Create(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func newCohort(t *testing.T, name, parent string) {
 // joinCohort puts the GlobalQueue in the cohort.
 func joinCohort(t *testing.T, globalQueue, cohort string) {
 	t.Helper()
-	updateSpec(t, &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: globalQueue}}, func(gq *gantry.GlobalQueue) {
+	updateSpec(t, hubtest.MakeGlobalQueue(globalQueue).Obj(), func(gq *gantry.GlobalQueue) {
 		gq.Spec.Cohort = cohort
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // A GlobalQueue's admission deadline ends a job no cluster admitted in time: its Workload finishes as
@@ -24,7 +25,7 @@ func TestAJobPastItsAdmissionDeadlineEndsAsInadmissible(t *testing.T) {
 	ctx := context.Background()
 	startHub(t)
 	newGlobalQueue(t, "deadline", map[string]int64{"worker-1": 8, "worker-2": 8})
-	updateSpec(t, &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "deadline"}}, func(gq *gantry.GlobalQueue) {
+	updateSpec(t, hubtest.MakeGlobalQueue("deadline").Obj(), func(gq *gantry.GlobalQueue) {
 		gq.Spec.AdmissionDeadline = &metav1.Duration{Duration: 3 * time.Second}
 	})
 	ns := newNamespace(t, "deadline")

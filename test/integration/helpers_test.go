@@ -3,6 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -89,29 +93,22 @@ func newNamespace(t *testing.T, globalQueue string) string {
 	if err := hubEnv.client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns.Name}, Spec: gantry.QueueSpec{GlobalQueue: globalQueue}}
+	q := hubtest.MakeQueue("q", ns.Name).GlobalQueue(globalQueue).Obj()
 	if err := hubEnv.client.Create(ctx, q); err != nil {
 		t.Fatal(err)
 	}
 	return ns.Name
 }
 
-// newGlobalQueue creates a GlobalQueue over both workers with the given GPU quota on each.
+// newGlobalQueue creates a GlobalQueue for the namespaces newNamespace makes for it, with the given GPU
+// quota on each cluster, listed in order of name.
 func newGlobalQueue(t *testing.T, name string, gpuQuota map[string]int64) {
 	t.Helper()
-	gq := &gantry.GlobalQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: gantry.GlobalQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"gantry-test": name}},
-			QueueingStrategy:  gantry.BestEffortFIFO,
-		},
+	queue := hubtest.MakeGlobalQueue(name).Select("gantry-test", name).Strategy(gantry.BestEffortFIFO)
+	for _, cluster := range slices.Sorted(maps.Keys(gpuQuota)) {
+		queue.Cluster(cluster, gantry.GPUResource, strconv.FormatInt(gpuQuota[cluster], 10))
 	}
-	for _, n := range names {
-		if q, ok := gpuQuota[n]; ok {
-			gq.Spec.Clusters = append(gq.Spec.Clusters, gantry.ClusterQuota{Name: n,
-				Quota: corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(q, resource.DecimalSI)}})
-		}
-	}
+	gq := queue.Obj()
 	if err := hubEnv.client.Create(context.Background(), gq); err != nil {
 		t.Fatal(err)
 	}

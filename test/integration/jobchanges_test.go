@@ -7,14 +7,13 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -111,10 +110,8 @@ func TestAWorkloadOrphanedWhileTheHubWasDownIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "orphans")
 	dumpOnFailure(t, ns)
-	orphan := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobkind.WorkloadName(jobkind.Job{}, "gone"),
-		Labels: map[string]string{gantry.JobNameLabel: "gone"}},
-		Spec: gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1,
-			Requests: corev1.ResourceList{gantry.GPUResource: resource.MustParse("1")}}}}}
+	orphan := hubtest.MakeWorkload(jobkind.WorkloadName(jobkind.Job{}, "gone"), ns).JobName("gone").Queue("q").
+		PodSet("main", 1, gantry.GPUResource, "1").Obj()
 	if err := hubEnv.client.Create(ctx, orphan); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -21,6 +20,7 @@ import (
 	"github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/internal/helmchart"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // oldestWorker names the worker that runs the oldest Kubernetes release a worker may run.
@@ -66,7 +66,7 @@ func TestAWorkerOnTheOldestSupportedKubernetesRunsJobs(t *testing.T) {
 	startHubWith(t, hub.Options{}, append(names, w.name)...)
 	agentReportsWithoutGangs(t, w.name)
 
-	globalQueueOn(t, "oldest", w.name, 16)
+	newGlobalQueue(t, "oldest", map[string]int64{w.name: 16})
 	ns := newNamespace(t, "oldest")
 	job := gpuJob(ns, "on-oldest", 2, 4)
 	submit(t, job)
@@ -137,29 +137,10 @@ func agentReportsWithoutGangs(t *testing.T, name string) {
 	})
 }
 
-// globalQueueOn creates a GlobalQueue for the namespaces newNamespace makes for it, with GPU quota on
-// one cluster only.
-func globalQueueOn(t *testing.T, name, cluster string, gpus int64) {
-	t.Helper()
-	gq := &v1alpha1.GlobalQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.GlobalQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"gantry-test": name}},
-			QueueingStrategy:  v1alpha1.BestEffortFIFO,
-			Clusters: []v1alpha1.ClusterQuota{{Name: cluster,
-				Quota: corev1.ResourceList{v1alpha1.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI)}}},
-		},
-	}
-	if err := hubEnv.client.Create(context.Background(), gq); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hubEnv.client.Delete(context.Background(), gq) })
-}
-
 // unregister removes a worker the test registered from the hub.
 func unregister(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
-	_ = hubEnv.client.Delete(ctx, &v1alpha1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	_ = hubEnv.client.Delete(ctx, hubtest.MakeWorkerCluster(name).Obj())
 	_ = hubEnv.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: hubNamespace}})
 }

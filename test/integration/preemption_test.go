@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -165,5 +166,5 @@ func withPriorityClass(job *batchv1.Job, class string) *batchv1.Job {
 
 func setPreemption(t *testing.T, globalQueue string, p gantry.PreemptionPolicy) {
 	t.Helper()
-	updateSpec(t, &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: globalQueue}}, func(gq *gantry.GlobalQueue) { gq.Spec.Preemption = p })
+	updateSpec(t, hubtest.MakeGlobalQueue(globalQueue).Obj(), func(gq *gantry.GlobalQueue) { gq.Spec.Preemption = p })
 }

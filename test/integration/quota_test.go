@@ -7,11 +7,9 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 // A running job keeps the quota it was admitted under, whatever becomes of its Queue: worker-1 has room
@@ -29,8 +27,7 @@ func TestQuotaHoldsWhenTheQueueOfARunningJobIsDeleted(t *testing.T) {
 	if got := runsOn(t, running); got != "worker-1" {
 		t.Fatalf("running job on %s", got)
 	}
-	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns}}
-	if err := hubEnv.client.Delete(context.Background(), q); err != nil {
+	if err := hubEnv.client.Delete(context.Background(), hubtest.MakeQueue("q", ns).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	next := onQueue(gpuJob(ns, "next", 1, 8), second.Name)
@@ -51,12 +48,8 @@ func TestQuotaHoldsWhenTheQueueOfARunningJobNamesAnotherGlobalQueue(t *testing.T
 	newGlobalQueue(t, "queue-moved", map[string]int64{"worker-1": 8})
 	ns := newNamespace(t, "queue-moved")
 	dumpOnFailure(t, ns)
-	elsewhere := &gantry.GlobalQueue{ObjectMeta: metav1.ObjectMeta{Name: "queue-moved-elsewhere"}, Spec: gantry.GlobalQueueSpec{
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"gantry-test": "queue-moved"}},
-		QueueingStrategy:  gantry.BestEffortFIFO,
-		Clusters: []gantry.ClusterQuota{{Name: "worker-1",
-			Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8")}}},
-	}}
+	elsewhere := hubtest.MakeGlobalQueue("queue-moved-elsewhere").Select("gantry-test", "queue-moved").Strategy(gantry.BestEffortFIFO).
+		Cluster("worker-1", gantry.GPUResource, "8").Obj()
 	if err := hubEnv.client.Create(context.Background(), elsewhere); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +61,7 @@ func TestQuotaHoldsWhenTheQueueOfARunningJobNamesAnotherGlobalQueue(t *testing.T
 	if got := runsOn(t, running); got != "worker-1" {
 		t.Fatalf("running job on %s", got)
 	}
-	updateSpec(t, &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "q"}}, func(q *gantry.Queue) {
+	updateSpec(t, hubtest.MakeQueue("q", ns).Obj(), func(q *gantry.Queue) {
 		q.Spec.GlobalQueue = elsewhere.Name
 	})
 	next := onQueue(gpuJob(ns, "next", 1, 8), second.Name)
@@ -84,7 +77,7 @@ func TestQuotaHoldsWhenTheQueueOfARunningJobNamesAnotherGlobalQueue(t *testing.T
 // createQueue creates a Queue on the GlobalQueue in the namespace.
 func createQueue(t *testing.T, ns, name, globalQueue string) *gantry.Queue {
 	t.Helper()
-	q := &gantry.Queue{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: gantry.QueueSpec{GlobalQueue: globalQueue}}
+	q := hubtest.MakeQueue(name, ns).GlobalQueue(globalQueue).Obj()
 	if err := hubEnv.client.Create(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,6 +21,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 	"github.com/gantry-dev/gantry/internal/manifest"
 	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/test/testcluster"
@@ -31,22 +31,11 @@ import (
 // the end of the test, and returns the WorkerCluster's Connected condition once it is False.
 func registerRefusedWorker(t *testing.T, name string, kubeconfig []byte) *metav1.Condition {
 	t.Helper()
-	ctx := context.Background()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNamespace},
-		Data: map[string][]byte{workerconfig.SecretKey: kubeconfig}}
-	if err := hubEnv.client.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, secret) })
-	wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: name}}}
-	if err := hubEnv.client.Create(ctx, wc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, wc) })
+	registerWithSecret(t, name, map[string][]byte{workerconfig.SecretKey: kubeconfig})
 	var cond *metav1.Condition
 	eventually(t, name+" refused", func() error {
-		if err := hubEnv.client.Get(ctx, types.NamespacedName{Name: name}, wc); err != nil {
+		var wc gantry.WorkerCluster
+		if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Name: name}, &wc); err != nil {
 			return err
 		}
 		cond = apimeta.FindStatusCondition(wc.Status.Conditions, gantry.ClusterConnected)
@@ -252,17 +241,8 @@ func TestATenantCannotJoinAnotherTenantsGlobalQueue(t *testing.T) {
 	nsA := newNamespace(t, "tenant-a")
 	nsB := newNamespace(t, "tenant-a")
 	dumpOnFailure(t, nsB)
-	gq := &gantry.GlobalQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"},
-		Spec: gantry.GlobalQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{nsA},
-			}}},
-			QueueingStrategy: gantry.BestEffortFIFO,
-			Clusters: []gantry.ClusterQuota{{Name: "worker-1",
-				Quota: corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(8, resource.DecimalSI)}}},
-		},
-	}
+	gq := hubtest.MakeGlobalQueue("tenant-a").SelectNamespaces(nsA).Strategy(gantry.BestEffortFIFO).
+		Cluster("worker-1", gantry.GPUResource, "8").Obj()
 	if err := hubEnv.client.Create(ctx, gq); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/manifest"
 	"github.com/gantry-dev/gantry/internal/workerconfig"
@@ -236,9 +237,7 @@ func register(ctx context.Context, w *cluster) error {
 	if err := hubEnv.client.Create(ctx, secret); err != nil {
 		return err
 	}
-	wc := &gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: w.name},
-		Spec: gantry.WorkerClusterSpec{KubeconfigSecretRef: &gantry.SecretReference{Name: secret.Name}}}
-	if err := hubEnv.client.Create(ctx, wc); err != nil {
+	if err := hubEnv.client.Create(ctx, hubtest.MakeWorkerCluster(w.name).KubeconfigSecret(secret.Name).Obj()); err != nil {
 		return err
 	}
 	for i := 0; i < 2; i++ {

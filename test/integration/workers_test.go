@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
 func TestCapacityReachesTheHub(t *testing.T) {
@@ -56,8 +57,7 @@ func TestOrphansOnWorkersAreCollected(t *testing.T) {
 	// Left behind by a hub Workload that no longer exists, as after a hub Job deleted while this cluster
 	// was unreachable.
 	owned := map[string]string{gantry.WorkloadUIDLabel: "0e3c4c2a-gone", gantry.DispatchEpochLabel: "1", gantry.JobNameLabel: "ghost"}
-	copyObj := &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-ghost", Namespace: ns, Labels: owned},
-		Spec: gantry.WorkloadSpec{QueueName: "q", PodSets: []gantry.PodSet{{Name: "main", Count: 1}}}}
+	copyObj := hubtest.MakeCopy("job-ghost", ns, "0e3c4c2a-gone", 1).JobName("ghost").Queue("q").PodSet("main", 1).Obj()
 	job := gpuJob(ns, "ghost", 1, 1)
 	job.Labels = owned
 	// A Job of someone else's in the same namespace must survive.
