@@ -1,10 +1,11 @@
+// Package dispatcher runs the hub's dispatch loop: each pass reads the hub's caches and the connected
+// workers, has the queue manager (package queues) build the dispatch.Snapshot, calls dispatch.Plan and
+// persists each decision in the Workload's status before anything is created on a worker.
 package dispatcher
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -24,6 +24,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/hub/dispatcher/queues"
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/internal/expectations"
 )
@@ -67,19 +68,16 @@ type Dispatcher struct {
 	writers chan struct{} // one token per write in flight
 	slotMu  sync.Mutex
 	queued  [urgencies][]func() // writes and reads waiting for a slot, by urgency (startInSlot)
-	book    *book
+	queues  *queues.Manager
+	// follows says whether the Workload informer has delivered what it listed; nil when the manager
+	// is fed from lists of the cache (Follow).
+	follows atomic.Pointer[func() bool]
 
 	// writes are the dispatcher's status writes until the cache shows them: in flight, of unknown
 	// outcome, applied with the cache behind.
 	writes *expectations.Writes[string, ownWrite]
-	// agentNews and proposed are what passes left for the verdicts still to write (dispatch.Snapshot's
-	// AgentNews and Proposed); used by passes only, one at a time.
-	agentNews map[string]time.Time
-	proposed  map[string]dispatch.Proposal
-	// rest tells passes which queues are quiet; used by passes only.
-	rest rest
 	// cutAfter is how many settled workloads of a queue a pass walks before it cuts the rest; 0 is
-	// defaultCutAfter.
+	// queues.DefaultCutAfter.
 	cutAfter int
 
 	lastQueueStatus  time.Time
@@ -90,13 +88,11 @@ func (d *Dispatcher) init() {
 	d.once.Do(func() {
 		d.trigger = make(chan struct{}, 1)
 		d.writes = expectations.NewWrites[string, ownWrite]()
-		d.agentNews = map[string]time.Time{}
 		if d.Writers < 1 {
 			d.Writers = 64
 		}
 		d.writers = make(chan struct{}, d.Writers)
-		d.book = newBook()
-		d.rest.cutAfter = cmp.Or(d.cutAfter, defaultCutAfter)
+		d.queues = queues.NewManager(d.cutAfter)
 		if d.Resync == 0 {
 			d.Resync = time.Minute
 		}
@@ -143,7 +139,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			return d.stop()
 		case <-d.trigger:
 		case <-resync.C():
-			d.rest.forget() // the safety net walks every workload
+			d.queues.Forget() // the safety net walks every workload
 		case <-statusDue:
 		}
 		if wait := budget.wait(d.Clock.Now()); wait > 0 {
@@ -231,71 +227,44 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {
 
 // act writes what the pass decided and says when the statuses it held back are due.
 func (d *Dispatcher) act(ctx context.Context, p *planned) time.Duration {
-	d.Timeline.KeepOnly(d.book.hasUID)
-	d.proposed = p.res.Proposed
-	maps.Copy(d.agentNews, p.res.AgentNews)
-	for key := range d.agentNews {
-		if p.st.writable(key) == nil {
-			delete(d.agentNews, key)
-		}
-	}
-	d.execute(ctx, p.st.writable, p.res)
+	d.queues.End(p.pass, &p.res)
+	d.Timeline.KeepOnly(d.queues.HasUID)
+	d.execute(ctx, p.pass.Writable, p.res)
 	d.readBackDue(ctx)
-	return soonest(p.res.HeldFor, d.writeStatuses(ctx, p.st, p.in, p.usage))
+	return soonest(p.res.HeldFor, d.writeStatuses(ctx, p))
 }
 
 // planned is what one pass read and decided.
 type planned struct {
-	st    *hubState
-	in    *built
+	read  queues.Read
+	pass  *queues.Pass
 	res   dispatch.Result
 	usage *dispatch.Usage // nil when the queues' statuses are not due
-	// uncut is how many times the pass was planned again with tails it had cut.
-	uncut int
 }
 
-// plan reads the hub and decides over it, leaving out the workloads of quiet queues (see rest) and the
-// settled tails of deep ones (see cut).
+// plan reads the hub and decides over it, leaving out the workloads of the queues at rest and the
+// settled tails of deep ones (package queues).
 func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	d.init()
-	st, err := d.read(ctx)
-	if err != nil {
+	p := &planned{}
+	if err := d.read(ctx, &p.read); err != nil {
 		return nil, err
 	}
-	touched, left := d.book.takeChanges()
-	now := d.Clock.Now()
-	var pr *passRest
-	park := func(s *dispatch.Snapshot, r *resolver) *passRest {
-		if pr == nil {
-			pr = d.rest.begin(restInputs{st: st, snap: s, r: r, touched: touched, left: left, watched: d.book.watched,
-				now: now, rejectionTTL: d.RejectionTTL})
-		}
-		return pr
-	}
 	withUsage := d.statusesDue() <= 0 // the statuses take the usage from the pass's own count
-	p := &planned{st: st}
+	p.pass = d.queues.Begin(p.read)
 	for {
-		p.in = buildParking(st, d.Workers, now, d.RejectionTTL, park)
-		p.in.snap.Proposed, p.in.snap.AgentNews = d.proposed, d.agentNews
 		if withUsage {
-			r, u := dispatch.PlanWithUsage(p.in.snap)
+			r, u := dispatch.PlanWithUsage(p.pass.Snapshot())
 			p.res, p.usage = r, &u
 		} else {
-			p.res = dispatch.Plan(p.in.snap)
+			p.res = dispatch.Plan(p.pass.Snapshot())
 		}
 		if len(p.res.Uncut) == 0 {
-			break
+			return p, nil
 		}
-		// The quota left might hold some of a tail cut: plan again walking more of those queues. Each
-		// round walks more, and a queue whose settled entries are all walked has no tail to give back.
-		for _, q := range p.res.Uncut {
-			pr.cuts[q] *= cutGrowth
-		}
+		p.pass.Uncut(p.res.Uncut)
 		metrics.PassUncut()
-		p.uncut++
 	}
-	d.rest.end(pr, st, p.in.snap, &p.res)
-	return p, nil
 }
 
 // soonest is the shorter of two waits, where 0 is none.
@@ -306,9 +275,10 @@ func soonest(a, b time.Duration) time.Duration {
 	return a
 }
 
-func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
+// read reads the hub into r, and brings the queue manager up to date with the Workloads' changes.
+func (d *Dispatcher) read(ctx context.Context, r *queues.Read) error {
 	if err := d.readWorkloads(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	var gqs gantry.GlobalQueueList
 	var qs gantry.QueueList
@@ -318,24 +288,21 @@ func (d *Dispatcher) read(ctx context.Context) (*hubState, error) {
 	// The cache's own objects, not copies: a pass never modifies them (apply deep-copies first).
 	for _, l := range []client.ObjectList{&gqs, &qs, &wcs, &cohorts, &nss} {
 		if err := d.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing %T: %w", l, err)
+			return fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	st := &hubState{workloads: d.book.order, parking: d.book.parking, tallies: d.book.tallies, entries: d.book.entries, globals: gqs.Items, queues: qs.Items,
-		clusters: wcs.Items, cohorts: cohorts.Items, namespaces: map[string]labels.Set{}, namespaceVersions: map[string]string{}}
-	for _, ns := range nss.Items {
-		st.namespaces[ns.Name], st.namespaceVersions[ns.Name] = ns.Labels, ns.ResourceVersion
-	}
+	*r = queues.Read{GlobalQueues: gqs.Items, Queues: qs.Items, Cohorts: cohorts.Items, Namespaces: nss.Items,
+		Clusters: snapshotClusters(wcs.Items, d.Workers), Copies: d.observeCopies, Now: d.Clock.Now(), RejectionTTL: d.RejectionTTL}
 	var applied []ownWrite
-	st.over, applied = d.overlay(d.book.entries)
+	r.Own, applied = d.overlay()
 	for _, w := range applied {
 		d.written(w.Workload, w.c, w.event)
 	}
-	return st, nil
+	return nil
 }
 
-// readWorkloads brings the book up to date: from the informer's events when it follows them (Follow),
-// else from a list of the cache's Workloads (the book leaves the finished ones out).
+// readWorkloads brings the queue manager up to date: from the informer's events when it follows them
+// (Follow), else from a list of the cache's Workloads.
 func (d *Dispatcher) readWorkloads(ctx context.Context) error {
 	if d.following() == nil {
 		var wls gantry.WorkloadList
@@ -346,25 +313,25 @@ func (d *Dispatcher) readWorkloads(ctx context.Context) error {
 		for i := range wls.Items {
 			items[i] = &wls.Items[i]
 		}
-		d.book.replace(items)
+		d.queues.Replace(items)
 	}
-	d.book.sync()
+	d.queues.Sync()
 	return nil
 }
 
-// overlay lays the dispatcher's own writes over the book's Workloads (expectations.Writes.Overlay). It
-// returns, by key, the entries that stand in for the book's, and the writes of unknown outcome that the
-// cache shows applied, as the cache shows them.
-func (d *Dispatcher) overlay(entries map[string]*entry) (map[string]*entry, []ownWrite) {
+// overlay lays the dispatcher's own writes over the manager's Workloads (expectations.Writes.Overlay).
+// It returns, by key, the Workloads that stand in for the manager's, and the writes of unknown outcome
+// that the cache shows applied, as the cache shows them.
+func (d *Dispatcher) overlay() (map[string]*gantry.Workload, []ownWrite) {
 	writes, superseded := d.writes.Overlay(func(key string) (ownWrite, bool) {
-		if e := entries[key]; e != nil {
-			return ownWrite{Workload: e.wl}, true
+		if wl := d.queues.Workload(key); wl != nil {
+			return ownWrite{Workload: wl}, true
 		}
 		return ownWrite{}, false
 	})
-	over := make(map[string]*entry, len(writes))
+	over := make(map[string]*gantry.Workload, len(writes))
 	for key, w := range writes {
-		over[key] = newEntry(w.Workload, nil)
+		over[key] = w.Workload
 	}
 	var applied []ownWrite
 	for _, s := range superseded {

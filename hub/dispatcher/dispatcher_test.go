@@ -230,7 +230,7 @@ func TestPassLeavesFinishedWorkloadsOut(t *testing.T) {
 	if writes, _ := h.counts(); writes["done"] > 0 {
 		t.Errorf("finished Workload written %d times", writes["done"])
 	}
-	if _, held := h.d.book.entries[keyOf(done)]; held || h.d.book.hasUID(done.UID) {
+	if h.d.queues.Workload(keyOf(done)) != nil || h.d.queues.HasUID(done.UID) {
 		t.Error("the dispatcher's book holds a finished Workload")
 	}
 }
@@ -451,33 +451,6 @@ func TestPassGoesByItsOwnWritesInARow(t *testing.T) {
 	}
 	if st := h.status("a"); st.ClusterName != "w1" || st.DispatchEpoch != 1 {
 		t.Errorf("after the third pass: %+v", st)
-	}
-}
-
-// TestPendingWordsCountForTheirSpecOnly: what a Workload's Pending condition says is what dispatch.Plan
-// compares its verdicts with (a verdict shown is not written again) only while it is true and was
-// written for the Workload's current spec.
-func TestPendingWordsCountForTheirSpecOnly(t *testing.T) {
-	shown := func(generation, observed int64, status metav1.ConditionStatus) *gantry.Workload {
-		wl := makeHubWorkload("w", "q").Generation(generation).Obj()
-		apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: status,
-			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq", ObservedGeneration: observed})
-		return wl
-	}
-	v := dispatch.Verdict{Key: "ns/w", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq"}
-	cases := map[string]struct {
-		wl   *gantry.Workload
-		want bool
-	}{
-		"written for its spec":      {shown(2, 2, metav1.ConditionTrue), true},
-		"written for an older spec": {shown(3, 2, metav1.ConditionTrue), false},
-		"no longer true":            {shown(2, 2, metav1.ConditionFalse), false},
-		"none":                      {makeHubWorkload("w", "q").Obj(), false},
-	}
-	for name, tc := range cases {
-		if got := newEntry(tc.wl, nil).w.Shows(v); got != tc.want {
-			t.Errorf("%s: shows %v, want %v", name, got, tc.want)
-		}
 	}
 }
 

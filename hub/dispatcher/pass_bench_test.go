@@ -43,7 +43,7 @@ func BenchmarkPass100kWaitingOneQueueChanged(b *testing.B) {
 	benchPass(b, d, workloads, 0, func(i int) {
 		changed := first.DeepCopy()
 		changed.ResourceVersion = fmt.Sprint(2 + i)
-		d.book.note(keyOf(changed), changed)
+		d.queues.WorkloadChanged(keyOf(changed), changed)
 	})
 }
 
@@ -60,11 +60,11 @@ func BenchmarkPass100kOneQueueTurnsOver(b *testing.B) {
 	}
 	benchPass(b, d, workloads, 0, func(i int) {
 		gone := running[i%len(running)]
-		d.book.note(keyOf(gone), nil)
+		d.queues.WorkloadChanged(keyOf(gone), nil)
 		back := gone.DeepCopy()
 		back.Name, back.UID, back.ResourceVersion = fmt.Sprintf("%s-%d", gone.Name, i), types.UID(fmt.Sprintf("%s-%d", gone.UID, i)), "1"
 		running[i%len(running)] = back
-		d.book.note(keyOf(back), back)
+		d.queues.WorkloadChanged(keyOf(back), back)
 	})
 }
 
@@ -88,7 +88,7 @@ func BenchmarkPass100kOneQueueQuotaGrows(b *testing.B) {
 // and every Resync pass do, and one after any change of a spec or a cluster's availability.
 func BenchmarkPass100kWaitingWalked(b *testing.B) {
 	d, workloads := benchHub(b, 100, 10, 4, 100_000)
-	benchPass(b, d, workloads, 0, func(int) { d.rest.forget() })
+	benchPass(b, d, workloads, 0, func(int) { d.queues.Forget() })
 }
 
 // BenchmarkPass100kWaitingCountingQueues is the same pass when the queues' statuses are due, as they
@@ -125,7 +125,7 @@ func BenchmarkPass2kRunning(b *testing.B) {
 func benchPass(b *testing.B, d *Dispatcher, workloads []*gantry.Workload, step time.Duration, before func(i int)) {
 	clk := d.Clock.(*clocktesting.FakeClock)
 	for _, wl := range workloads {
-		d.book.note(keyOf(wl), wl)
+		d.queues.WorkloadChanged(keyOf(wl), wl)
 	}
 	ctx := context.Background()
 	if _, err := d.pass(ctx); err != nil { // the book takes in the Workloads, the queues their statuses
@@ -201,7 +201,8 @@ func benchHub(b *testing.B, clusters, queues, running, pending int) (*Dispatcher
 	}
 	d := &Dispatcher{Client: c, Workers: copies, Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(at.Time)}
 	d.init()
-	d.book.follows = func() bool { return true } // fed below, as the informer would
+	synced := func() bool { return true }
+	d.follows.Store(&synced) // fed below, as the informer would
 	return d, workloads
 }
 

@@ -36,17 +36,17 @@ func (d *Dispatcher) statusesDue() time.Duration {
 // slot, one after another, so that a pass never waits on the API server (under load, a few dozen status
 // writes in a row held each pass for seconds). Without a usage (the statuses were not due when the pass
 // began) it writes nothing and returns how long to wait before a pass should write them.
-func (d *Dispatcher) writeStatuses(ctx context.Context, st *hubState, in *built, usage *dispatch.Usage) time.Duration {
-	if usage == nil {
+func (d *Dispatcher) writeStatuses(ctx context.Context, p *planned) time.Duration {
+	if p.usage == nil {
 		return max(d.statusesDue(), time.Millisecond)
 	}
 	now := d.Clock.Now()
 	d.lastQueueStatus = now
-	snap := in.snap
-	globals, locals := queueStatuses(in, usage.Queues)
-	changed := changedGlobalQueues(st.globals, globals, snap)
-	changed = append(changed, changedQueues(st.queues, locals, snap)...)
-	changed = append(changed, changedCohorts(st.cohorts, cohortStatuses(st.cohorts, snap, usage.Cohorts, metav1.NewTime(now)))...)
+	snap, read := p.pass.Snapshot(), &p.read
+	globals, locals := p.pass.Statuses(p.usage.Queues)
+	changed := changedGlobalQueues(read.GlobalQueues, globals, snap)
+	changed = append(changed, changedQueues(read.Queues, locals, snap)...)
+	changed = append(changed, changedCohorts(read.Cohorts, cohortStatuses(read.Cohorts, snap, p.usage.Cohorts, metav1.NewTime(now)))...)
 	if len(changed) > 0 {
 		d.statusesInFlight.Store(true)
 		d.startInSlot(ctx, deferred, func() { d.writeStatusesInSlot(ctx, changed) })
@@ -192,112 +192,4 @@ func activeCondition(gq *gantry.GlobalQueue, snap *dispatch.Snapshot) metav1.Con
 		}
 	}
 	return metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionTrue, Reason: gantry.ReasonReady, Message: "all clusters exist"}
-}
-
-// queueStatuses counts pending and admitted workloads and sums usage per cluster, those of the
-// snapshot's workloads and of its tallies.
-func queueStatuses(in *built, shares map[string]map[string]dispatch.Share) (map[string]gantry.GlobalQueueStatus, map[string]gantry.QueueStatus) {
-	snap := in.snap
-	qc := queueCounts{globals: map[string]*queueTally{}, locals: map[queueKey]*gantry.QueueStatus{}}
-	for i, w := range snap.Workloads {
-		if w.QueueProblem != nil {
-			continue // counted under no GlobalQueue, nor in its Queue, until its Queue resolves
-		}
-		g, l := qc.of(w.GlobalQueue, in.locals[i].queueKey)
-		switch w.Phase {
-		case dispatch.Pending:
-			g.status.PendingWorkloads++
-			l.PendingWorkloads++
-			for _, c := range w.Nominated {
-				g.on(c).reserved.Add(w.Requests)
-			}
-		case dispatch.Admitted:
-			g.status.AdmittedWorkloads++
-			l.AdmittedWorkloads++
-			g.on(w.Winner).admitted.Add(w.Requests)
-		}
-	}
-	for _, q := range in.parked {
-		g, l := qc.of(q.globalQueue, q.queueKey)
-		g.status.PendingWorkloads += int32(q.parked)
-		l.PendingWorkloads += int32(q.parked)
-	}
-	for i := range snap.Tallies {
-		t := &snap.Tallies[i]
-		g, l := qc.of(t.GlobalQueue, in.tallyQueues[i])
-		g.status.AdmittedWorkloads += int32(t.Workloads)
-		l.AdmittedWorkloads += int32(t.Workloads)
-		g.on(t.Cluster).admitted.Add(t.Requests)
-	}
-	globals := make(map[string]gantry.GlobalQueueStatus, len(qc.globals))
-	for qName, g := range qc.globals {
-		globals[qName] = g.status
-	}
-	for qName, q := range snap.Queues {
-		g := globals[qName]
-		for _, c := range q.Clusters {
-			cu := gantry.ClusterUsage{Name: c}
-			if t := qc.globals[qName]; t != nil && t.clusters[c] != nil {
-				cu.Admitted = nonZero(t.clusters[c].admitted).ToResourceList()
-				cu.Reserved = nonZero(t.clusters[c].reserved).ToResourceList()
-			}
-			if sh, ok := shares[qName][c]; ok {
-				cu.Borrowed, cu.Lent = nonZero(sh.Borrowed).ToResourceList(), nonZero(sh.Lent).ToResourceList()
-			}
-			g.Usage = append(g.Usage, cu)
-		}
-		globals[qName] = g
-	}
-	locals := make(map[string]gantry.QueueStatus, len(qc.locals))
-	for q, l := range qc.locals {
-		locals[q.namespace+"/"+q.name] = *l
-	}
-	return globals, locals
-}
-
-// queueCounts are what the workloads of each GlobalQueue and of each Queue add up to.
-type queueCounts struct {
-	globals map[string]*queueTally
-	locals  map[queueKey]*gantry.QueueStatus
-}
-
-func (qc *queueCounts) of(globalQueue string, queue queueKey) (*queueTally, *gantry.QueueStatus) {
-	g := qc.globals[globalQueue]
-	if g == nil {
-		g = &queueTally{clusters: map[string]*clusterUse{}}
-		qc.globals[globalQueue] = g
-	}
-	l := qc.locals[queue]
-	if l == nil {
-		l = &gantry.QueueStatus{}
-		qc.locals[queue] = l
-	}
-	return g, l
-}
-
-// queueTally is what a GlobalQueue's workloads add up to.
-type queueTally struct {
-	status   gantry.GlobalQueueStatus
-	clusters map[string]*clusterUse
-}
-
-type clusterUse struct{ admitted, reserved dispatch.Resources }
-
-func (t *queueTally) on(cluster string) *clusterUse {
-	u := t.clusters[cluster]
-	if u == nil {
-		u = &clusterUse{admitted: dispatch.Resources{}, reserved: dispatch.Resources{}}
-		t.clusters[cluster] = u
-	}
-	return u
-}
-
-func nonZero(r dispatch.Resources) dispatch.Resources {
-	out := dispatch.Resources{}
-	for k, v := range r {
-		if v != 0 {
-			out[k] = v
-		}
-	}
-	return out
 }

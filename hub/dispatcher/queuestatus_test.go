@@ -21,6 +21,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/hub/dispatcher/queues"
 	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
@@ -34,11 +35,9 @@ func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 		clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 		d := &Dispatcher{Client: c, Clock: clock}
 		d.init()
-		st := &hubState{globals: []gantry.GlobalQueue{*gq}}
-		snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"w1"}}},
-			Clusters: map[string]dispatch.Cluster{"w1": {Name: "w1"}}}
+		p := plannedOver(queues.Read{GlobalQueues: []gantry.GlobalQueue{*gq}, Clusters: map[string]dispatch.Cluster{"w1": {Name: "w1"}}})
 
-		d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
+		d.writeStatuses(context.Background(), p)
 		waitForSlots(t, d)
 		if sw.conflicts != 0 {
 			t.Fatal("the status was not written")
@@ -66,7 +65,7 @@ func TestAQueueStatusWriteThatFailsIsRetried(t *testing.T) {
 		if due := d.statusesDue(); due > 0 {
 			t.Fatalf("statuses due in %v after the interval, want now", due)
 		}
-		d.writeStatuses(context.Background(), st, &built{snap: snap}, usageOf(snap))
+		d.writeStatuses(context.Background(), p)
 		waitForSlots(t, d)
 		var got gantry.GlobalQueue
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(gq), &got); err != nil {
@@ -99,7 +98,7 @@ func TestCohortStatuses(t *testing.T) {
 
 	cohorts := []gantry.Cohort{cohort("org", ""), wasActive, cohort("orphan", "gone"),
 		cohort("x", "y"), cohort("y", "x"), cohort("below-the-cycle", "x")}
-	snap := &dispatch.Snapshot{Cohorts: cohortsOf(cohorts), Queues: map[string]*dispatch.GlobalQueue{
+	snap := &dispatch.Snapshot{Cohorts: queues.NewManager(0).Full(queues.Read{Cohorts: cohorts}).Snapshot().Cohorts, Queues: map[string]*dispatch.GlobalQueue{
 		"q": {Name: "q", Cohort: "team-a", Clusters: []string{"w1"}, Quota: map[string]dispatch.Resources{"w1": {gantry.GPUResource: 8000}}},
 	}, Workloads: []*dispatch.Workload{{Key: "ns/a", GlobalQueue: "q", Phase: dispatch.Admitted, Winner: "w1",
 		Requests: dispatch.Resources{gantry.GPUResource: 3000}}}}
@@ -138,9 +137,7 @@ func TestCohortStatusIsWrittenWhenItChanges(t *testing.T) {
 		if err := c.List(ctx, &list); err != nil {
 			t.Fatal(err)
 		}
-		st := &hubState{cohorts: list.Items}
-		snap := &dispatch.Snapshot{Cohorts: cohortsOf(list.Items)}
-		d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap))
+		d.writeStatuses(ctx, plannedOver(queues.Read{Cohorts: list.Items}))
 		waitForSlots(t, d)
 		clock.Step(queueStatusInterval)
 	}
@@ -182,9 +179,8 @@ func TestAQueueConditionThatAloneChangesIsWritten(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gq, q).WithStatusSubresource(gq, q).Build()
 	d := &Dispatcher{Client: c, Clock: clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))}
 	d.init()
-	st := &hubState{globals: []gantry.GlobalQueue{*gq}, queues: []gantry.Queue{*q}}
-	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus", Clusters: []string{"gone"}}}}
-	d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap))
+	p := plannedOver(queues.Read{GlobalQueues: []gantry.GlobalQueue{*gq}, Queues: []gantry.Queue{*q}})
+	d.writeStatuses(ctx, p)
 	waitForSlots(t, d)
 	var gotGQ gantry.GlobalQueue
 	if err := c.Get(ctx, client.ObjectKeyFromObject(gq), &gotGQ); err != nil {
@@ -200,8 +196,8 @@ func TestAQueueConditionThatAloneChangesIsWritten(t *testing.T) {
 	if cond := apimeta.FindStatusCondition(gotQ.Status.Conditions, gantry.QueueActive); cond == nil || cond.Reason != gantry.ReasonGlobalQueueNotFound {
 		t.Errorf("Queue conditions %+v, want Active=False (%s)", gotQ.Status.Conditions, gantry.ReasonGlobalQueueNotFound)
 	}
-	if st.globals[0].Status.Conditions[0].Status != metav1.ConditionTrue {
-		t.Errorf("the cache's GlobalQueue was changed: %+v", st.globals[0].Status.Conditions)
+	if p.read.GlobalQueues[0].Status.Conditions[0].Status != metav1.ConditionTrue {
+		t.Errorf("the cache's GlobalQueue was changed: %+v", p.read.GlobalQueues[0].Status.Conditions)
 	}
 }
 
@@ -224,11 +220,10 @@ func TestAPassDoesNotWaitForQueueStatuses(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	d := &Dispatcher{Client: c, Clock: clock}
 	d.init()
-	st := &hubState{globals: []gantry.GlobalQueue{*gq}}
-	snap := &dispatch.Snapshot{Queues: map[string]*dispatch.GlobalQueue{"gpus": {Name: "gpus"}}}
+	p := plannedOver(queues.Read{GlobalQueues: []gantry.GlobalQueue{*gq}})
 
 	returned := make(chan time.Duration)
-	go func() { returned <- d.writeStatuses(ctx, st, &built{snap: snap}, usageOf(snap)) }()
+	go func() { returned <- d.writeStatuses(ctx, p) }()
 	select {
 	case wait := <-returned:
 		if wait != 0 {
@@ -242,7 +237,7 @@ func TestAPassDoesNotWaitForQueueStatuses(t *testing.T) {
 	if due := d.statusesDue(); due <= 0 {
 		t.Errorf("statuses due while the last ones are being written")
 	}
-	if wait := d.writeStatuses(ctx, st, &built{snap: snap}, nil); wait != queueStatusInterval {
+	if wait := d.writeStatuses(ctx, &planned{read: p.read, pass: p.pass}); wait != queueStatusInterval {
 		t.Errorf("a pass while they are written: wait %v, want %v", wait, queueStatusInterval)
 	}
 	close(release)
@@ -257,6 +252,13 @@ func TestAPassDoesNotWaitForQueueStatuses(t *testing.T) {
 	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, gantry.QueueActive) {
 		t.Errorf("GlobalQueue status %+v, want Active", got.Status)
 	}
+}
+
+// plannedOver is a pass over no workloads that read r, with its usage: the statuses are due.
+func plannedOver(r queues.Read) *planned {
+	p := &planned{read: r, pass: queues.NewManager(0).Full(r)}
+	p.usage = usageOf(p.pass.Snapshot())
+	return p
 }
 
 func usageOf(snap *dispatch.Snapshot) *dispatch.Usage {

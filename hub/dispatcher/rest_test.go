@@ -29,6 +29,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
+	"github.com/gantry-dev/gantry/hub/dispatcher/queues"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/hubtest"
 )
@@ -231,13 +232,13 @@ func runParkingScenario(t *testing.T, ops []byte) scenarioCounts {
 		}
 		c.passes++
 		p := w.pass()
-		if len(p.in.parked) > 0 {
+		if p.pass.Parked() > 0 {
 			c.parked++
 		}
-		if len(p.in.snap.Cuts) > 0 {
+		if len(p.pass.Snapshot().Cuts) > 0 {
 			c.cut++
 		}
-		if p.uncut > 0 {
+		if p.pass.Uncuts() > 0 {
 			c.uncut++
 		}
 	}
@@ -344,15 +345,14 @@ func (w *parkingWorld) pass() *planned {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	_, usage := dispatch.PlanWithUsage(p.in.snap) // before the full snapshot sets its workloads apart
-	globals, locals := queueStatuses(p.in, usage.Queues)
-	fullIn := buildSnapshot(p.st, w.d.Workers, w.clock.Now(), w.d.RejectionTTL)
-	fullIn.snap.Proposed, fullIn.snap.AgentNews = p.in.snap.Proposed, p.in.snap.AgentNews
-	full, fullUsage := dispatch.PlanWithUsage(fullIn.snap)
+	_, usage := dispatch.PlanWithUsage(p.pass.Snapshot()) // before the full snapshot sets its workloads apart
+	globals, locals := p.pass.Statuses(usage.Queues)
+	fullPass := p.pass.Full()
+	full, fullUsage := dispatch.PlanWithUsage(fullPass.Snapshot())
 	if diff := gocmp.Diff(comparable(full), comparable(p.res), cmpopts.EquateEmpty()); diff != "" {
 		w.t.Fatalf("a pass that parks decided otherwise than a full one (-full +parked):\n%s", diff)
 	}
-	fullGlobals, fullLocals := queueStatuses(fullIn, fullUsage.Queues)
+	fullGlobals, fullLocals := fullPass.Statuses(fullUsage.Queues)
 	if diff := gocmp.Diff(fullGlobals, globals); diff != "" {
 		w.t.Fatalf("a pass that parks counts GlobalQueues otherwise than a full one (-full +parked):\n%s", diff)
 	}
@@ -457,56 +457,12 @@ func TestAQueueWhoseQuotaGrewIsCutAtItsSettledTail(t *testing.T) {
 		w.must(w.server.Update(w.ctx, &gq))
 	}
 	setQuota(8)
-	if p := w.pass(); len(p.in.snap.Cuts) == 0 {
-		t.Errorf("the pass after plain's quota grew walked all %d of its workloads", len(p.in.snap.Workloads))
+	if p := w.pass(); len(p.pass.Snapshot().Cuts) == 0 {
+		t.Errorf("the pass after plain's quota grew walked all %d of its workloads", len(p.pass.Snapshot().Workloads))
 	}
 	setQuota(7)
-	if p := w.pass(); len(p.in.snap.Cuts) > 0 {
+	if p := w.pass(); len(p.pass.Snapshot().Cuts) > 0 {
 		t.Error("the pass after plain's quota shrank cut its tail")
-	}
-}
-
-func TestQuotaGrew(t *testing.T) {
-	gpus := func(n int64) corev1.ResourceList {
-		return corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(n, resource.DecimalSI)}
-	}
-	spec := func(edit func(*gantry.GlobalQueueSpec)) *gantry.GlobalQueueSpec {
-		s := &gantry.GlobalQueueSpec{NamespaceSelector: &metav1.LabelSelector{},
-			Clusters: []gantry.ClusterQuota{{Name: "w1", Quota: gpus(4)}, {Name: "w2", Quota: gpus(4)}}}
-		if edit != nil {
-			edit(s)
-		}
-		return s
-	}
-	cases := map[string]struct {
-		was, now *gantry.GlobalQueueSpec
-		want     bool
-	}{
-		"the same":             {was: spec(nil), now: spec(nil), want: true},
-		"grown on one cluster": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[1].Quota = gpus(6) }), want: true},
-		"a limit removed":      {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[0].Quota = nil }), want: true},
-		"shrunk":               {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[1].Quota = gpus(3) })},
-		"a limit added": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) {
-			s.Clusters[0].Quota[corev1.ResourceCPU] = resource.MustParse("100")
-		})},
-		"a cluster added": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) {
-			s.Clusters = append(s.Clusters, gantry.ClusterQuota{Name: "w3", Quota: gpus(4)})
-		})},
-		"a cluster renamed": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[1].Name = "w3" })},
-		"in a cohort": {was: spec(func(s *gantry.GlobalQueueSpec) { s.Cohort = "co" }),
-			now: spec(func(s *gantry.GlobalQueueSpec) { s.Cohort = "co"; s.Clusters[1].Quota = gpus(6) })},
-		"a borrowing limit": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) { s.Clusters[0].BorrowingLimit = gpus(1) })},
-		"grown, and StrictFIFO": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) {
-			s.Clusters[1].Quota, s.QueueingStrategy = gpus(6), gantry.StrictFIFO
-		})},
-		"grown, and another namespace selector": {was: spec(nil), now: spec(func(s *gantry.GlobalQueueSpec) {
-			s.Clusters[1].Quota, s.NamespaceSelector = gpus(6), nil
-		})},
-	}
-	for name, tc := range cases {
-		if got := quotaGrew(tc.was, tc.now); got != tc.want {
-			t.Errorf("%s: %v, want %v", name, got, tc.want)
-		}
 	}
 }
 
@@ -523,11 +479,11 @@ func TestAQueueThatPlannedAgainIsWalkedFurtherForAWhile(t *testing.T) {
 	w.must(w.server.Get(w.ctx, client.ObjectKey{Name: "plain"}, &gq))
 	gq.Spec.Clusters[0].Quota[gantry.GPUResource] = *resource.NewQuantity(8, resource.DecimalSI)
 	w.must(w.server.Update(w.ctx, &gq))
-	if p := w.pass(); p.uncut != 1 {
-		t.Fatalf("the pass after two GPUs more planned again %d times, want once (it walked one settled workload)", p.uncut)
+	if p := w.pass(); p.pass.Uncuts() != 1 {
+		t.Fatalf("the pass after two GPUs more planned again %d times, want once (it walked one settled workload)", p.pass.Uncuts())
 	}
-	for _, want := range []int{cutGrowth / 2, cutGrowth / 4, 0} {
-		if got := w.d.rest.walks["plain"]; got != want {
+	for _, want := range []int{queues.CutGrowth / 2, queues.CutGrowth / 4, 1} {
+		if got := w.d.queues.WalksBeforeCut("plain"); got != want {
 			t.Errorf("plain's next pass walks %d settled workloads first, want %d", got, want)
 		}
 		w.pass()

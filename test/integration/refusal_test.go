@@ -105,6 +105,14 @@ func TestAJobTheWinnersRefuseIsTakenBackAndSaysWhy(t *testing.T) {
 		}
 		return nil
 	})
+	// The last take-back voids the winner at once; the dispatcher's next write says why it waits.
+	eventually(t, "the dispatcher to say why it waits", func() error {
+		if c := apimeta.FindStatusCondition(hubWorkload(t, job).Status.Conditions, gantry.WorkloadPending); c == nil ||
+			c.Status != metav1.ConditionTrue || c.Reason != gantry.ReasonNoClusterCanHold {
+			return fmt.Errorf("pending %+v", c)
+		}
+		return nil
+	})
 	consistently(t, "no more dispatches, nothing created", 3*time.Second, func() error {
 		got := hubWorkload(t, job)
 		if len(got.Status.Evictions) != len(wl.Status.Evictions) || got.Status.Winner() != "" {

@@ -1,4 +1,4 @@
-package dispatcher
+package queues
 
 import (
 	"reflect"
@@ -39,14 +39,14 @@ func snapshotFields() []string {
 	return paths
 }
 
-// TestEveryPlanInputHasAWayToBeNoticed: every field of the snapshot dispatch.Plan decides over is in
-// planInputs, with a way a pass learns that it changed, and planInputs names no field that is gone. A
-// field added to the snapshot without one fails here, not in a queue parked on stale state.
-func TestEveryPlanInputHasAWayToBeNoticed(t *testing.T) {
+// TestEveryPlanInputHasAnEvent: every field of the snapshot dispatch.Plan decides over is in
+// planInputs, with an event that changes it, and planInputs names no field that is gone. A field added
+// to the snapshot without one fails here, not in a queue parked on stale state.
+func TestEveryPlanInputHasAnEvent(t *testing.T) {
 	fields := snapshotFields()
 	for _, f := range fields {
 		if len(planInputs[f]) == 0 {
-			t.Errorf("dispatch.Snapshot's %s: no way for a pass to notice that it changed (planInputs)", f)
+			t.Errorf("dispatch.Snapshot's %s: no event changes it (planInputs)", f)
 		}
 	}
 	for f := range planInputs {
@@ -57,7 +57,7 @@ func TestEveryPlanInputHasAWayToBeNoticed(t *testing.T) {
 }
 
 // TestRestNoticesEveryChangeOfACluster: a change of any field of a cluster in the snapshot (set by
-// reflection, so that a field added later is covered) is one the rest of the last pass notices.
+// reflection, so that a field added later is covered) is an event: ClusterChanged or CapacityReported.
 func TestRestNoticesEveryChangeOfACluster(t *testing.T) {
 	base := dispatch.Cluster{Name: "w1", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true},
 		GPUs: []dispatch.GPUCapacity{{Product: "A100", Allocatable: 8, Free: 8, LargestFreeOnNode: 8, LargestAllocatableOnNode: 8}}}
@@ -87,7 +87,9 @@ func TestRestNoticesEveryChangeOfACluster(t *testing.T) {
 			t.Fatalf("Cluster.%s is of a kind (%s) this test cannot change: teach it", f.Name, v.Kind())
 		}
 		was, now := map[string]dispatch.Cluster{"w1": base}, map[string]dispatch.Cluster{"w1": changed}
-		if sameAvailability(was, now) && sameCapacity(was, now) {
+		_, sameAvail := sameAvailability(was, now)
+		_, sameCap := sameCapacity(was, now)
+		if sameAvail && sameCap {
 			t.Errorf("a change of Cluster.%s is not noticed by rest", f.Name)
 		}
 	}

@@ -1,4 +1,4 @@
-package dispatcher
+package queues
 
 import (
 	"maps"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -14,15 +15,12 @@ import (
 // A deep queue at rest is mostly workloads that wait for quota, and a pass that walks them all only
 // finds again that they wait. rest lets passes leave them out: a component of the queues (a tree of
 // cohorts, or a queue without one; dispatch.ComponentOf) that the last pass walked and decided nothing
-// for is quiet, and stays so until something it decides over changes. A pass then parks the quiet
+// for is quiet, and stays so until an event wakes it (events.go). A pass then parks the quiet
 // components' waiting workloads, none of which holds a reservation (a nominated workload keeps its
 // component walked): it counts them for the queues' statuses and decides nothing for them, which is
-// what it would decide.
-//
-// What a component decides over is the fields of dispatch.Snapshot; planInputs (inputs.go) names, for
-// each, how a pass learns that it changed, and a test holds it to the snapshot's type. Any change of a
-// spec or of a cluster's availability walks everything (but quota that only grew, of a GlobalQueue
-// without a cohort, walks its own component), and every Resync pass walks everything as a safety net.
+// what it would decide. Any change of a spec or of a cluster's availability walks everything (but
+// quota that only grew, of a GlobalQueue without a cohort, walks its own component), and every Resync
+// pass walks everything as a safety net.
 //
 // A queue that may preempt proposes a verdict for each of its waiting workloads in every pass (a
 // preemption may say more of them): its component is never quiet while it has any.
@@ -70,64 +68,31 @@ func (p *passRest) component(queue string) string {
 
 // restInputs are what a pass read that tells what changed since the last one.
 type restInputs struct {
-	st           *hubState
-	snap         *dispatch.Snapshot // its clusters, queues and cohorts; no workloads yet
-	r            *resolver
-	touched      []*entry // entries the book took in since the last pass
-	left         []string // GlobalQueues of the entries they replaced or that left, as the last pass saw them
-	watched      map[*entry]struct{}
-	now          time.Time
-	rejectionTTL time.Duration
+	read    *Read
+	over    map[string]*entry  // the dispatcher's own writes, by key
+	snap    *dispatch.Snapshot // its clusters, queues and cohorts; no workloads yet
+	r       *resolver
+	touched []*entry // entries the book took in since the last pass
+	left    []string // GlobalQueues of the entries they replaced or that left, as the last pass saw them
+	watched map[*entry]struct{}
 }
 
-// begin works out which GlobalQueues this pass parks.
+// begin works out, from the events since the last pass, which GlobalQueues this pass parks and which
+// it may cut.
 func (r *rest) begin(in restInputs) *passRest {
-	p := &passRest{specs: specsOf(in.st), components: make(map[string]string, len(in.snap.Queues))}
-	since := r.lastPass
-	r.lastPass = in.now
+	p := &passRest{specs: specsOf(in.read), components: make(map[string]string, len(in.snap.Queues))}
 	for name := range in.snap.Queues {
 		p.components[name] = dispatch.ComponentOf(in.snap, name)
 	}
-	grown, changed := r.specs.changes(p.specs)
-	if !r.known || changed || !sameAvailability(r.clusters, in.snap.Clusters) {
+	w := &waking{components: map[string]bool{}, p: p, r: in.r}
+	r.events(in, p, func(e Event) { e.wake(w) })
+	if w.all {
 		return p // and settles anew every workload it walks
 	}
-	dirty := map[string]bool{}
-	mark := func(queue string) {
-		if queue != "" {
-			dirty[p.component(queue)] = true
-		}
-	}
-	for _, q := range grown {
-		mark(q)
-	}
-	markEntry := func(e *entry) {
-		gq, _ := in.r.resolve(e.queue)
-		mark(gq)
-		mark(e.recordedQueue)
-	}
-	for _, q := range in.left {
-		mark(q)
-	}
-	for _, q := range r.overQueues {
-		mark(q)
-	}
-	for _, e := range in.touched {
-		markEntry(e)
-	}
-	for _, o := range in.st.over {
-		markEntry(o)
-	}
-	for e := range in.watched {
-		if in.st.over[e.w.Key] == nil && watchedChanged(e, since, in.now, in.rejectionTTL) {
-			markEntry(e)
-		}
-	}
-	capacityChanged := !sameCapacity(r.clusters, in.snap.Clusters)
 	for name := range in.snap.Queues {
 		part := p.component(name)
 		switch pr := r.parts[part]; {
-		case pr.quiet && !dirty[part] && !(capacityChanged && pr.readCapacity):
+		case pr.quiet && !w.components[part] && !(w.capacity && pr.readCapacity):
 			if p.parked == nil {
 				p.parked = map[string]bool{}
 			}
@@ -142,34 +107,63 @@ func (r *rest) begin(in restInputs) *passRest {
 	return p
 }
 
-// end remembers what the pass decided over and which components it decided nothing for.
-func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *dispatch.Result) {
-	decided := map[string]bool{}
-	mark := func(key string) {
-		markUnsettled(st, key)
-		if e := st.entry(key); e != nil && e.w.GlobalQueue != "" {
-			decided[p.component(e.w.GlobalQueue)] = true
+// events hands over the events since the last pass: first those that wake everything, and if there is
+// one, no more.
+func (r *rest) events(in restInputs, p *passRest, event func(Event)) {
+	since := r.lastPass
+	r.lastPass = in.read.Now
+	if !r.known {
+		event(Resync{})
+		return
+	}
+	grown, changed := r.specs.changes(p.specs)
+	if changed != nil {
+		event(*changed)
+		return
+	}
+	if name, same := sameAvailability(r.clusters, in.snap.Clusters); !same {
+		event(ClusterChanged{Cluster: name})
+		return
+	}
+	for _, q := range grown {
+		event(QuotaGrew{GlobalQueue: q})
+	}
+	if name, same := sameCapacity(r.clusters, in.snap.Clusters); !same {
+		event(CapacityReported{Cluster: name})
+	}
+	for _, q := range in.left {
+		event(WorkloadLeft{GlobalQueue: q})
+	}
+	for _, q := range r.overQueues {
+		event(OwnWriteSeen{GlobalQueue: q})
+	}
+	for _, e := range in.touched {
+		event(WorkloadChanged{e})
+	}
+	for _, o := range in.over {
+		event(OwnWrite{o})
+	}
+	for e := range in.watched {
+		switch {
+		case in.over[e.w.Key] != nil:
+		case len(e.w.Nominated) > 0:
+			event(CopiesRead{e})
+		case e.timed && e.w.RejectionLapsed(since, in.read.Now, in.read.RejectionTTL):
+			event(RejectionLapsed{e})
 		}
 	}
-	for _, w := range res.Winners {
-		mark(w.Key)
-	}
-	for key := range res.Rejections {
-		mark(key)
-	}
-	for i := range res.Nominations {
-		mark(res.Nominations[i].Key)
-	}
-	for i := range res.Verdicts {
-		mark(res.Verdicts[i].Key)
-	}
-	for _, key := range res.Held {
-		mark(key)
-	}
-	for i := range res.Preemptions {
-		mark(res.Preemptions[i].Victim)
-		mark(res.Preemptions[i].Preemptor)
-	}
+}
+
+// end remembers what the pass decided over and which components it decided nothing for.
+func (r *rest) end(ps *Pass, res *dispatch.Result) {
+	p, snap := ps.rest, ps.out.snap
+	decided := map[string]bool{}
+	forEachDecided(res, func(d Decided) {
+		markUnsettled(ps.m.book, d.Key)
+		if e := ps.entry(d.Key); e != nil && e.w.GlobalQueue != "" {
+			decided[p.component(e.w.GlobalQueue)] = true
+		}
+	})
 	parts := make(map[string]partRest, len(p.components))
 	for name := range snap.Queues {
 		part := p.component(name)
@@ -192,45 +186,64 @@ func (r *rest) end(p *passRest, st *hubState, snap *dispatch.Snapshot, res *disp
 		}
 	}
 	r.overQueues = r.overQueues[:0]
-	for _, o := range st.over {
+	for _, o := range ps.over {
 		r.overQueues = append(r.overQueues, o.w.GlobalQueue, o.recordedQueue)
 	}
 }
 
-// watchedChanged says whether the entry's component is walked for it: it is nominated, or a rejection
-// of it lapsed since the last pass (every pass looks at every watched entry). A nominated workload's
-// copies are read on the workers as the pass goes: a pass that parked its component could take in a
-// change of a copy (one admitted a moment before) without deciding on it, so such a component is
-// never parked.
-func watchedChanged(e *entry, since, now time.Time, rejectionTTL time.Duration) bool {
-	return len(e.w.Nominated) > 0 || (e.timed && e.w.RejectionLapsed(since, now, rejectionTTL))
+// forEachDecided hands over a Decided event for each workload the pass decided something for, or held
+// a verdict of back (a workload may come more than once).
+func forEachDecided(res *dispatch.Result, event func(Decided)) {
+	add := func(key string) { event(Decided{Key: key}) }
+	for _, w := range res.Winners {
+		add(w.Key)
+	}
+	for key := range res.Rejections {
+		add(key)
+	}
+	for i := range res.Nominations {
+		add(res.Nominations[i].Key)
+	}
+	for i := range res.Verdicts {
+		add(res.Verdicts[i].Key)
+	}
+	for _, key := range res.Held {
+		add(key)
+	}
+	for i := range res.Preemptions {
+		add(res.Preemptions[i].Victim)
+		add(res.Preemptions[i].Preemptor)
+	}
 }
 
 // sameAvailability says whether the same clusters are there, each as connected, ready, cordoned,
-// fenced and running the same kinds as before.
-func sameAvailability(was, now map[string]dispatch.Cluster) bool {
-	if len(was) != len(now) {
-		return false
-	}
+// fenced and running the same kinds as before; if not, it names one that differs.
+func sameAvailability(was, now map[string]dispatch.Cluster) (string, bool) {
 	for name, c := range now {
 		o, ok := was[name]
 		if !ok || o.Connected != c.Connected || o.Connecting != c.Connecting || o.AgentReady != c.AgentReady ||
 			o.Cordoned != c.Cordoned || o.Fenced != c.Fenced || !maps.Equal(o.Kinds, c.Kinds) ||
 			(o.Kinds == nil) != (c.Kinds == nil) {
-			return false
+			return name, false
 		}
 	}
-	return true
+	for name := range was {
+		if _, ok := now[name]; !ok {
+			return name, false
+		}
+	}
+	return "", true
 }
 
-// sameCapacity says whether every cluster reports the same GPUs as before.
-func sameCapacity(was, now map[string]dispatch.Cluster) bool {
+// sameCapacity says whether every cluster reports the same GPUs as before; if not, it names one that
+// differs.
+func sameCapacity(was, now map[string]dispatch.Cluster) (string, bool) {
 	for name, c := range now {
 		if !slices.Equal(was[name].GPUs, c.GPUs) {
-			return false
+			return name, false
 		}
 	}
-	return true
+	return "", true
 }
 
 // seenSpecs are the specs a pass decided over, by kind and name: a GlobalQueue's, a Queue's or a
@@ -244,49 +257,56 @@ type seenSpec struct {
 	spec            any
 }
 
-func specsOf(st *hubState) seenSpecs {
-	out := make(seenSpecs, len(st.globals)+len(st.queues)+len(st.cohorts)+len(st.namespaceVersions))
-	for i := range st.globals {
-		o := &st.globals[i]
+func specsOf(read *Read) seenSpecs {
+	out := make(seenSpecs, len(read.GlobalQueues)+len(read.Queues)+len(read.Cohorts)+len(read.Namespaces))
+	for i := range read.GlobalQueues {
+		o := &read.GlobalQueues[i]
 		out[seenKey{"GlobalQueue", "", o.Name}] = seenSpec{o.ResourceVersion, &o.Spec}
 	}
-	for i := range st.queues {
-		o := &st.queues[i]
+	for i := range read.Queues {
+		o := &read.Queues[i]
 		out[seenKey{"Queue", o.Namespace, o.Name}] = seenSpec{o.ResourceVersion, &o.Spec}
 	}
-	for i := range st.cohorts {
-		o := &st.cohorts[i]
+	for i := range read.Cohorts {
+		o := &read.Cohorts[i]
 		out[seenKey{"Cohort", "", o.Name}] = seenSpec{o.ResourceVersion, &o.Spec}
 	}
-	for name, rv := range st.namespaceVersions {
-		out[seenKey{"Namespace", "", name}] = seenSpec{rv, st.namespaces[name]}
+	for i := range read.Namespaces {
+		o := &read.Namespaces[i]
+		out[seenKey{"Namespace", "", o.Name}] = seenSpec{o.ResourceVersion, labels.Set(o.Labels)}
 	}
 	return out
 }
 
 // changes compares the specs with those seen before: the same objects, each at the same version or
 // with the same spec (a status write changes the version alone), but for grown, the GlobalQueues
-// without a cohort whose quota only grew; changed says whether anything else differs. A queue's
+// without a cohort whose quota only grew; changed names one that differs otherwise, if any. A queue's
 // waiting workloads that waited for quota stay settled when its quota grows: its cut is checked
 // against the quota as it is now, and more quota turns none of them into a workload that can never
 // be held or waits for anything else.
-func (s seenSpecs) changes(now seenSpecs) (grown []string, changed bool) {
-	if len(s) != len(now) {
-		return nil, true
-	}
+func (s seenSpecs) changes(now seenSpecs) (grown []string, changed *SpecChanged) {
 	for k, n := range now {
 		o, ok := s[k]
 		switch {
 		case !ok:
-			return nil, true
+			return nil, k.event()
 		case o.resourceVersion == n.resourceVersion || equality.Semantic.DeepEqual(o.spec, n.spec):
 		case k.kind == "GlobalQueue" && quotaGrew(o.spec.(*gantry.GlobalQueueSpec), n.spec.(*gantry.GlobalQueueSpec)):
 			grown = append(grown, k.name)
 		default:
-			return nil, true
+			return nil, k.event()
 		}
 	}
-	return grown, false
+	for k := range s {
+		if _, ok := now[k]; !ok {
+			return nil, k.event()
+		}
+	}
+	return grown, nil
+}
+
+func (k seenKey) event() *SpecChanged {
+	return &SpecChanged{Kind: k.kind, Namespace: k.namespace, Name: k.name}
 }
 
 // quotaGrew says whether a GlobalQueue without a cohort changed from was to now only by quota that

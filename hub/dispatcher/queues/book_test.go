@@ -1,4 +1,4 @@
-package dispatcher
+package queues
 
 import (
 	"fmt"
@@ -13,7 +13,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -28,9 +27,7 @@ func FuzzBookKeepsQueueOrder(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 8, 8, 8, 16, 16, 1, 9, 17, 2, 10, 18, 3, 11, 19, 4, 12, 20, 5, 13, 21, 6, 14, 22, 7, 15, 23})
 	f.Add([]byte{7, 7, 7, 7, 255, 0, 128, 64, 32, 16, 8, 4, 2, 1, 3, 5, 9, 17, 33, 65, 129})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		d := &Dispatcher{}
-		d.init()
-		d.book.follows = func() bool { return true }
+		m := NewManager(0)
 		want := map[string]*gantry.Workload{} // what the cache shows, unfinished
 		version := 0
 		for i, op := range ops {
@@ -41,13 +38,13 @@ func FuzzBookKeepsQueueOrder(f *testing.F) {
 			switch op & 7 {
 			case 0, 1: // added, or replaced by a new one of the same name
 				wl := bookWorkload(name, types.UID(fmt.Sprintf("uid-%d", version)), version, int32(op%3), "q"+strconv.Itoa(int(op)%2))
-				d.noteEvent(wl, false)
+				m.WorkloadChanged(key, wl)
 				want[key] = wl
 			case 2: // its priority changes
 				if cur != nil {
 					wl := cur.DeepCopy()
 					wl.Spec.Priority, wl.ResourceVersion = int32(op%5), strconv.Itoa(version)
-					d.noteEvent(wl, false)
+					m.WorkloadChanged(key, wl)
 					want[key] = wl
 				}
 			case 3: // its status changes: it is nominated anew, admitted on a cluster, or taken back
@@ -64,7 +61,7 @@ func FuzzBookKeepsQueueOrder(f *testing.F) {
 						wl.Status.ClusterName, wl.Status.GlobalQueue = "c1", "" // admitted before statuses named their GlobalQueue
 					}
 					wl.ResourceVersion = strconv.Itoa(version)
-					d.noteEvent(wl, false)
+					m.WorkloadChanged(key, wl)
 					want[key] = wl
 				}
 			case 4: // it finishes
@@ -72,25 +69,25 @@ func FuzzBookKeepsQueueOrder(f *testing.F) {
 					wl := cur.DeepCopy()
 					apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Done"})
 					wl.ResourceVersion = strconv.Itoa(version)
-					d.noteEvent(wl, false)
+					m.WorkloadChanged(key, wl)
 					delete(want, key)
 				}
 			case 5: // deleted
 				if cur != nil {
-					d.noteEvent(cur, true)
+					m.WorkloadChanged(key, nil)
 					delete(want, key)
 				}
 			case 6: // deleted while the watch was down
-				d.noteEvent(toolscache.DeletedFinalStateUnknown{Key: key, Obj: cur}, true)
+				m.WorkloadChanged(key, nil) // as its last state unknown
 				delete(want, key)
 			case 7: // a resync: the same object again
 				if cur != nil {
-					d.noteEvent(cur, false)
+					m.WorkloadChanged(key, cur)
 				}
 			}
 			if i%3 == 2 || i == len(ops)-1 {
-				d.book.sync()
-				checkBook(t, d.book, want)
+				m.Sync()
+				checkBook(t, m.book, want)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package dispatcher
+package queues
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"k8s.io/apimachinery/pkg/labels"
+	corev1 "k8s.io/api/core/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -22,14 +22,18 @@ func TestTalliesStandForTheAdmittedWorkloads(t *testing.T) {
 	victim := makeHubWorkload("victim", "q").Nominated("gq", 1, "w2").AdmittedOn("w2").Obj()
 	victim.Status.Preemption = &gantry.Preemption{Cluster: "w2", Epoch: 1, Preemptor: "ns/waiting", Reason: gantry.ReasonInQueuePriority}
 	overlaid := makeHubWorkload("overlaid", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj()
-	st := &hubState{
-		globals: []gantry.GlobalQueue{*hubtest.MakeGlobalQueue("gq").SelectAll().PreemptWithinQueue(gantry.PreemptLowerPriority).
+	r := Read{
+		GlobalQueues: []gantry.GlobalQueue{*hubtest.MakeGlobalQueue("gq").SelectAll().PreemptWithinQueue(gantry.PreemptLowerPriority).
 			Cluster("w1", gantry.GPUResource, "32").Cluster("w2", gantry.GPUResource, "32").Obj()},
-		queues:     []gantry.Queue{*hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj(), *hubtest.MakeQueue("q2", "ns").GlobalQueue("gq").Obj()},
-		clusters:   []gantry.WorkerCluster{*hubtest.MakeWorkerCluster("w1").AgentReady().Obj(), *hubtest.MakeWorkerCluster("w2").AgentReady().Obj()},
-		namespaces: map[string]labels.Set{"ns": {}},
+		Queues:     []gantry.Queue{*hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj(), *hubtest.MakeQueue("q2", "ns").GlobalQueue("gq").Obj()},
+		Clusters:   map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true}, "w2": {Name: "w2", Connected: true, AgentReady: true}},
+		Namespaces: []corev1.Namespace{namespace("ns", nil)},
 	}
-	st.hold(
+	// The dispatcher's write taking it back is in flight.
+	taken := overlaid.DeepCopy()
+	taken.Status.Preemption = &gantry.Preemption{Cluster: "w1", Epoch: 1, Preemptor: "ns/waiting", Reason: gantry.ReasonInQueuePriority}
+	r.Own = map[string]*gantry.Workload{keyOf(taken): taken}
+	p := fullPass(r,
 		makeHubWorkload("a1", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
 		makeHubWorkload("a2", "q").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(), // a1's tally
 		makeHubWorkload("a3", "q2").Nominated("gq", 1, "w1").AdmittedOn("w1").Obj(),
@@ -38,13 +42,7 @@ func TestTalliesStandForTheAdmittedWorkloads(t *testing.T) {
 		victim, overlaid,
 		makeHubWorkload("waiting", "q").Priority(9).Obj(),
 	)
-	// The dispatcher's write taking it back is in flight.
-	taken := overlaid.DeepCopy()
-	taken.Status.Preemption = &gantry.Preemption{Cluster: "w1", Epoch: 1, Preemptor: "ns/waiting", Reason: gantry.ReasonInQueuePriority}
-	st.over = map[string]*entry{keyOf(taken): newEntry(taken, nil)}
-
-	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true, "w2": true}}, at.Time, dispatch.DefaultRejectionTTL)
-	snap := in.snap
+	snap := p.Snapshot()
 	listed := keysOf(snap.Workloads)
 	if want := []string{"ns/legacy", "ns/overlaid", "ns/victim", "ns/waiting"}; !cmp.Equal(want, listed) {
 		t.Errorf("listed %v, want %v", listed, want)
@@ -54,7 +52,7 @@ func TestTalliesStandForTheAdmittedWorkloads(t *testing.T) {
 	}
 	counted := map[string]int{}
 	for i, tl := range snap.Tallies {
-		counted[fmt.Sprintf("%s/%s/%d", tl.Cluster, in.tallyQueues[i].name, tl.Priority)] += tl.Workloads
+		counted[fmt.Sprintf("%s/%s/%d", tl.Cluster, p.out.tallyQueues[i].name, tl.Priority)] += tl.Workloads
 	}
 	if want := map[string]int{"w1/q/0": 2, "w1/q2/0": 1, "w2/q/5": 1}; !cmp.Equal(want, counted) {
 		t.Errorf("tallies count %v, want %v", counted, want)
@@ -71,7 +69,7 @@ func TestTalliesStandForTheAdmittedWorkloads(t *testing.T) {
 		t.Errorf("a pass over the tallies counts otherwise (-listed +tallied):\n%s", diff)
 	}
 
-	globals, locals := queueStatuses(in, usage.Queues)
+	globals, locals := p.Statuses(usage.Queues)
 	if g := globals["gq"]; g.AdmittedWorkloads != 7 || g.PendingWorkloads != 1 {
 		t.Errorf("GlobalQueue counts %d admitted, %d pending; want 7 and 1", g.AdmittedWorkloads, g.PendingWorkloads)
 	}

@@ -1,4 +1,4 @@
-package dispatcher
+package queues
 
 import (
 	"slices"
@@ -6,67 +6,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/reference"
 	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
-	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/hubtest"
 )
-
-type fakeCopies struct {
-	connected map[string]bool
-	copies    map[string]*gantry.Workload // by cluster
-	byName    map[string]*gantry.Workload // by cluster/workload name, before copies
-	kinds     map[string][]gantry.JobKind // by cluster; a connected cluster not listed runs batch Jobs only
-	untried   map[string]bool             // clusters the hub has not tried to connect yet
-}
-
-// Worker implements Workers: the connected clusters, whose caches hold the copies.
-func (f fakeCopies) Worker(c string) (remote.Worker, bool) {
-	if !f.connected[c] {
-		return nil, false
-	}
-	return fakeWorker{f: f, name: c}, true
-}
-
-func (f fakeCopies) Tried(c string) bool { return !f.untried[c] }
-
-// fakeWorker is a connected cluster of fakeCopies; a pass reads only its copies and kinds.
-type fakeWorker struct {
-	remote.Worker // nil: a pass calls nothing else
-	f             fakeCopies
-	name          string
-}
-
-func (w fakeWorker) Kinds() []gantry.JobKind {
-	if k, ok := w.f.kinds[w.name]; ok {
-		return k
-	}
-	return []gantry.JobKind{gantry.JobKindJob}
-}
-
-func (w fakeWorker) CopyInPlace(key types.NamespacedName) *gantry.Workload {
-	if cp, ok := w.f.byName[w.name+"/"+key.Name]; ok {
-		return cp
-	}
-	return w.f.copies[w.name]
-}
-
-// hold makes the state hold the Workloads as the dispatcher's book would.
-func (st *hubState) hold(wls ...*gantry.Workload) {
-	b := newBook()
-	b.replace(wls)
-	b.sync()
-	st.workloads, st.tallies, st.entries = b.order, b.tallies, b.entries
-}
 
 // at is when the tests' objects were made, and when the builders record what happened to them.
 var at = metav1.NewTime(hubtest.T0)
@@ -77,25 +25,39 @@ func hubWorkload(ns, name, queue string) *hubtest.WorkloadWrapper {
 	return hubtest.MakeWorkload(name, ns).UID("uid-"+name).Created(at.Time).Queue(queue).PodSet("main", 2, gantry.GPUResource, "4")
 }
 
+func makeHubWorkload(name, queue string) *hubtest.WorkloadWrapper {
+	return hubWorkload("ns", name, queue).OwnedByJob(name, "job-uid-"+name)
+}
+
+// namespace is a Namespace with the labels, as a pass reads it.
+func namespace(name string, labels map[string]string) corev1.Namespace {
+	return corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// fullPass is the pass over every one of the Workloads, with what r reads of the hub besides.
+func fullPass(r Read, wls ...*gantry.Workload) *Pass {
+	m := NewManager(0)
+	m.Replace(wls)
+	m.Sync()
+	if r.Now.IsZero() {
+		r.Now = at.Time
+	}
+	return m.Full(r)
+}
+
 func TestBuildSnapshotResolvesQueues(t *testing.T) {
-	st := &hubState{
-		globals: []gantry.GlobalQueue{*hubtest.MakeGlobalQueue("gq").Select("team", "a").Cluster("w1", gantry.GPUResource, "8").Obj()},
-		queues: []gantry.Queue{
+	r := Read{
+		GlobalQueues: []gantry.GlobalQueue{*hubtest.MakeGlobalQueue("gq").Select("team", "a").Cluster("w1", gantry.GPUResource, "8").Obj()},
+		Queues: []gantry.Queue{
 			*hubtest.MakeQueue("q", "team-a").GlobalQueue("gq").Obj(),
 			*hubtest.MakeQueue("q", "team-b").GlobalQueue("gq").Obj(),
 			*hubtest.MakeQueue("dangling", "team-a").GlobalQueue("gone").Obj(),
 		},
-		clusters:   []gantry.WorkerCluster{*hubtest.MakeWorkerCluster("w1").AgentReady().Obj()},
-		namespaces: map[string]labels.Set{"team-a": {"team": "a"}, "team-b": {"team": "b"}},
+		Clusters:   map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true}},
+		Namespaces: []corev1.Namespace{namespace("team-a", map[string]string{"team": "a"}), namespace("team-b", map[string]string{"team": "b"})},
 	}
-	st.hold(hubWorkload("team-a", "ok", "q").Obj(), hubWorkload("team-a", "no-queue", "missing").Obj(),
-		hubWorkload("team-a", "no-global", "dangling").Obj(), hubWorkload("team-b", "not-selected", "q").Obj())
-	in := buildSnapshot(st, fakeCopies{connected: map[string]bool{"w1": true}}, at.Time, dispatch.DefaultRejectionTTL)
-	snap := in.snap
-
-	if diff := cmp.Diff(map[string]dispatch.Cluster{"w1": {Name: "w1", Connected: true, AgentReady: true, Kinds: map[string]bool{"Job": true}}}, snap.Clusters); diff != "" {
-		t.Errorf("clusters (-want +got):\n%s", diff)
-	}
+	snap := fullPass(r, hubWorkload("team-a", "ok", "q").Obj(), hubWorkload("team-a", "no-queue", "missing").Obj(),
+		hubWorkload("team-a", "no-global", "dangling").Obj(), hubWorkload("team-b", "not-selected", "q").Obj()).Snapshot()
 	if q := snap.Queues["gq"]; q == nil || q.MaxCandidates != gantry.DefaultMaxCandidates || q.Quota["w1"][gantry.GPUResource] != 8000 {
 		t.Errorf("queue %+v", q)
 	}
@@ -115,29 +77,6 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("blocked (-want +got):\n%s", diff)
-	}
-}
-
-func TestObserveCopiesFencesStaleCopies(t *testing.T) {
-	wl := hubWorkload("ns", "w", "q").Nominated("", 2, "current", "stale", "stranger", "rejecting", "waiting", "lost").Obj()
-	copies := fakeCopies{
-		connected: map[string]bool{"current": true, "stale": true, "stranger": true, "rejecting": true, "waiting": true},
-		copies: map[string]*gantry.Workload{
-			"current":   hubtest.MakeCopyOf(wl, 2).Admitted().Since(at.Time).Obj(),
-			"stale":     hubtest.MakeCopyOf(wl, 1).Admitted().Since(at.Time).Obj(),
-			"stranger":  hubtest.MakeCopy(wl.Name, wl.Namespace, "an-older-workload", 2).Admitted().Since(at.Time).Obj(),
-			"rejecting": hubtest.MakeCopyOf(wl, 2).Condition(metav1.ConditionFalse, gantry.ReasonNeverFits, "too big").Obj(),
-			"waiting":   hubtest.MakeCopyOf(wl, 2).Condition(metav1.ConditionFalse, gantry.ReasonInsufficientResources, "later").Obj(),
-		},
-	}
-	got := observeCopies(wl, copies)
-	want := []dispatch.Copy{
-		{Cluster: "current", Admitted: true, AdmittedAt: at.Time},
-		{Cluster: "rejecting", Rejected: true, Reason: gantry.ReasonNeverFits, Message: "too big"},
-		{Cluster: "waiting", Waiting: true, Reason: gantry.ReasonInsufficientResources, Message: "later"},
-	}
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("observed copies (-want +got):\n%s", diff)
 	}
 }
 
@@ -199,17 +138,16 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 			if tc.globals == nil {
 				tc.globals = []string{"gq", "other"}
 			}
-			st := &hubState{
-				queues:     []gantry.Queue{*hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj(), *hubtest.MakeQueue("moved", "ns").GlobalQueue("other").Obj()},
-				clusters:   []gantry.WorkerCluster{*hubtest.MakeWorkerCluster("w1").Obj()},
-				namespaces: map[string]labels.Set{"ns": {"team": "a"}},
+			r := Read{
+				Queues:     []gantry.Queue{*hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj(), *hubtest.MakeQueue("moved", "ns").GlobalQueue("other").Obj()},
+				Clusters:   map[string]dispatch.Cluster{"w1": {Name: "w1"}},
+				Namespaces: []corev1.Namespace{namespace("ns", map[string]string{"team": "a"})},
 			}
-			st.hold(tc.wl)
 			for _, name := range tc.globals {
-				st.globals = append(st.globals, *hubtest.MakeGlobalQueue(name).SelectAll().Cluster("w1").Obj())
+				r.GlobalQueues = append(r.GlobalQueues, *hubtest.MakeGlobalQueue(name).SelectAll().Cluster("w1").Obj())
 			}
-			in := buildSnapshot(st, fakeCopies{}, at.Time, dispatch.DefaultRejectionTTL)
-			snap := in.snap
+			p := fullPass(r, tc.wl)
+			snap := p.Snapshot()
 			got := map[string]entry{}
 			for _, w := range slices.Concat(snap.Workloads, snap.Tallied) {
 				got[w.Key] = entry{GlobalQueue: w.GlobalQueue, NominatedQueue: w.NominatedQueue, Phase: w.Phase}
@@ -217,7 +155,7 @@ func TestBuildSnapshotCountsAdmittedWorkloadsWhereTheyWereAdmitted(t *testing.T)
 					got[w.Key] = entry{Blocked: w.QueueProblem.Reason, Phase: w.Phase}
 				}
 			}
-			if key := keyOf(tc.wl); st.writable(key) != nil {
+			if key := keyOf(tc.wl); p.Writable(key) != nil {
 				e := got[key]
 				e.Written = true
 				got[key] = e
@@ -249,41 +187,6 @@ func TestRejectionsOfAWorkload(t *testing.T) {
 	}
 	if got, _ := rejectionsOf(makeHubWorkload("w", "q").Obj()); got != nil {
 		t.Errorf("a Workload without rejections: %v", got)
-	}
-}
-
-// The dispatcher's Events go to the hub's job of any kind: the Workload's controller, as its owner
-// reference names it, is what the event recorder refers to.
-func TestJobRefIsTheWorkloadsControllerOfAnyKind(t *testing.T) {
-	owned := func(refs ...metav1.OwnerReference) *gantry.Workload {
-		return &gantry.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "jobset-train", OwnerReferences: refs}}
-	}
-	controller := func(apiVersion, kind, name string) metav1.OwnerReference {
-		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true)}
-	}
-	for _, want := range []corev1.ObjectReference{
-		{APIVersion: "batch/v1", Kind: "Job", Namespace: "team-a", Name: "train", UID: "uid-train"},
-		{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Namespace: "team-a", Name: "train", UID: "uid-train"},
-		{APIVersion: "ray.io/v1", Kind: "RayJob", Namespace: "team-a", Name: "train", UID: "uid-train"},
-		{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Namespace: "team-a", Name: "train", UID: "uid-train"},
-	} {
-		notController := controller("v1", "ConfigMap", "other")
-		notController.Controller = nil
-		job := jobRef(owned(notController, controller(want.APIVersion, want.Kind, want.Name)))
-		if job == nil {
-			t.Fatalf("no job for a Workload owned by %s", want.Kind)
-		}
-		// The recorder's own way to an object's reference, with a scheme that knows none of the kinds.
-		got, err := reference.GetReference(runtime.NewScheme(), job)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(&want, got); diff != "" {
-			t.Errorf("reference (-want +got):\n%s", diff)
-		}
-	}
-	if job := jobRef(owned()); job != nil {
-		t.Errorf("a Workload without controller: %v, want none", job)
 	}
 }
 
@@ -345,10 +248,37 @@ func TestBuildSnapshotCarriesTheTreeOfCohorts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			snap := buildSnapshot(&hubState{cohorts: tc.cohorts}, fakeCopies{}, at.Time, dispatch.DefaultRejectionTTL).snap
+			snap := fullPass(Read{Cohorts: tc.cohorts}).Snapshot()
 			if diff := cmp.Diff(tc.want, snap.Cohorts); diff != "" {
 				t.Errorf("cohorts (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPendingWordsCountForTheirSpecOnly: what a Workload's Pending condition says is what dispatch.Plan
+// compares its verdicts with (a verdict shown is not written again) only while it is true and was
+// written for the Workload's current spec.
+func TestPendingWordsCountForTheirSpecOnly(t *testing.T) {
+	shown := func(generation, observed int64, status metav1.ConditionStatus) *gantry.Workload {
+		wl := makeHubWorkload("w", "q").Generation(generation).Obj()
+		apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: gantry.WorkloadPending, Status: status,
+			Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq", ObservedGeneration: observed})
+		return wl
+	}
+	v := dispatch.Verdict{Key: "ns/w", Reason: gantry.ReasonWaitingForQuota, Message: "waiting for quota of GlobalQueue gq"}
+	cases := map[string]struct {
+		wl   *gantry.Workload
+		want bool
+	}{
+		"written for its spec":      {shown(2, 2, metav1.ConditionTrue), true},
+		"written for an older spec": {shown(3, 2, metav1.ConditionTrue), false},
+		"no longer true":            {shown(2, 2, metav1.ConditionFalse), false},
+		"none":                      {makeHubWorkload("w", "q").Obj(), false},
+	}
+	for name, tc := range cases {
+		if got := newEntry(tc.wl, nil).w.Shows(v); got != tc.want {
+			t.Errorf("%s: shows %v, want %v", name, got, tc.want)
+		}
 	}
 }

@@ -1,7 +1,6 @@
-package dispatcher
+package queues
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -26,7 +23,6 @@ import (
 type book struct {
 	mu      sync.Mutex
 	changed map[string]*gantry.Workload // since the last pass, by key: nil when deleted or finished
-	follows func() bool                 // whether the informer has delivered what it listed; nil: not fed
 
 	// Used by passes only, one at a time.
 	entries map[string]*entry
@@ -383,45 +379,4 @@ func (qs queueRefs) release(q *queueRef) {
 	if q.users--; q.users == 0 {
 		delete(qs, q.queueKey)
 	}
-}
-
-// Follow feeds the dispatcher's book from the events of the hub's Workload informer, and asks for a pass
-// on each. Passes wait until the informer has delivered what it listed.
-func (d *Dispatcher) Follow(inf cache.Informer) error {
-	d.init()
-	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { d.noteEvent(obj, false) },
-		UpdateFunc: func(_, obj any) { d.noteEvent(obj, false) },
-		DeleteFunc: func(obj any) { d.noteEvent(obj, true) },
-	})
-	if err != nil {
-		return fmt.Errorf("following Workloads: %w", err)
-	}
-	d.book.mu.Lock()
-	d.book.follows = reg.HasSynced
-	d.book.mu.Unlock()
-	return nil
-}
-
-// following is what says whether the informer the book follows has delivered what it listed; nil when
-// it follows none.
-func (d *Dispatcher) following() func() bool {
-	d.book.mu.Lock()
-	defer d.book.mu.Unlock()
-	return d.book.follows
-}
-
-// noteEvent notes the Workload of an informer event, and asks for a pass.
-func (d *Dispatcher) noteEvent(obj any, deleted bool) {
-	switch o := obj.(type) {
-	case *gantry.Workload:
-		key := keyOf(o)
-		if deleted {
-			o = nil
-		}
-		d.book.note(key, o)
-	case toolscache.DeletedFinalStateUnknown:
-		d.book.note(o.Key, nil)
-	}
-	d.Trigger()
 }

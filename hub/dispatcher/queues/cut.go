@@ -1,4 +1,4 @@
-package dispatcher
+package queues
 
 import (
 	"maps"
@@ -20,11 +20,12 @@ import (
 // ones that take it without planning again; where that was too few, it plans again walking eight
 // times as many, and the next pass starts from half of those.
 
-// defaultCutAfter is how many settled entries of a queue a pass walks at least before it cuts the rest.
-const defaultCutAfter = 64
+// CutGrowth is how many times as many settled entries a pass walks when it plans again.
+const CutGrowth = 8
 
-// cutGrowth is how many times as many settled entries a pass walks when it plans again.
-const cutGrowth = 8
+// WalksBeforeCut is how many settled entries of the GlobalQueue the next pass walks before it cuts the
+// rest, should it cut them.
+func (m *Manager) WalksBeforeCut(queue string) int { return max(m.rest.walks[queue], m.rest.cutAfter) }
 
 // tail is what a pass cuts of one GlobalQueue's settled entries.
 type tail struct {
@@ -125,13 +126,13 @@ func (b *snapshotBuilder) recordCuts() {
 }
 
 // markUnsettled marks the book's entry of the key as not settled: a pass decided for it.
-func markUnsettled(st *hubState, key string) {
-	e := st.entries[key]
+func markUnsettled(b *book, key string) {
+	e := b.entries[key]
 	if e == nil || !e.settled {
 		return
 	}
 	e.settled = false
-	if !e.tallied && e.at < len(st.parking) && st.workloads[e.at] == e {
-		st.parking[e.at].settled = false
+	if !e.tallied && e.at < len(b.parking) && b.order[e.at] == e {
+		b.parking[e.at].settled = false
 	}
 }
