@@ -191,9 +191,9 @@ func (b *workloadBuilder) copyExpired(cluster string) *workloadBuilder {
 
 // rejected records, at the zero time a snapshot runs at unless told, the clusters' rejections.
 func (b *workloadBuilder) rejected(clusters ...string) *workloadBuilder {
-	b.w.RejectedAt = map[string]time.Time{}
+	b.w.Refused = &Refusals{RejectedAt: map[string]time.Time{}}
 	for _, c := range clusters {
-		b.w.RejectedAt[c] = time.Time{}
+		b.w.Refused.RejectedAt[c] = time.Time{}
 	}
 	return b
 }

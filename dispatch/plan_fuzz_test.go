@@ -234,11 +234,11 @@ func (m *model) apply(t *testing.T, r Result) {
 	}
 	for key, rejs := range r.Rejections {
 		w := m.byKey(key)
-		if w.RejectedAt == nil {
-			w.RejectedAt = map[string]time.Time{}
+		if w.Refused == nil {
+			w.Refused = &Refusals{RejectedAt: map[string]time.Time{}}
 		}
 		for _, rj := range rejs {
-			w.RejectedAt[rj.Cluster] = time.Time{}
+			w.Refused.RejectedAt[rj.Cluster] = time.Time{}
 		}
 	}
 	m.applyPreemptions(t, r)
@@ -506,7 +506,9 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 			case 6:
 				m.queueOf[w.Key] = modelQueues[(slices.Index(modelQueues, m.queueOf[w.Key])+1)%len(modelQueues)]
 			case 7:
-				delete(w.RejectedAt, c) // the rejection lapsed
+				if w.Refused != nil {
+					delete(w.Refused.RejectedAt, c) // the rejection lapsed
+				}
 			}
 			m.checkQuota(t)
 		}

@@ -29,7 +29,7 @@ const RejectedByAgent = "rejected by its agent"
 // agents rejected it less than ttl before (0: DefaultRejectionTTL), and those it was taken back from
 // MaxEvictionsPerCluster times; nil when there are none. The map is the caller's.
 func (w *Workload) rejectedClusters(now time.Time, ttl time.Duration) map[string]string {
-	if len(w.RejectedAt) == 0 && len(w.EvictedFrom) == 0 {
+	if w.Refused == nil {
 		return nil
 	}
 	var out map[string]string
@@ -39,12 +39,12 @@ func (w *Workload) rejectedClusters(now time.Time, ttl time.Duration) map[string
 		}
 		out[cluster] = why
 	}
-	for c, at := range w.RejectedAt {
+	for c, at := range w.Refused.RejectedAt {
 		if now.Sub(at) < rejectionTTL(ttl) {
 			add(c, RejectedByAgent)
 		}
 	}
-	for c, e := range w.EvictedFrom {
+	for c, e := range w.Refused.EvictedFrom {
 		if e.Count >= MaxEvictionsPerCluster {
 			// Admitted there and never placed, or refused there, again and again: stop trying there.
 			add(c, fmt.Sprintf("taken back from it %d times (last: %s)", e.Count, e.LastReason))
@@ -56,7 +56,10 @@ func (w *Workload) rejectedClusters(now time.Time, ttl time.Duration) map[string
 // RejectionLapsed says whether a rejection of the workload lapsed after since and by until: a pass
 // then decides for it otherwise than the pass at since did.
 func (w *Workload) RejectionLapsed(since, until time.Time, ttl time.Duration) bool {
-	for _, at := range w.RejectedAt {
+	if w.Refused == nil {
+		return false
+	}
+	for _, at := range w.Refused.RejectedAt {
 		if end := at.Add(rejectionTTL(ttl)); end.After(since) && !end.After(until) {
 			return true
 		}

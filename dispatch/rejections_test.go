@@ -15,19 +15,19 @@ import (
 func TestClustersAWorkloadMayNotGoTo(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const ttl = 10 * time.Minute
-	w := &Workload{
+	w := &Workload{Refused: &Refusals{
 		RejectedAt: map[string]time.Time{"recent": start.Add(time.Minute), "lapsed": start, "just-lapsed": start.Add(time.Second)},
 		EvictedFrom: map[string]Evictions{
 			"refusing": {Count: MaxEvictionsPerCluster, LastReason: gantry.ReasonRemoteJobRefused},
 			"twice":    {Count: MaxEvictionsPerCluster - 1, LastReason: gantry.ReasonPlacementTimeout},
 		},
-	}
+	}}
 	now := start.Add(ttl + time.Second)
 	want := map[string]string{"recent": RejectedByAgent, "refusing": "taken back from it 3 times (last: RemoteJobRefused)"}
 	if diff := cmp.Diff(want, w.rejectedClusters(now, ttl)); diff != "" {
 		t.Errorf("rejected clusters (-want +got):\n%s", diff)
 	}
-	if got := (&Workload{RejectedAt: map[string]time.Time{"a": start}}).rejectedClusters(start.Add(DefaultRejectionTTL-time.Second), 0); got["a"] == "" {
+	if got := (&Workload{Refused: &Refusals{RejectedAt: map[string]time.Time{"a": start}}}).rejectedClusters(start.Add(DefaultRejectionTTL-time.Second), 0); got["a"] == "" {
 		t.Errorf("a TTL of 0 is not DefaultRejectionTTL: %v", got)
 	}
 	if got := (&Workload{}).rejectedClusters(now, ttl); got != nil {

@@ -173,7 +173,7 @@ type GlobalQueue struct {
 }
 
 // Phase of a workload on the hub.
-type Phase int
+type Phase int32
 
 const (
 	// Pending: no winner, maybe nominated.
@@ -194,6 +194,7 @@ type Workload struct {
 	// QueueProblem, for a pending workload without a GlobalQueue, says why its Queue gives it none.
 	QueueProblem *QueueProblem
 	Priority     int32
+	Phase        Phase
 	Created      time.Time
 	Requests     Resources // total over all pods of all pod sets
 	GPU          GPUDemand
@@ -201,7 +202,6 @@ type Workload struct {
 	// spec (empty when it says nothing of it), so that a pass proposes a verdict only when it differs.
 	PendingReason  string
 	PendingMessage string
-	Phase          Phase
 
 	Epoch     int64
 	Nominated []string
@@ -210,12 +210,8 @@ type Workload struct {
 	// GlobalQueue than GlobalQueue is void: it neither reserves nor wins, and is replaced.
 	NominatedQueue string
 	Winner         string
-	// RejectedAt are the clusters whose agents said they cannot run it, each with when the hub recorded
-	// it: it is not sent there again for Snapshot.RejectionTTL. EvictedFrom are the clusters it was
-	// taken back from other than by a preemption: after MaxEvictionsPerCluster times it is not sent
-	// there again.
-	RejectedAt  map[string]time.Time
-	EvictedFrom map[string]Evictions
+	// Refused is what clusters said against it; nil when none did, as for most workloads.
+	Refused *Refusals
 	// rejected are the clusters it may not go to in this pass, each with why: Plan works them out on
 	// its own copy of the workload (rejectedClusters), never on the snapshot's.
 	rejected map[string]string
@@ -228,6 +224,16 @@ type Workload struct {
 
 	// Copies of the current epoch as observed on the workers.
 	Copies []Copy
+}
+
+// Refusals are what clusters said against a workload.
+type Refusals struct {
+	// RejectedAt are the clusters whose agents said they cannot run it, each with when the hub recorded
+	// it: it is not sent there again for Snapshot.RejectionTTL.
+	RejectedAt map[string]time.Time
+	// EvictedFrom are the clusters it was taken back from other than by a preemption: after
+	// MaxEvictionsPerCluster times it is not sent there again.
+	EvictedFrom map[string]Evictions
 }
 
 // Copy is the observed state of one worker copy of the workload's current epoch.

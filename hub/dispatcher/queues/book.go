@@ -247,7 +247,7 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 		Kind:      string(wl.Spec.JobKind),
 	}
 	e.w.Requests, e.shape = sh.requests(dispatch.RequestsOf(&wl.Spec))
-	e.w.RejectedAt, e.w.EvictedFrom = rejectionsOf(wl)
+	e.w.Refused = refusalsOf(wl)
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil &&
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == wl.Generation {
 		e.w.PendingReason, e.w.PendingMessage = sh.word(c.Reason), sh.word(c.Message)

@@ -178,15 +178,15 @@ func TestRejectionsOfAWorkload(t *testing.T) {
 		Evicted("refusing", 2, gantry.ReasonRemoteJobRefused, time.Time{}).
 		Evicted("preempting", 3, gantry.ReasonPreempted, time.Time{}).
 		Obj()
-	rejectedAt, evicted := rejectionsOf(wl)
-	if diff := cmp.Diff(map[string]time.Time{"recent": at.Add(time.Minute), "untimed": wl.CreationTimestamp.Time}, rejectedAt); diff != "" {
-		t.Errorf("rejected at (-want +got):\n%s", diff)
+	want := &dispatch.Refusals{
+		RejectedAt:  map[string]time.Time{"recent": at.Add(time.Minute), "untimed": wl.CreationTimestamp.Time},
+		EvictedFrom: map[string]dispatch.Evictions{"refusing": {Count: 2, LastReason: gantry.ReasonRemoteJobRefused}},
 	}
-	if diff := cmp.Diff(map[string]dispatch.Evictions{"refusing": {Count: 2, LastReason: gantry.ReasonRemoteJobRefused}}, evicted); diff != "" {
-		t.Errorf("evictions (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, refusalsOf(wl)); diff != "" {
+		t.Errorf("refusals (-want +got):\n%s", diff)
 	}
-	if got, _ := rejectionsOf(makeHubWorkload("w", "q").Obj()); got != nil {
-		t.Errorf("a Workload without rejections: %v", got)
+	if got := refusalsOf(makeHubWorkload("w", "q").Obj()); got != nil {
+		t.Errorf("a Workload without rejections or evictions: %v", got)
 	}
 }
 

@@ -161,10 +161,10 @@ func (r *resolver) parks(q *queueRef) bool {
 	return q.parks
 }
 
-// rejectionsOf reads when each cluster that rejected the Workload did (a rejection recorded without a
+// refusalsOf reads when each cluster that rejected the Workload did (a rejection recorded without a
 // time counts as recorded when the Workload was created), and how often it was taken back from each
-// cluster other than by a preemption; nil when it has none.
-func rejectionsOf(wl *gantry.Workload) (map[string]time.Time, map[string]dispatch.Evictions) {
+// cluster other than by a preemption; nil when it has neither.
+func refusalsOf(wl *gantry.Workload) *dispatch.Refusals {
 	var at map[string]time.Time
 	for _, r := range wl.Status.RejectedClusters {
 		if at == nil {
@@ -183,5 +183,8 @@ func rejectionsOf(wl *gantry.Workload) (map[string]time.Time, map[string]dispatc
 		n := evicted[e.Cluster]
 		evicted[e.Cluster] = dispatch.Evictions{Count: n.Count + 1, LastReason: e.Reason}
 	}
-	return at, evicted
+	if at == nil && evicted == nil {
+		return nil
+	}
+	return &dispatch.Refusals{RejectedAt: at, EvictedFrom: evicted}
 }
