@@ -252,6 +252,9 @@ func (d *Dispatcher) plan(ctx context.Context) (*planned, error) {
 	}
 	withUsage := d.statusesDue() <= 0 // the statuses take the usage from the pass's own count
 	p.pass = d.queues.Begin(p.read)
+	if e := p.pass.WokeAll(); e != nil {
+		ctrllog.FromContext(ctx).V(4).Info("Dispatch pass walks every workload", "event", fmt.Sprintf("%T%+v", e, e))
+	}
 	for {
 		if withUsage {
 			r, u := dispatch.PlanWithUsage(p.pass.Snapshot())

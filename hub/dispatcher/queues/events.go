@@ -14,8 +14,9 @@ type Event interface {
 
 // waking is what the events of one pass woke.
 type waking struct {
-	// all: every workload is walked and settled anew; nothing is parked or cut.
-	all bool
+	// all is the event that woke everything, if one did: every workload is walked and settled anew,
+	// nothing is parked or cut.
+	all Event
 	// components woken, by name; capacity: those whose workloads waited for room a capacity report shows.
 	components map[string]bool
 	capacity   bool
@@ -42,13 +43,13 @@ func (w *waking) entry(e *entry) {
 // safety net asked for a walk over everything, Forget). It wakes everything.
 type Resync struct{}
 
-func (Resync) wake(w *waking) { w.all = true }
+func (e Resync) wake(w *waking) { w.all = e }
 
 // SpecChanged: a GlobalQueue's, Queue's or Cohort's spec or a Namespace's labels changed, or one of them
 // came or went (but QuotaGrew). It wakes everything.
 type SpecChanged struct{ Kind, Namespace, Name string }
 
-func (SpecChanged) wake(w *waking) { w.all = true }
+func (e SpecChanged) wake(w *waking) { w.all = e }
 
 // QuotaGrew: a GlobalQueue without a cohort changed only by quota that grew (seenSpecs.changes). It
 // wakes that queue's component; its settled entries stay settled.
@@ -60,7 +61,7 @@ func (e QuotaGrew) wake(w *waking) { w.queue(e.GlobalQueue) }
 // (sameAvailability). It wakes everything.
 type ClusterChanged struct{ Cluster string }
 
-func (ClusterChanged) wake(w *waking) { w.all = true }
+func (e ClusterChanged) wake(w *waking) { w.all = e }
 
 // CapacityReported: a cluster's capacity report changed. It wakes the components some of whose
 // workloads waited for room a report shows (dispatch.Result.ReadCapacity).

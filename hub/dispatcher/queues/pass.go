@@ -109,6 +109,15 @@ func (p *Pass) Uncut(queues []string) {
 	p.build(nil)
 }
 
+// WokeAll is the event that made the pass walk every workload (Resync, SpecChanged, ClusterChanged),
+// naming what changed; nil when none did, or for a pass over every workload (Full).
+func (p *Pass) WokeAll() Event {
+	if p.rest == nil {
+		return nil
+	}
+	return p.rest.wokeAll
+}
+
 // Uncuts is how many times the pass was built again with tails it had cut.
 func (p *Pass) Uncuts() int { return p.uncuts }
 

@@ -51,6 +51,8 @@ func (r *rest) forget() { r.known = false }
 
 // passRest is one pass's view of what changed since the last, and the GlobalQueues it parks.
 type passRest struct {
+	// wokeAll is the event that made the pass walk every workload; nil when none did.
+	wokeAll    Event
 	specs      seenSpecs
 	components map[string]string // GlobalQueue -> component
 	parked     map[string]bool   // by GlobalQueue
@@ -86,7 +88,8 @@ func (r *rest) begin(in restInputs) *passRest {
 	}
 	w := &waking{components: map[string]bool{}, p: p, r: in.r}
 	r.events(in, p, func(e Event) { e.wake(w) })
-	if w.all {
+	if w.all != nil {
+		p.wokeAll = w.all
 		return p // and settles anew every workload it walks
 	}
 	for name := range in.snap.Queues {

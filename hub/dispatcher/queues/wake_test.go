@@ -23,6 +23,7 @@ type restingHub struct {
 	m    *Manager
 	read Read
 	wls  map[string]*gantry.Workload
+	last *Pass
 }
 
 func newRestingHub(t *testing.T) *restingHub {
@@ -55,6 +56,7 @@ func (h *restingHub) pass() []string {
 	h.read.Now = h.read.Now.Add(time.Minute)
 	h.m.Sync()
 	p := h.m.Begin(h.read)
+	h.last = p
 	res := dispatch.Plan(p.Snapshot())
 	h.m.End(p, &res)
 	for _, v := range res.Verdicts {
@@ -77,8 +79,9 @@ func (h *restingHub) pass() []string {
 func TestEachEventWakesTheQueuesItNames(t *testing.T) {
 	gpus := func(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
 	cases := map[string]struct {
-		event  func(h *restingHub)
-		parked []string // by the next pass
+		event   func(h *restingHub)
+		parked  []string // by the next pass
+		wokeAll Event    // the event that made it walk everything
 	}{
 		"none": {event: func(*restingHub) {}, parked: []string{"a", "b"}},
 		"WorkloadChanged": {event: func(h *restingHub) {
@@ -118,13 +121,13 @@ func TestEachEventWakesTheQueuesItNames(t *testing.T) {
 		}, parked: []string{"b"}},
 		"SpecChanged": {event: func(h *restingHub) {
 			h.read.Queues = append(slices.Clone(h.read.Queues), *hubtest.MakeQueue("c", "ns").GlobalQueue("a").Obj())
-		}},
+		}, wokeAll: SpecChanged{Kind: "Queue", Namespace: "ns", Name: "c"}},
 		"ClusterChanged": {event: func(h *restingHub) {
 			w1 := h.read.Clusters["w1"]
 			w1.Cordoned = true
 			h.read.Clusters = map[string]dispatch.Cluster{"w1": w1}
-		}},
-		"Resync": {event: func(h *restingHub) { h.m.Forget() }},
+		}, wokeAll: ClusterChanged{Cluster: "w1"}},
+		"Resync": {event: func(h *restingHub) { h.m.Forget() }, wokeAll: Resync{}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -132,6 +135,9 @@ func TestEachEventWakesTheQueuesItNames(t *testing.T) {
 			tc.event(h)
 			if got := h.pass(); !slices.Equal(got, tc.parked) {
 				t.Errorf("the pass after the event parks %v, want %v", got, tc.parked)
+			}
+			if got := h.last.WokeAll(); got != tc.wokeAll {
+				t.Errorf("the pass walked everything for %#v, want %#v", got, tc.wokeAll)
 			}
 		})
 	}
