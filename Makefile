@@ -77,6 +77,8 @@ test-e2e: build images
 bench-dispatch:
 	go test -run '^$$' -bench . -benchmem ./dispatch/... ./agent/admission/...
 
+# bench prints the dispatch benchmark against its targets and the last recorded run
+# (test/e2e/bench/recorded.json); BENCH_RECORD=test/e2e/bench/recorded.json make bench records a new one.
 bench: build
 	hack/bench.sh
 

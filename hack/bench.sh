@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Dispatch benchmark on the kwok testbed: throughput and latency of a burst of one-pod Jobs, latency of
 # single Jobs on the idle testbed, and mutating API requests per job on the hub and each worker
-# (test/e2e/bench). Prints a table next to the targets.
+# (test/e2e/bench). Prints a table next to the targets, and the headline figures against the last
+# recorded run (test/e2e/bench/recorded.json), flagging those that moved the bad way beyond run-to-run
+# noise; the exit status does not depend on that comparison.
 #
 # Usage: hack/bench.sh [bench flags]   (make bench; `go run ./test/e2e/bench -h` lists the flags)
 # By default it brings up a testbed of its own in .dev-bench/ (a developer's .dev/ testbed is left
@@ -16,13 +18,24 @@
 #   BENCH_PORT     first of sixteen loopback ports for its Gantry processes and JobSet controllers
 #                  (default: free ports from 18280)
 #   BENCH_KEEP     when set, the benchmark's own testbed is left running
+#   BENCH_RECORD   file to write this run's headline figures to as JSON, with the commit (git rev-parse
+#                  --short HEAD) and today's date; BENCH_RECORD=test/e2e/bench/recorded.json make bench,
+#                  then committing that file, makes this run the one later runs compare with
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Resolved before the cd below, so that a relative path is relative to where the script was started.
+RECORD=""
+if [[ -n "${BENCH_RECORD:-}" ]]; then RECORD=$(realpath -m "${BENCH_RECORD}"); fi
 cd "${ROOT}"
 
 log() { echo "bench: $*" >&2; }
 die() { echo "bench: ERROR: $*" >&2; exit 1; }
+
+# Checked before the testbed comes up, not after a run of minutes.
+if [[ -n "${RECORD}" && ! -d "$(dirname "${RECORD}")" ]]; then
+  die "BENCH_RECORD=${BENCH_RECORD}: no directory $(dirname "${RECORD}")"
+fi
 
 # First port from $1 on, in steps of ten, with the sixteen consecutive free loopback ports that
 # hack/dev-up.sh takes (bounded search).
@@ -73,8 +86,10 @@ else
   fi
 fi
 
+args=(-dir "${DIR}" -commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")
+if [[ -n "${RECORD}" ]]; then args+=(-record "${RECORD}"); fi
 rc=0
-go run ./test/e2e/bench -dir "${DIR}" "$@" || rc=$?
+go run ./test/e2e/bench "${args[@]}" "$@" || rc=$?
 if ((rc != 0)) && [[ -z "${BENCH_TESTBED:-}" ]]; then
   save_logs
 fi

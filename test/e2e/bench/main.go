@@ -44,6 +44,8 @@ type options struct {
 	submitters  int
 	waitTimeout time.Duration
 	podRuntime  time.Duration
+	// record is the file to write this run's headline to; commit and note go into that record.
+	record, commit, note string
 }
 
 // singleRuntime is how long the pods of single Jobs run: the next single Job waits for the last to finish.
@@ -80,7 +82,15 @@ func main() {
 	flag.IntVar(&o.submitters, "submitters", 32, "Concurrent clients submitting the burst.")
 	flag.DurationVar(&o.podRuntime, "pod-runtime", defaultPodRuntime(), "How long each pod runs on its kwok node (default: BENCH_POD_RUNTIME or 30s).")
 	flag.DurationVar(&o.waitTimeout, "wait-timeout", 10*time.Minute, "Bound on each wait for the burst.")
+	flag.StringVar(&o.record, "record", "", "Write this run's headline figures as JSON to this file (BENCH_RECORD in hack/bench.sh); test/e2e/bench/recorded.json is the one later runs compare with.")
+	flag.StringVar(&o.commit, "commit", "", "The commit measured, as the record names it (hack/bench.sh passes git rev-parse --short HEAD).")
+	flag.StringVar(&o.note, "note", "", "A free-text note for the record.")
 	flag.Parse()
+	if o.record != "" && o.commit == "" {
+		// Checked before the run, which takes minutes: a record without its commit says nothing.
+		fmt.Fprintln(os.Stderr, "bench: -record needs -commit")
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
@@ -137,6 +147,18 @@ func run(o options) error {
 		return err
 	}
 	r.print(os.Stdout)
+	this := r.record(o.commit, o.note, time.Now())
+	if last, err := parseRecord(recordedJSON); err != nil {
+		fmt.Fprintf(os.Stdout, "\nThe last recorded run (test/e2e/bench/recorded.json) cannot be read: %v\n", err)
+	} else {
+		printAgainstRecorded(os.Stdout, this, last)
+	}
+	if o.record != "" {
+		if err := writeRecord(o.record, this); err != nil {
+			return err
+		}
+		logf("recorded this run in %s", o.record)
+	}
 	return nil
 }
 

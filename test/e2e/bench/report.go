@@ -83,10 +83,37 @@ func (r *report) split(p phase, cluster string) (all, gantry, kube, bench, idle 
 	return all / n, gantry / n, kube / n, bench / n, idle / n
 }
 
-func (r *report) print(w io.Writer) {
+// figures is what the report says about the burst, computed once: the headline summary, which is also
+// recorded and set against the last recorded run, and what only the printed table shows.
+type figures struct {
+	summary
+	// span runs from the first hub Job's creation to the last Job's creation on a worker.
+	span time.Duration
+	// gantryWrites are Gantry's own mutating requests per job, all clusters, both phases.
+	gantryWrites float64
+	// notOnce describes the jobs that were not created exactly once on the workers.
+	notOnce []string
+}
+
+func (r *report) figures() figures {
+	var f figures
+	r.latencyFigures(&f)
+	r.writeFigures(&f)
+	jobs := figure(r.jobs)
+	f.BurstComplete = figure(r.run.window.Seconds())
+	f.DirectComplete = figure(r.direct.run.window.Seconds())
+	f.CompleteRatio = ratio(f.BurstComplete, f.DirectComplete)
+	f.HubCPUPerJob = ratio(millis(r.hubCPU), jobs)
+	f.AgentsCPUPerJob = ratio(millis(r.agentsCPU), jobs)
+	f.CPUPerJob = f.HubCPUPerJob + f.AgentsCPUPerJob
+	f.AgentPassesPerJob = ratio(figure(r.agentPasses), jobs)
+	return f
+}
+
+// latencyFigures are the burst's throughput and latencies, and the single jobs' latency.
+func (r *report) latencyFigures(f *figures) {
 	var lat []time.Duration
 	var first, last time.Time
-	var multi []string
 	for _, t := range r.burst {
 		lat = append(lat, t.workerCreated.Sub(t.hubCreated))
 		if first.IsZero() || t.hubCreated.Before(first) {
@@ -96,42 +123,64 @@ func (r *report) print(w io.Writer) {
 			last = t.workerCreated
 		}
 		if t.creations != 1 {
-			multi = append(multi, fmt.Sprintf("%d creations", t.creations))
+			f.notOnce = append(f.notOnce, fmt.Sprintf("%d creations", t.creations))
 		}
 	}
-	span := last.Sub(first)
-	throughput := float64(r.jobs) / span.Seconds()
-	singleP50 := percentile(r.singles, 50)
+	f.span = last.Sub(first)
+	f.BurstThroughput = ratio(figure(r.jobs), figure(f.span.Seconds()))
+	f.BurstP50 = millis(percentile(lat, 50))
+	f.BurstP99 = millis(percentile(lat, 99))
+	f.SingleP50 = millis(percentile(r.singles, 50))
+}
 
-	var totAll, totGantry float64
+// writeFigures are the mutating requests a job costs on all clusters, both phases, through Gantry and
+// posted straight to the workers.
+func (r *report) writeFigures(f *figures) {
+	var all, own, direct float64
 	for _, c := range r.clusters {
 		a, g, _, _, _ := r.split(r.run, c)
 		ca, cg, _, _, _ := r.split(r.clean, c)
-		totAll += a + ca
-		totGantry += g + cg
+		all += a + ca
+		own += g + cg
+		for _, p := range []phase{r.direct.run, r.direct.clean} {
+			for _, v := range p.requests[c] {
+				direct += v
+			}
+		}
 	}
+	f.gantryWrites = own
+	f.WritesPerJob = figure(all)
+	f.DirectWritesPerJob = ratio(figure(direct), figure(r.jobs))
+	if f.DirectWritesPerJob > 0 {
+		f.ExtraWritesPerJob = f.WritesPerJob - f.DirectWritesPerJob
+	}
+	f.WritesRatio = ratio(f.WritesPerJob, f.DirectWritesPerJob)
+}
 
+func (r *report) print(w io.Writer) {
+	f := r.figures()
 	fmt.Fprintf(w, "\nGantry dispatch benchmark: a burst of %d one-pod Jobs (cpu 100m, pods run %s) and %d single Jobs, on a hub and two kwok workers (%d CPUs here)\n\n",
 		r.jobs, r.podRuntime, len(r.singles), runtime.NumCPU())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	singleP50 := fromMillis(f.SingleP50)
 	fmt.Fprintln(tw, "\tGantry\ttarget\t\tKueue MultiKueue v0.17.0")
-	fmt.Fprintf(tw, "burst dispatch throughput\t%.1f jobs/s\t>= %.0f jobs/s\t%s\t%s\n", throughput, targetThroughput, verdict(throughput >= targetThroughput), kueueThroughput)
-	fmt.Fprintf(tw, "burst latency p50 / p99\t%s / %s\t\t\t\n", ms(percentile(lat, 50)), ms(percentile(lat, 99)))
+	fmt.Fprintf(tw, "burst dispatch throughput\t%.1f jobs/s\t>= %.0f jobs/s\t%s\t%s\n", f.BurstThroughput, targetThroughput, verdict(f.BurstThroughput >= targetThroughput), kueueThroughput)
+	fmt.Fprintf(tw, "burst latency p50 / p99\t%s / %s\t\t\t\n", ms(fromMillis(f.BurstP50)), ms(fromMillis(f.BurstP99)))
 	fmt.Fprintf(tw, "single job latency p50 (%d runs)\t%s\t< %s\t%s\t%s\n", len(r.singles), ms(singleP50), ms(targetSingleP50), verdict(singleP50 < targetSingleP50), kueueSingle)
-	fmt.Fprintf(tw, "mutating requests per job, all clusters\t%.1f\t\t\t%s\n", totAll, kueueRequests)
-	fmt.Fprintf(tw, "  of which Gantry's own\t%.1f\t\t\t\n", totGantry)
-	r.printAgainstDirect(tw, totAll)
+	fmt.Fprintf(tw, "mutating requests per job, all clusters\t%.1f\t\t\t%s\n", f.WritesPerJob, kueueRequests)
+	fmt.Fprintf(tw, "  of which Gantry's own\t%.1f\t\t\t\n", f.gantryWrites)
+	printAgainstDirect(tw, f)
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nLatency: hub Job created -> its Job created on the winner, both as seen by watches from this process.\n")
 	fmt.Fprintf(w, "Throughput: %d jobs from the first hub Job creation to the last creation on a worker, %s; the client submitted them in %s.\n",
-		r.jobs, ms(span), ms(r.submitTime))
+		r.jobs, ms(f.span), ms(r.submitTime))
 	fmt.Fprintf(w, "Posted straight: the same %d Jobs created on the workers in turn by as many clients, without Gantry, until all\n"+
 		"completed there (%s), then deleted (%s); Gantry's CPU is the hub's and the agents' over the burst and its deletion.\n",
 		r.jobs, ms(r.direct.run.window), ms(r.direct.clean.window))
 	fmt.Fprintf(w, "Single jobs, one after another, each after the previous completed: min %s, p50 %s, max %s.\n",
 		ms(slices.Min(r.singles)), ms(singleP50), ms(slices.Max(r.singles)))
-	if len(multi) > 0 {
-		fmt.Fprintf(w, "WARNING: %d jobs were not created exactly once on the workers (%s)\n", len(multi), strings.Join(multi, ", "))
+	if len(f.notOnce) > 0 {
+		fmt.Fprintf(w, "WARNING: %d jobs were not created exactly once on the workers (%s)\n", len(f.notOnce), strings.Join(f.notOnce, ", "))
 	}
 	r.printStages(w)
 
@@ -159,28 +208,18 @@ func (r *report) print(w io.Writer) {
 }
 
 // printAgainstDirect compares the burst through Gantry with the same burst posted straight to the
-// workers: its time, the writes a job costs beyond those, and Gantry's own CPU per job.
-func (r *report) printAgainstDirect(tw io.Writer, totAll float64) {
-	n := float64(r.jobs)
-	var direct float64
-	for _, c := range r.clusters {
-		for _, p := range []phase{r.direct.run, r.direct.clean} {
-			for _, v := range p.requests[c] {
-				direct += v / n
-			}
-		}
-	}
-	ratio := r.run.window.Seconds() / r.direct.run.window.Seconds()
-	extra := totAll - direct
-	cpu := (r.hubCPU + r.agentsCPU) / time.Duration(r.jobs)
+// workers: its time, the writes a job costs over and beyond those, and Gantry's own CPU per job.
+func printAgainstDirect(tw io.Writer, f figures) {
+	cpu := fromMillis(f.CPUPerJob)
 	fmt.Fprintf(tw, "burst submit -> all complete, over posted straight to the workers\t%.2fx (%s / %s)\t<= %.2fx\t%s\t\n",
-		ratio, ms(r.run.window), ms(r.direct.run.window), targetBurstRatio, verdict(ratio <= targetBurstRatio))
+		f.CompleteRatio, ms(fromSeconds(f.BurstComplete)), ms(fromSeconds(f.DirectComplete)), targetBurstRatio, verdict(f.CompleteRatio <= targetBurstRatio))
+	fmt.Fprintf(tw, "mutating requests per job, over posted straight to the workers\t%.2fx (%.1f / %.1f)\t\t\t\n",
+		f.WritesRatio, f.WritesPerJob, f.DirectWritesPerJob)
 	fmt.Fprintf(tw, "mutating requests per job beyond those posted straight (%.1f)\t%+.1f\t<= %d\t%s\t\n",
-		direct, extra, targetExtraWrites, verdict(extra <= targetExtraWrites))
-	perJob := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(r.jobs) }
+		f.DirectWritesPerJob, f.ExtraWritesPerJob, targetExtraWrites, verdict(f.ExtraWritesPerJob <= targetExtraWrites))
 	fmt.Fprintf(tw, "Gantry's own CPU per job, hub and agents\t%.2f ms (%.1f + %.1f)\t< %s\t%s\t\n",
-		float64(cpu)/float64(time.Millisecond), perJob(r.hubCPU), perJob(r.agentsCPU), ms(targetCPUPerJob), verdict(cpu < targetCPUPerJob))
-	fmt.Fprintf(tw, "  agents' passes per job, both agents\t%.1f\t\t\t\n", r.agentPasses/float64(r.jobs))
+		f.CPUPerJob, f.HubCPUPerJob, f.AgentsCPUPerJob, ms(targetCPUPerJob), verdict(cpu < targetCPUPerJob))
+	fmt.Fprintf(tw, "  agents' passes per job, both agents\t%.1f\t\t\t\n", f.AgentPassesPerJob)
 }
 
 // printBreakdown lists the writes per job by kind, for both phases together.
