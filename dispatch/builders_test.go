@@ -239,3 +239,12 @@ func (b *cohortBuilder) lendingLimit(cluster string, gpus int) *cohortBuilder {
 	b.c.LendingLimit[cluster] = Resources{"nvidia.com/gpu": int64(gpus) * 1000}
 	return b
 }
+
+// room records what the cluster's agent last reported of one resource, in whole units.
+func (b *snapshotBuilder) room(name, resource string, allocatable, free, largestOnNode int) *snapshotBuilder {
+	c := b.s.Clusters[name]
+	c.Resources = append(c.Resources, ResourceRoom{Name: corev1.ResourceName(resource), Allocatable: int64(allocatable) * 1000,
+		Free: int64(free) * 1000, LargestFreeOnNode: int64(largestOnNode) * 1000})
+	b.s.Clusters[name] = c
+	return b
+}

@@ -49,3 +49,16 @@ func GPUCapacityOf(c *gantry.CapacitySummary) []GPUCapacity {
 	}
 	return out
 }
+
+// ResourceRoomOf is a cluster's reported room per resource; nil when it reports none.
+func ResourceRoomOf(c *gantry.CapacitySummary) []ResourceRoom {
+	if c == nil || len(c.Resources) == 0 {
+		return nil
+	}
+	out := make([]ResourceRoom, len(c.Resources))
+	for i, r := range c.Resources {
+		out[i] = ResourceRoom{Name: r.Name, Allocatable: r.Allocatable.MilliValue(), Free: r.Free.MilliValue(),
+			LargestFreeOnNode: r.LargestFreeOnNode.MilliValue()}
+	}
+	return out
+}

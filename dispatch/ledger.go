@@ -21,6 +21,8 @@ type ledger struct {
 	cohorts  map[string]*cohortNode
 	pools    map[poolKey]*pool
 	slab     []pool
+	// flying is, per cluster, the requests of the copies its report may not count yet (alone.go).
+	flying inFlight
 }
 
 type queueLedger struct {
@@ -60,6 +62,8 @@ type queueLedger struct {
 	// room counts, for the whole pass, the nominations that took quota and the widenings that gave
 	// some back.
 	room *roomChanges
+	// flying is the pass's: the requests of the copies each cluster's report may not count yet.
+	flying inFlight
 	// verdicts is the pass's: the workloads of its verdicts.
 	verdicts *verdictWorkloads
 	// now and rejectionTTL are the snapshot's: when a rejection lapses.
@@ -137,9 +141,10 @@ func emptyLedger(s *Snapshot) *ledger {
 	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{},
 		verdicts: &verdictWorkloads{}}
 	room := &roomChanges{}
+	l.flying = inFlight{}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
-			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, verdicts: l.verdicts,
+			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, flying: l.flying, verdicts: l.verdicts,
 			now: s.Now, rejectionTTL: s.RejectionTTL}
 		for _, c := range q.Clusters {
 			for r := range q.Quota[c] {
@@ -322,6 +327,9 @@ func comparePoolKeys(a, b poolKey) int {
 func (l *ledger) countUsage(s *Snapshot) {
 	l.countTallies(s)
 	for _, w := range s.Workloads {
+		if w.Phase == Pending && w.Epoch > 0 {
+			l.flying.add(w.Nominated, w.Requests)
+		}
 		if ql := l.queues[w.GlobalQueue]; ql != nil {
 			ql.countUsage(w)
 		}

@@ -155,12 +155,7 @@ func (q *queueLedger) review(w *Workload, res *Result) (nominee, bool) {
 		q.hasValidNomination(w, rejected)
 	widen := keep && q.widens(w, rejected)
 	if keep && !widen {
-		verdict := -1
-		if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
-			q.verdicts.add(res, w, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
-			verdict = len(res.Verdicts) - 1
-		}
-		q.noteWaitingOnNodes(w, rejected, verdict)
+		q.keepWaiting(w, rejected, res)
 		return nominee{}, false
 	}
 	if !widen {
@@ -172,6 +167,16 @@ func (q *queueLedger) review(w *Workload, res *Result) (nominee, bool) {
 		w = &cp
 	}
 	return nominee{Workload: w, width: q.width(w, widen), widening: widen}, true
+}
+
+// keepWaiting keeps the workload on the clusters it was sent to, saying what their agents wait for.
+func (q *queueLedger) keepWaiting(w *Workload, rejected map[string]string, res *Result) {
+	verdict := -1
+	if msg := waitingMessage(w, rejected); msg != "" && msg != w.PendingMessage {
+		q.verdicts.add(res, w, Verdict{Key: w.Key, Reason: gantry.ReasonWaitingForAdmission, Message: msg})
+		verdict = len(res.Verdicts) - 1
+	}
+	q.noteWaitingOnNodes(w, rejected, verdict)
 }
 
 // maxAgentMessage bounds how much of one agent's explanation the hub repeats.
@@ -318,10 +323,10 @@ func (ql *queueLedger) hasValidNomination(w *Workload, rejected map[string]strin
 	return false
 }
 
-// widens says whether an incremental queue sends the workload to one more cluster: every cluster that
-// holds a copy of it said it cannot admit it now, and fewer than maxCandidates do.
+// widens says whether the workload goes to more clusters: fewer than maxCandidates hold a copy of it
+// (an incremental queue's, or one sent alone), and every one said it cannot admit it now.
 func (ql *queueLedger) widens(w *Workload, rejected map[string]string) bool {
-	if !ql.q.Incremental || len(w.Nominated) >= ql.maxCandidates {
+	if len(w.Nominated) >= ql.maxCandidates {
 		return false
 	}
 	for _, c := range w.Nominated {
@@ -335,8 +340,8 @@ func (ql *queueLedger) widens(w *Workload, rejected map[string]string) bool {
 	return true
 }
 
-// width is how many clusters the workload's next nomination goes to: maxCandidates; for an incremental
-// queue one, or one more than now when it widens.
+// width is how many clusters the workload's next nomination goes to at most: maxCandidates (fewer
+// where one has room for it alone); for an incremental queue one, or one more than now when it widens.
 func (ql *queueLedger) width(w *Workload, widen bool) int {
 	switch {
 	case !ql.q.Incremental:
@@ -345,6 +350,15 @@ func (ql *queueLedger) width(w *Workload, widen bool) int {
 		return min(len(w.Nominated)+1, ql.maxCandidates)
 	}
 	return 1
+}
+
+// alone narrows a nomination to its best cluster when that one's report leaves room for the workload
+// with a margin (alone.go). A widening workload goes wide: its copy there could not be admitted.
+func (ql *queueLedger) alone(w nominee, best []scored) []scored {
+	if len(best) < 2 || w.widening || !fitsAlone(w.Workload, &ql.clusters[best[0].idx].cluster, ql.flying[ql.clusters[best[0].idx].name]) {
+		return best
+	}
+	return best[:1]
 }
 
 // nominee is a workload that needs clusters in this pass: width is how many clusters it goes to;
@@ -448,8 +462,10 @@ func (n *nominator) step(res *Result) {
 	n.best, sc = n.candidates(w.Workload, vec, max(w.width, 1))
 	if w.widening && len(n.best) <= len(w.Nominated) {
 		ql.reserve(w.Workload, vec) // nowhere more to go: it keeps the clusters it has
+		ql.keepWaiting(w.Workload, w.rejected, res)
 		return
 	}
+	n.best = ql.alone(w, n.best)
 	if len(n.best) == 0 {
 		ql.readCapacity = ql.readCapacity || sc[stageQuota] > 0 // it waits for room on a cluster
 		v := ql.noCandidateVerdict(w.Workload, vec, sc)
@@ -469,6 +485,7 @@ func (n *nominator) step(res *Result) {
 		ql.clusters[b.idx].add(false, vec, 1)
 		nom.Clusters[k] = ql.clusters[b.idx].name
 	}
+	ql.flying.add(nom.Clusters, w.Requests)
 	ql.room.taken++
 	res.Nominations = append(res.Nominations, nom)
 }

@@ -133,6 +133,16 @@ func newModel(data []byte) (*model, []byte) {
 	return m, data
 }
 
+// room is what the cluster's agent reports of its 32 GPUs, 8 a node: none, 8, 16 or 24 free, or no
+// report. Drawn from the number of workloads, so that inputs found before reports keep their meaning.
+func (m *model) room(i int) []ResourceRoom {
+	free := int64((len(m.workloads)+i)%5) * 8000
+	if free == 32000 {
+		return nil
+	}
+	return []ResourceRoom{{Name: "nvidia.com/gpu", Allocatable: 32000, Free: free, LargestFreeOnNode: min(free, 8000)}}
+}
+
 func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 	s := &Snapshot{Clusters: map[string]Cluster{}, Queues: map[string]*GlobalQueue{}}
 	for _, name := range modelQueues {
@@ -157,8 +167,8 @@ func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {
 		}
 		s.Queues[name] = q
 	}
-	for _, c := range m.clusters {
-		s.Clusters[c] = Cluster{Name: c, Connected: m.connected[c], AgentReady: true}
+	for i, c := range m.clusters {
+		s.Clusters[c] = Cluster{Name: c, Connected: m.connected[c], AgentReady: true, Resources: m.room(i)}
 	}
 	if m.tree {
 		s.Cohorts = map[string]*Cohort{}

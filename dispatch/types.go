@@ -73,6 +73,18 @@ type Cluster struct {
 	// Kinds are the kinds of jobs the hub can run there (their API is served and the hub may create
 	// them); nil when not known, and then every kind is tried.
 	Kinds map[string]bool
+	// Resources is what the agent's last report says the cluster has of each resource, over its Ready
+	// nodes; nil when it reported none. It decides only whether a workload goes there alone (alone.go),
+	// never whether it may go.
+	Resources []ResourceRoom
+}
+
+// ResourceRoom is what a cluster had of one resource at its agent's last report, in milli-units.
+type ResourceRoom struct {
+	Name              corev1.ResourceName
+	Allocatable       int64
+	Free              int64
+	LargestFreeOnNode int64
 }
 
 // Runs says whether the cluster can run jobs of the kind ("" is a batch Job).

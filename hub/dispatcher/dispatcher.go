@@ -500,6 +500,11 @@ func (d *Dispatcher) recordNomination(c *change, st *gantry.WorkloadStatus, gen 
 		fmt.Sprintf("dispatched to %s (epoch %d)", list, n.Epoch), gen)
 	setCondition(st, gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonWaitingForAdmission,
 		"waiting for "+list+" to admit", gen)
+	if n.Epoch == 1 {
+		// A job's first dispatch is told by its Admitted Event a moment later, or by a Pending one if
+		// its copies wait: an Event of its own would be a write per job that says nothing new.
+		return nil
+	}
 	return func(job client.Object) {
 		d.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventDispatched, "Dispatch", "Dispatched to %s (epoch %d)", list, n.Epoch)
 	}

@@ -213,7 +213,9 @@ func (w *parkingWorld) update(ctx context.Context, c client.Client, sub string, 
 
 func capacityWith(free int64) *gantry.CapacitySummary {
 	return &gantry.CapacitySummary{GPUProducts: []gantry.GPUProductCapacity{{Product: "A100", Nodes: 2, Allocatable: 16,
-		Free: free, LargestFreeOnNode: min(free, 8), LargestAllocatableOnNode: 8}}}
+		Free: free, LargestFreeOnNode: min(free, 8), LargestAllocatableOnNode: 8}},
+		Resources: []gantry.ResourceCapacity{{Name: gantry.GPUResource, Allocatable: *resource.NewQuantity(16, resource.DecimalSI),
+			Free: *resource.NewQuantity(free, resource.DecimalSI), LargestFreeOnNode: *resource.NewQuantity(min(free, 8), resource.DecimalSI)}}}
 }
 
 // scenarioCounts are how many passes a scenario ran, and of them how many parked a queue's workloads,

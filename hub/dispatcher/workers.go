@@ -51,6 +51,7 @@ func clusterOf(wc *gantry.WorkerCluster) dispatch.Cluster {
 		Cordoned:   wc.Spec.Cordoned,
 		Fenced:     wc.Spec.Fenced,
 		GPUs:       dispatch.GPUCapacityOf(wc.Status.Capacity),
+		Resources:  dispatch.ResourceRoomOf(wc.Status.Capacity),
 	}
 }
 

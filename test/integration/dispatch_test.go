@@ -20,6 +20,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/jobkind"
+	"github.com/gantry-dev/gantry/test/testcluster"
 )
 
 func TestJobIsHeldOnTheHub(t *testing.T) {
@@ -52,11 +53,10 @@ func TestDispatchToTheOnlyClusterWithRoom(t *testing.T) {
 		}
 		return nil
 	})
+	// A first dispatch is told by the Admitted Event alone: one Event written per job, not two.
 	events := hubEvents(t, ns, job.Name)
-	for _, want := range []string{"Dispatched", "Admitted"} {
-		if !contains(events, want) {
-			t.Errorf("no %s event on the hub Job; events:\n%s", want, events)
-		}
+	if !contains(events, "Admitted") || contains(events, "Dispatched") {
+		t.Errorf("the hub Job's events, want Admitted and no Dispatched:\n%s", events)
 	}
 }
 
@@ -68,6 +68,9 @@ func TestBothWorkersAdmitExactlyOneRuns(t *testing.T) {
 	var submitted []*batchv1.Job
 	for i := 0; i < 6; i++ {
 		job := gpuJob(ns, fmt.Sprintf("race-%d", i), 1, 2)
+		// A job that names its GPU product goes to both workers at once, whatever their reports say:
+		// their room is not reported per product (dispatch/alone.go). So both admit, and race.
+		job.Spec.Template.Spec.NodeSelector = map[string]string{gantry.GPUProductLabel: testcluster.GPUProduct}
 		submit(t, job)
 		submitted = append(submitted, job)
 	}
@@ -105,6 +108,25 @@ func TestBothWorkersAdmitExactlyOneRuns(t *testing.T) {
 	})
 	for _, job := range submitted {
 		deleteJob(t, job)
+	}
+}
+
+// TestAJobWithRoomGoesToOneWorkerAlone: where the best worker's capacity report leaves room for a job
+// with a margin, its copy goes there alone, and no copy ever reaches the other worker.
+func TestAJobWithRoomGoesToOneWorkerAlone(t *testing.T) {
+	startHub(t)
+	newGlobalQueue(t, "alone", map[string]int64{"worker-1": 16, "worker-2": 16})
+	ns := newNamespace(t, "alone")
+	dumpOnFailure(t, ns)
+	job := gpuJob(ns, "alone", 1, 1)
+	submit(t, job)
+	winner := runsOn(t, job)
+	if got := hubWorkload(t, job).Status.Nominated(); !slices.Equal(got, []string{winner}) {
+		t.Errorf("nominated %v, want %s alone", got, winner)
+	}
+	var cp gantry.Workload
+	if err := workers[other(winner)].client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: hubWorkload(t, job).Name}, &cp); !apierrors.IsNotFound(err) {
+		t.Errorf("a copy on %s (%v), want none", other(winner), err)
 	}
 }
 

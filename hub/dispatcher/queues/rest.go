@@ -238,11 +238,11 @@ func sameAvailability(was, now map[string]dispatch.Cluster) (string, bool) {
 	return "", true
 }
 
-// sameCapacity says whether every cluster reports the same GPUs as before; if not, it names one that
-// differs.
+// sameCapacity says whether every cluster reports the same GPUs and room as before; if not, it names
+// one that differs.
 func sameCapacity(was, now map[string]dispatch.Cluster) (string, bool) {
 	for name, c := range now {
-		if !slices.Equal(was[name].GPUs, c.GPUs) {
+		if !slices.Equal(was[name].GPUs, c.GPUs) || !slices.Equal(was[name].Resources, c.Resources) {
 			return name, false
 		}
 	}

@@ -1,0 +1,56 @@
+package dispatch
+
+import "slices"
+
+// A workload goes to one cluster alone, not to maxCandidates, where that cluster's last capacity report
+// leaves room for it with a margin: a second copy would only be withdrawn, three writes on its cluster
+// for nothing. Where the room is tight, or the report says nothing of a resource the workload asks
+// for, its copies race on maxCandidates clusters and the first admitted wins. A workload sent alone
+// whose copy cannot be admitted now widens to maxCandidates (widens): a report that trailed costs a
+// round trip, never the job.
+
+// aloneMargin is the share, in percent, of a cluster's allocatable of each resource that its report
+// must show free beyond the workload's requests and the copies in flight there. Reports trail
+// admissions by up to the agent's minimum report interval (5 s); the margin is what a burst may take
+// there meanwhile.
+const aloneMargin = 10
+
+// inFlight is, per cluster, the requests of the copies its report may not count yet: those of the
+// snapshot's nominated workloads and of the pass's nominations. Admissions the report trails are left
+// to the margin.
+type inFlight map[string]Resources
+
+func (f inFlight) add(clusters []string, req Resources) {
+	for _, c := range clusters {
+		r := f[c]
+		if r == nil {
+			r = Resources{}
+			f[c] = r
+		}
+		r.Add(req)
+	}
+}
+
+// fitsAlone says whether the cluster's last report leaves room for the workload with the margin: the
+// whole workload fits on the node with the most free of each resource it requests, and the cluster's
+// free, less flying, exceeds its requests by aloneMargin percent of its allocatable. A workload that
+// names GPU products never goes alone: the report's room is not counted per product.
+func fitsAlone(w *Workload, c *Cluster, flying Resources) bool {
+	if len(w.GPU.Products) > 0 || len(c.Resources) == 0 || len(w.Requests) == 0 {
+		return false
+	}
+	for name, req := range w.Requests {
+		if req <= 0 {
+			continue
+		}
+		i := slices.IndexFunc(c.Resources, func(r ResourceRoom) bool { return r.Name == name })
+		if i < 0 {
+			return false
+		}
+		r := &c.Resources[i]
+		if req > r.LargestFreeOnNode || r.Free-flying[name]-req < r.Allocatable/100*aloneMargin {
+			return false
+		}
+	}
+	return true
+}
