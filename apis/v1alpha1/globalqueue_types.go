@@ -151,7 +151,10 @@ const DefaultMaxCandidates = 2
 // +kubebuilder:validation:XValidation:rule="!has(self.preferredClusters) || (has(self.scores) && self.scores.exists(s, s.name == 'Preference'))",message="preferredClusters needs the Preference score"
 type DispatchPolicy struct {
 	// MaxCandidates is how many clusters receive a copy of a workload at once; the first whose agent admits
-	// it wins. More candidates find room sooner; fewer hold less quota while waiting.
+	// it wins. More candidates find room sooner; fewer hold less quota while waiting. A workload goes to
+	// its best cluster alone while that cluster's capacity report shows room for it with a margin (a tenth
+	// of the cluster's allocatable beyond it and the copies in flight there), and to maxCandidates if its
+	// copy there waits.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16
 	// +kubebuilder:default=2
@@ -167,7 +170,8 @@ type DispatchPolicy struct {
 	// +optional
 	Scores []DispatchScore `json:"scores,omitempty"`
 
-	// Mode is AllAtOnce (default): a workload's copies go to maxCandidates clusters at once; or
+	// Mode is AllAtOnce (default): a workload's copies go to maxCandidates clusters at once (to one where
+	// it has room with a margin, as said of maxCandidates); or
 	// Incremental: to the best cluster first, and to the next best as well each time every cluster
 	// holding a copy said it cannot admit it now, up to maxCandidates. Incremental holds less quota and
 	// makes fewer copies while the first choices have room; AllAtOnce finds room sooner.
