@@ -287,17 +287,25 @@ type copyStates struct {
 // sortCopies splits the copies not being deleted into admitted and pending ones, in key order, going by
 // the writes of earlier passes where the cache does not show them yet.
 func (p *Plan) sortCopies(in Input) copyStates {
-	copies := slices.Clone(in.Copies)
-	slices.SortFunc(copies, func(a, b *gantryv1alpha1.Workload) int { return strings.Compare(GangKey(a), GangKey(b)) })
+	// Each key built once: a pass sorts every copy of the cluster.
+	type keyed struct {
+		key string
+		c   *gantryv1alpha1.Workload
+	}
+	copies := make([]keyed, len(in.Copies))
+	for i, c := range in.Copies {
+		copies[i] = keyed{GangKey(c), c}
+	}
+	slices.SortFunc(copies, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
 	cs := copyStates{
 		current: make(map[string]*metav1.Condition, len(copies)),
 		byKey:   make(map[string]*gantryv1alpha1.Workload, len(copies)),
 	}
-	for _, c := range copies {
+	for _, k := range copies {
+		key, c := k.key, k.c
 		if !IsCopy(c) || c.DeletionTimestamp != nil {
 			continue
 		}
-		key := GangKey(c)
 		cs.byKey[key] = c
 		cond := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadAdmitted)
 		if in.Assumed != nil {

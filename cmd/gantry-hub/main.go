@@ -125,6 +125,9 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 		return err
 	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
+	// The hub's own API server is in its cluster: no gzip, which costs CPU at both ends. Connections to
+	// workers, which may cross slower links, keep it.
+	cfg.DisableCompression = true
 	// Inside the Guard (wrapped below), so that only the writes sent are counted.
 	cfg = remote.CountWrites(cfg, metrics.TargetHub, "")
 	scheme := runtime.NewScheme()
