@@ -355,7 +355,10 @@ func (ql *queueLedger) width(w *Workload, widen bool) int {
 // alone narrows a nomination to its best cluster when that one's report leaves room for the workload
 // with a margin (alone.go). A widening workload goes wide: its copy there could not be admitted.
 func (ql *queueLedger) alone(w nominee, best []scored) []scored {
-	if len(best) < 2 || w.widening || !fitsAlone(w.Workload, &ql.clusters[best[0].idx].cluster, ql.flying[ql.clusters[best[0].idx].name]) {
+	if len(best) < 2 || w.widening {
+		return best
+	}
+	if c := &ql.clusters[best[0].idx]; !fitsAlone(w.Workload, &c.cluster, ql.flying[c.name]) {
 		return best
 	}
 	return best[:1]
