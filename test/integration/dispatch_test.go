@@ -112,7 +112,8 @@ func TestBothWorkersAdmitExactlyOneRuns(t *testing.T) {
 }
 
 // TestAJobWithRoomGoesToOneWorkerAlone: where the best worker's capacity report leaves room for a job
-// with a margin, its copy goes there alone, and no copy ever reaches the other worker.
+// with a margin, its copy goes there alone: it is nominated to that worker only, and the other holds
+// no copy of it.
 func TestAJobWithRoomGoesToOneWorkerAlone(t *testing.T) {
 	startHub(t)
 	newGlobalQueue(t, "alone", map[string]int64{"worker-1": 16, "worker-2": 16})

@@ -146,8 +146,9 @@ func run(o options) error {
 	if r.direct, err = runDirect(ctx, tb, rec, directNS, id, names, o); err != nil {
 		return err
 	}
-	r.print(os.Stdout)
-	this := r.record(o.commit, o.note, time.Now())
+	f := r.figures()
+	r.print(os.Stdout, f)
+	this := r.record(f, o.commit, o.note, time.Now())
 	if last, err := parseRecord(recordedJSON); err != nil {
 		fmt.Fprintf(os.Stdout, "\nThe last recorded run (test/e2e/bench/recorded.json) cannot be read: %v\n", err)
 	} else {

@@ -83,11 +83,12 @@ type record struct {
 //go:embed recorded.json
 var recordedJSON []byte
 
-// record is this run's headline, to print against the last recorded run and maybe to record.
-func (r *report) record(commit, note string, now time.Time) record {
+// record is the headline of the run whose figures are f, to print against the last recorded run and
+// maybe to record.
+func (r *report) record(f figures, commit, note string, now time.Time) record {
 	return record{
 		Commit: commit, Date: now.Format(time.DateOnly), CPUs: runtime.NumCPU(), Jobs: r.jobs,
-		PodRuntime: r.podRuntime.String(), Note: note, Summary: r.figures().summary,
+		PodRuntime: r.podRuntime.String(), Note: note, Summary: f.summary,
 	}
 }
 

@@ -77,10 +77,17 @@ func TestSummaryFromReport(t *testing.T) {
 
 func TestPrintShowsTheRatiosOverPostedStraight(t *testing.T) {
 	var out bytes.Buffer
-	smallReport().print(&out)
+	r := smallReport()
+	r.print(&out, r.figures())
 	for _, want := range []string{"1.25x (10.0 s / 8.00 s)", "2.80x (7.0 / 2.5)", "+4.5", "25.00 ms (10.0 + 15.0)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	// The hub's 10 ms and the agents' 15 ms each miss their bound of under 10 ms.
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "Gantry's own CPU per job") && (!strings.Contains(line, "< 10 ms + 10 ms") || !strings.Contains(line, "MISSED")) {
+			t.Errorf("CPU row %q, want the bounds of the hub and the agents, missed", line)
 		}
 	}
 }
@@ -182,7 +189,8 @@ func findRow(lines []string, name string) string {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
-	rec := smallReport().record("abc1234", "a note", time.Date(2026, 12, 7, 23, 0, 0, 0, time.UTC))
+	r := smallReport()
+	rec := r.record(r.figures(), "abc1234", "a note", time.Date(2026, 12, 7, 23, 0, 0, 0, time.UTC))
 	if rec.Date != "2026-12-07" || rec.Jobs != 4 || rec.PodRuntime != "30s" {
 		t.Errorf("record %+v, want date 2026-12-07, 4 jobs, pods 30s", rec)
 	}

@@ -10,24 +10,27 @@ import (
 	"text/tabwriter"
 	"time"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
-// Targets, and what Kueue MultiKueue v0.17.0 measured for the same things, printed for comparison.
+// Targets, and what Kueue MultiKueue v0.17.0 measured on this machine at its best configuration (the
+// worker-client budget of later Kueue releases, raised concurrency), printed for comparison.
 const (
-	targetThroughput = 50.0                  // jobs/s, at least
-	targetSingleP50  = 30 * time.Millisecond // at most
+	// targetThroughput is twice the 19.9 jobs/s another client measured through Gantry on 2026-12-06.
+	targetThroughput = 40.0                  // jobs/s, at least
+	targetSingleP50  = 40 * time.Millisecond // at most
 	// targetBurstRatio bounds the burst's time through Gantry over its time posted straight to the workers.
-	targetBurstRatio = 1.05
-	// targetCPUPerJob bounds the CPU the hub and the agents spend on one job, all its phases.
-	targetCPUPerJob = 5 * time.Millisecond
+	targetBurstRatio = 1.08
+	// targetHubCPUPerJob and targetAgentsCPUPerJob bound the CPU the hub, and the agents together, spend
+	// on one job, all its phases.
+	targetHubCPUPerJob    = 10 * time.Millisecond
+	targetAgentsCPUPerJob = 10 * time.Millisecond
 	// targetExtraWrites bounds the writes a job costs through Gantry beyond those it costs posted straight
-	// to a worker: twice its candidates (a copy and its admission on each) and 5 more.
-	targetExtraWrites = 2*gantry.DefaultMaxCandidates + 5
-	kueueThroughput   = "1.2-1.3 jobs/s"
-	kueueSingle       = "~7 s"
-	kueueRequests     = "33-36"
+	// to a worker: half of the +21.6 measured on 2026-12-06.
+	targetExtraWrites = 10.8
+	kueueThroughput   = "4.0 jobs/s"
+	kueueSingle       = "153 ms"
+	kueueRequests     = "33-36 (default configuration)"
 )
 
 // phase is one measured stretch of the burst.
@@ -157,13 +160,13 @@ func (r *report) writeFigures(f *figures) {
 	f.WritesRatio = ratio(f.WritesPerJob, f.DirectWritesPerJob)
 }
 
-func (r *report) print(w io.Writer) {
-	f := r.figures()
+// print writes the report of the run whose figures are f (r.figures()).
+func (r *report) print(w io.Writer, f figures) {
 	fmt.Fprintf(w, "\nGantry dispatch benchmark: a burst of %d one-pod Jobs (cpu 100m, pods run %s) and %d single Jobs, on a hub and two kwok workers (%d CPUs here)\n\n",
 		r.jobs, r.podRuntime, len(r.singles), runtime.NumCPU())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	singleP50 := fromMillis(f.SingleP50)
-	fmt.Fprintln(tw, "\tGantry\ttarget\t\tKueue MultiKueue v0.17.0")
+	fmt.Fprintln(tw, "\tGantry\ttarget\t\tKueue MultiKueue v0.17.0, best configuration")
 	fmt.Fprintf(tw, "burst dispatch throughput\t%.1f jobs/s\t>= %.0f jobs/s\t%s\t%s\n", f.BurstThroughput, targetThroughput, verdict(f.BurstThroughput >= targetThroughput), kueueThroughput)
 	fmt.Fprintf(tw, "burst latency p50 / p99\t%s / %s\t\t\t\n", ms(fromMillis(f.BurstP50)), ms(fromMillis(f.BurstP99)))
 	fmt.Fprintf(tw, "single job latency p50 (%d runs)\t%s\t< %s\t%s\t%s\n", len(r.singles), ms(singleP50), ms(targetSingleP50), verdict(singleP50 < targetSingleP50), kueueSingle)
@@ -210,15 +213,16 @@ func (r *report) print(w io.Writer) {
 // printAgainstDirect compares the burst through Gantry with the same burst posted straight to the
 // workers: its time, the writes a job costs over and beyond those, and Gantry's own CPU per job.
 func printAgainstDirect(tw io.Writer, f figures) {
-	cpu := fromMillis(f.CPUPerJob)
+	hub, agents := fromMillis(f.HubCPUPerJob), fromMillis(f.AgentsCPUPerJob)
 	fmt.Fprintf(tw, "burst submit -> all complete, over posted straight to the workers\t%.2fx (%s / %s)\t<= %.2fx\t%s\t\n",
 		f.CompleteRatio, ms(fromSeconds(f.BurstComplete)), ms(fromSeconds(f.DirectComplete)), targetBurstRatio, verdict(f.CompleteRatio <= targetBurstRatio))
 	fmt.Fprintf(tw, "mutating requests per job, over posted straight to the workers\t%.2fx (%.1f / %.1f)\t\t\t\n",
 		f.WritesRatio, f.WritesPerJob, f.DirectWritesPerJob)
-	fmt.Fprintf(tw, "mutating requests per job beyond those posted straight (%.1f)\t%+.1f\t<= %d\t%s\t\n",
+	fmt.Fprintf(tw, "mutating requests per job beyond those posted straight (%.1f)\t%+.1f\t<= %.1f\t%s\t\n",
 		f.DirectWritesPerJob, f.ExtraWritesPerJob, targetExtraWrites, verdict(f.ExtraWritesPerJob <= targetExtraWrites))
-	fmt.Fprintf(tw, "Gantry's own CPU per job, hub and agents\t%.2f ms (%.1f + %.1f)\t< %s\t%s\t\n",
-		f.CPUPerJob, f.HubCPUPerJob, f.AgentsCPUPerJob, ms(targetCPUPerJob), verdict(cpu < targetCPUPerJob))
+	fmt.Fprintf(tw, "Gantry's own CPU per job, hub and agents\t%.2f ms (%.1f + %.1f)\t< %s + %s\t%s\t\n",
+		f.CPUPerJob, f.HubCPUPerJob, f.AgentsCPUPerJob, ms(targetHubCPUPerJob), ms(targetAgentsCPUPerJob),
+		verdict(hub < targetHubCPUPerJob && agents < targetAgentsCPUPerJob))
 	fmt.Fprintf(tw, "  agents' passes per job, both agents\t%.1f\t\t\t\n", f.AgentPassesPerJob)
 }
 
