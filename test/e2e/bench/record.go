@@ -120,10 +120,15 @@ func writeRecord(path string, rec record) error {
 // on, so that a flag is worth a look and silence does not hide a slide like the third of throughput
 // once lost over a week.
 const (
-	// throughputTolerance covers the burst's throughput and its time over posting straight.
-	throughputTolerance = 0.15
-	// singleTolerance covers the single jobs' p50: ten runs of tens of milliseconds each.
-	singleTolerance = 0.25
+	// throughputTolerance covers the burst's throughput: eight runs of one build on an idle machine
+	// ranged 28-41 jobs/s.
+	throughputTolerance = 0.30
+	// ratioTolerance covers the burst's time over posting straight, which the same runs held to
+	// 1.01-1.02x (and which a worker winning most of the jobs moved to 1.14-1.37x).
+	ratioTolerance = 0.05
+	// singleTolerance covers the single jobs' p50: ten jobs of tens of milliseconds each, 20-30 ms
+	// over those runs.
+	singleTolerance = 0.5
 	// writesTolerance is tight because writes per job are the steady figure: they count requests
 	// rather than time, so they hardly move between runs of the same code, whatever the machine's load.
 	writesTolerance = 0.03
@@ -150,7 +155,7 @@ var headlines = []headline{
 	{"single job latency p50", func(s summary) figure { return s.SingleP50 }, formatMillis, true, singleTolerance},
 	{"burst submit -> all complete, through Gantry", func(s summary) figure { return s.BurstComplete }, formatSeconds, true, notJudged},
 	{"burst submit -> all complete, posted straight", func(s summary) figure { return s.DirectComplete }, formatSeconds, true, notJudged},
-	{"burst completion, Gantry over posted straight", func(s summary) figure { return s.CompleteRatio }, formatf("%.2fx"), true, throughputTolerance},
+	{"burst completion, Gantry over posted straight", func(s summary) figure { return s.CompleteRatio }, formatf("%.2fx"), true, ratioTolerance},
 	{"mutating requests per job, all clusters", func(s summary) figure { return s.WritesPerJob }, formatf("%.1f"), true, writesTolerance},
 	{"mutating requests per job, posted straight", func(s summary) figure { return s.DirectWritesPerJob }, formatf("%.1f"), true, notJudged},
 	{"mutating requests per job beyond posted straight", func(s summary) figure { return s.ExtraWritesPerJob }, formatf("%+.1f"), true, notJudged},

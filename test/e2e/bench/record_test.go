@@ -113,14 +113,15 @@ func TestCompareFlagsWhatMovedTheBadWayBeyondTolerance(t *testing.T) {
 		wantWorse bool
 		change    string
 	}{
-		{"throughput down 20%", summary{BurstThroughput: 16}, "burst dispatch throughput", true, "-20.0%"},
-		{"throughput down 10%, within 15%", summary{BurstThroughput: 18}, "burst dispatch throughput", false, "-10.0%"},
+		{"throughput down 40%", summary{BurstThroughput: 12}, "burst dispatch throughput", true, "-40.0%"},
+		{"throughput down 20%, within 30%", summary{BurstThroughput: 16}, "burst dispatch throughput", false, "-20.0%"},
 		{"throughput up, better", summary{BurstThroughput: 30}, "burst dispatch throughput", false, "+50.0%"},
 		{"writes up 5%, beyond 3%", summary{WritesPerJob: 42}, "mutating requests per job, all clusters", true, "+5.0%"},
 		{"writes up 2%, within 3%", summary{WritesPerJob: 40.8}, "mutating requests per job, all clusters", false, "+2.0%"},
 		{"writes down, better", summary{WritesPerJob: 30}, "mutating requests per job, all clusters", false, "-25.0%"},
 		{"CPU up 20%", summary{CPUPerJob: 48}, "Gantry's own CPU per job, hub and agents", true, "+20.0%"},
-		{"burst ratio up 25%", summary{CompleteRatio: 1.5}, "burst completion, Gantry over posted straight", true, "+25.0%"},
+		{"burst ratio up 10%", summary{CompleteRatio: 1.32}, "burst completion, Gantry over posted straight", true, "+10.0%"},
+		{"burst ratio up 2.5%, within 5%", summary{CompleteRatio: 1.23}, "burst completion, Gantry over posted straight", false, "+2.5%"},
 		{"p99 doubled, not judged", summary{BurstP99: 1000}, "burst latency p99", false, "+100.0%"},
 		{"single p50 not recorded", summary{SingleP50: 500}, "single job latency p50", false, "-"},
 		{"throughput not measured now", summary{}, "burst dispatch throughput", false, "-"},
@@ -147,15 +148,15 @@ func TestPrintAgainstRecorded(t *testing.T) {
 	last := record{Commit: "afb7230", Date: "2026-12-06", CPUs: 2, Jobs: 300, PodRuntime: "30s", Note: "figures as reported",
 		Summary: summary{BurstThroughput: 19, SingleP50: 66, WritesPerJob: 41.3, CPUPerJob: 45}}
 	this := record{Commit: "abc1234", CPUs: 4, Jobs: 300, PodRuntime: "30s",
-		Summary: summary{BurstThroughput: 15.2, BurstP50: 900, SingleP50: 70, WritesPerJob: 41.5, CPUPerJob: 39}}
+		Summary: summary{BurstThroughput: 9.5, BurstP50: 900, SingleP50: 70, WritesPerJob: 41.5, CPUPerJob: 39}}
 	var out bytes.Buffer
 	printAgainstRecorded(&out, this, last)
 	t.Logf("\n%s", out.String())
 	lines := strings.Split(out.String(), "\n")
 	wantRows := map[string][]string{
-		"burst dispatch throughput":                {"15.2 jobs/s", "19.0 jobs/s", "-20.0%", "15%", "WORSE"},
+		"burst dispatch throughput":                {"9.5 jobs/s", "19.0 jobs/s", "-50.0%", "30%", "WORSE"},
 		"burst latency p50":                        {"900 ms", "-", "-", "-"},
-		"single job latency p50":                   {"70 ms", "66 ms", "+6.1%", "25%"},
+		"single job latency p50":                   {"70 ms", "66 ms", "+6.1%", "50%"},
 		"mutating requests per job, all clusters":  {"41.5", "41.3", "+0.5%", "3%"},
 		"Gantry's own CPU per job, hub and agents": {"39.0 ms", "45.0 ms", "-13.3%", "15%"},
 	}
