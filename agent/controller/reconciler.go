@@ -39,6 +39,7 @@ import (
 	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
 	"github.com/gantry-dev/gantry/internal/expectations"
 	"github.com/gantry-dev/gantry/internal/kueue"
+	"github.com/gantry-dev/gantry/internal/pace"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -71,7 +72,20 @@ type Options struct {
 	// RediscoveryInterval is how often the agent looks for the optional APIs its cluster does not serve
 	// yet. Defaults to DefaultRediscoveryInterval.
 	RediscoveryInterval time.Duration
+	// PassGap is the least time from one pass's start to the next's under the manager (Reconcile called
+	// directly is never held back). Defaults to DefaultPassGap; negative for none.
+	PassGap time.Duration
 }
+
+// DefaultPassGap takes a burst's changes in up to ten passes a second: a copy waits at most that long
+// for its admission, and one arriving on an idle agent none.
+const DefaultPassGap = 100 * time.Millisecond
+
+// Passes beyond a burst take at most a quarter of a core, as the hub's dispatcher's do.
+const (
+	passDuty  = 0.25
+	passBurst = 500 * time.Millisecond
+)
 
 // DefaultPlacementTimeout leaves the scheduler and the Job controller ample time, even on a busy cluster.
 const DefaultPlacementTimeout = 5 * time.Minute
@@ -119,6 +133,9 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, clk clock.Clo
 	if opts.RediscoveryInterval <= 0 {
 		opts.RediscoveryInterval = DefaultRediscoveryInterval
 	}
+	if opts.PassGap == 0 {
+		opts.PassGap = DefaultPassGap
+	}
 	return &Reconciler{
 		client:     c,
 		recorder:   recorder,
@@ -161,13 +178,27 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	d := &discovery{mgr: mgr, enqueue: enqueue, found: make(chan event.GenericEvent, 1), missing: optionalAPIs()}
 	b = b.WatchesRawSource(source.Channel(d.found, enqueue))
 	var err error
-	if d.ctrl, err = b.Build(r); err != nil {
+	if d.ctrl, err = b.Build(r.paced()); err != nil {
 		return err
 	}
 	if err := d.takeUp(context.Background(), r); err != nil {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return d.rediscover(ctx, r) }))
+}
+
+// paced runs the passes the manager asks for as pace allows: one held back is asked for again when due,
+// and the changes that come meanwhile are taken in it.
+func (r *Reconciler) paced() reconcile.Reconciler {
+	budget := pace.New(passDuty, passBurst, max(r.opts.PassGap, 0), r.clock.Now())
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if wait := budget.Wait(r.clock.Now()); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		start := r.clock.Now()
+		defer func() { budget.Spend(start, r.clock.Now()) }()
+		return r.Reconcile(ctx, req)
+	})
 }
 
 // serves says whether the cluster serves the kind, and the agent knows its type.

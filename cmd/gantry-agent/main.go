@@ -52,6 +52,7 @@ type options struct {
 	reservation  time.Duration
 	starvation   time.Duration
 	placement    time.Duration
+	passGap      time.Duration
 	zap          zap.Options
 	version      bool
 }
@@ -84,6 +85,8 @@ func parseFlags(args []string) (*options, error) {
 		"How long a job that does not fit may be passed by later, smaller ones before the nodes it could use are held for it; 0 never holds them.")
 	fs.DurationVar(&o.placement, "placement-timeout", controller.DefaultPlacementTimeout,
 		"How long after its Job was created an admitted job may still have pods not on nodes before the agent gives it up and the hub dispatches it again; 0 waits for ever.")
+	fs.DurationVar(&o.passGap, "pass-gap", controller.DefaultPassGap,
+		"Least time from one admission pass's start to the next's: a burst's changes are taken in passes that each act on many; a change on an idle agent waits for none. 0 for no gap.")
 	fs.BoolVar(&o.version, "version", false,
 		"Print the version and commit and exit.")
 	o.zap.BindFlags(fs)
@@ -172,7 +175,8 @@ func run(o *options) error {
 	}
 
 	r, err := controller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder(controller.ControllerName), clock.RealClock{},
-		controller.Options{ClusterName: o.clusterName, ReservationTTL: o.reservation, StarvationTimeout: o.starvation, PlacementTimeout: o.placement})
+		controller.Options{ClusterName: o.clusterName, ReservationTTL: o.reservation, StarvationTimeout: o.starvation, PlacementTimeout: o.placement,
+			PassGap: passGapOption(o.passGap)})
 	if err != nil {
 		return err
 	}
@@ -214,4 +218,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gantry-agent: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// passGapOption turns the flag's 0 (no gap) into the Options' negative; Options take 0 for the default.
+func passGapOption(gap time.Duration) time.Duration {
+	if gap == 0 {
+		return -1
+	}
+	return gap
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/gantry-dev/gantry/hub/dispatcher/queues"
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/internal/expectations"
+	"github.com/gantry-dev/gantry/internal/pace"
 )
 
 // Reasons of Events on hub Jobs.
@@ -131,7 +132,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	resync := d.Clock.NewTicker(d.Resync)
 	defer resync.Stop()
 	var statusDue <-chan time.Time // a pass to write statuses that the last pass held back
-	budget := passBudget{left: passBurst, at: d.Clock.Now()}
+	budget := pace.New(passDuty, passBurst, 0, d.Clock.Now())
 	d.Trigger()
 	for {
 		select {
@@ -142,7 +143,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			d.queues.Forget() // the safety net walks every workload
 		case <-statusDue:
 		}
-		if wait := budget.wait(d.Clock.Now()); wait > 0 {
+		if wait := budget.Wait(d.Clock.Now()); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return d.stop()
@@ -163,9 +164,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		if wait > 0 {
 			statusDue = d.Clock.After(wait)
 		}
-		took := d.Clock.Since(start)
-		budget.spend(d.Clock.Now(), took)
-		metrics.DispatchPass(took)
+		end := d.Clock.Now()
+		budget.Spend(start, end)
+		metrics.DispatchPass(end.Sub(start))
 	}
 }
 
@@ -185,35 +186,6 @@ const (
 	passDuty  = 0.25
 	passBurst = 500 * time.Millisecond
 )
-
-// passBudget is the time passes may still take before the next one has to wait: it fills at passDuty
-// of the time passing, up to passBurst, and each pass takes what it took.
-type passBudget struct {
-	left time.Duration
-	at   time.Time // when left was last brought up to date
-}
-
-func (b *passBudget) refill(now time.Time) {
-	if now.After(b.at) {
-		b.left = min(passBurst, b.left+time.Duration(passDuty*float64(now.Sub(b.at))))
-		b.at = now
-	}
-}
-
-// wait is how long the next pass has to wait, at now, for the budget to be back to zero.
-func (b *passBudget) wait(now time.Time) time.Duration {
-	b.refill(now)
-	if b.left >= 0 {
-		return 0
-	}
-	return time.Duration(float64(-b.left) / passDuty)
-}
-
-// spend takes a pass that took took, ending at now, from the budget.
-func (b *passBudget) spend(now time.Time, took time.Duration) {
-	b.refill(now)
-	b.left -= took
-}
 
 // pass runs one dispatch pass and says when the statuses it held back are due.
 func (d *Dispatcher) pass(ctx context.Context) (time.Duration, error) {

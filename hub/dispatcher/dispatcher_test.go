@@ -523,30 +523,3 @@ func TestPassesArePaced(t *testing.T) {
 		passesAre(5) // the two triggers made one pass
 	})
 }
-
-func TestPassBudget(t *testing.T) {
-	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	type pass struct{ at, took, wantWait time.Duration }
-	for name, passes := range map[string][]pass{
-		"short passes never wait": {{0, time.Millisecond, 0}, {time.Millisecond, time.Millisecond, 0}, {2 * time.Millisecond, time.Millisecond, 0}},
-		"a burst, then the duty": {
-			{0, 400 * time.Millisecond, 0},                      // 500 (full, nothing added) - 400 = 100
-			{400 * time.Millisecond, 400 * time.Millisecond, 0}, // 100 + 100 - 400 = -200: 800 ms to make up
-			{800 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond},
-		},
-		"idle refills up to the burst": {
-			{0, 600 * time.Millisecond, 0},         // 500 (full, nothing added) - 600 = -100
-			{time.Hour, 600 * time.Millisecond, 0}, // full again
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			b := passBudget{left: passBurst, at: start}
-			for i, p := range passes {
-				if got := b.wait(start.Add(p.at)); got != p.wantWait {
-					t.Fatalf("pass %d at %v: wait %v, want %v", i, p.at, got, p.wantWait)
-				}
-				b.spend(start.Add(p.at+p.wantWait+p.took), p.took)
-			}
-		})
-	}
-}

@@ -97,6 +97,9 @@ func runDirect(ctx context.Context, tb *testbed.Testbed, rec *recorder, ns, id s
 	if err := rec.waitAll(ns, names, "deleted from its worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerGone.IsZero() }); err != nil {
 		return d, err
 	}
+	if err := waitNoneLeft(ctx, tb.Workers, &corev1.PodList{}, ns, o.waitTimeout); err != nil {
+		return d, err
+	}
 	afterClean, err := scrapeAll(ctx, tb)
 	if err != nil {
 		return d, err
@@ -143,8 +146,9 @@ func cleanUpDirect(tb *testbed.Testbed, ns string) {
 	}
 }
 
-// agentPasses is how many passes the testbed's agents have run so far, from their own metrics
-// (controller-runtime's reconcile count of the agent's controller).
+// agentPasses is how many passes the testbed's agents have run so far, from their own metrics (the
+// count of the pass duration histogram: controller-runtime's count of reconciles also has the calls
+// that pacing held back).
 func agentPasses(ctx context.Context, tb *testbed.Testbed) (float64, error) {
 	var total float64
 	for _, name := range gantryProcesses[1:] {
@@ -160,7 +164,7 @@ func agentPasses(ctx context.Context, tb *testbed.Testbed) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("reading the metrics of %s: %w", name, err)
 		}
-		total += m.Sum("controller_runtime_reconcile_total", "controller", "gantry-agent")
+		total += m.Observations("gantry_agent_admission_pass_duration_seconds")
 	}
 	return total, nil
 }

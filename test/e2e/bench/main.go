@@ -24,6 +24,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -243,7 +244,11 @@ func runBurst(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report
 	if err := rec.waitAll(ns, names, "deleted from their worker", o.waitTimeout, func(t jobTimes) bool { return !t.workerGone.IsZero() }); err != nil {
 		return err
 	}
-	if err := waitNoWorkloads(ctx, tb, ns, o.waitTimeout); err != nil {
+	if err := waitNoneLeft(ctx, tb.All(), &gantry.WorkloadList{}, ns, o.waitTimeout); err != nil {
+		return err
+	}
+	// Posted straight or not, a deleted Job's pods go after it: the phase ends when they are gone.
+	if err := waitNoneLeft(ctx, tb.Workers, &corev1.PodList{}, ns, o.waitTimeout); err != nil {
 		return err
 	}
 	cpuAfter, err := processCPU(tb)
@@ -410,23 +415,22 @@ func dispatchStuck(ctx context.Context, tb *testbed.Testbed, ns string, err erro
 	return fmt.Errorf("%s\nsee the logs in the testbed's logs/ directory", msg)
 }
 
-// waitNoWorkloads waits until the hub and the workers hold no Workload in the namespace.
-func waitNoWorkloads(ctx context.Context, tb *testbed.Testbed, ns string, timeout time.Duration) error {
+// waitNoneLeft polls until the clusters hold no object of list's kind in ns, or fails after timeout.
+func waitNoneLeft(ctx context.Context, clusters []*testbed.Cluster, list client.ObjectList, ns string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		left := 0
-		for _, c := range tb.All() {
-			var wls gantry.WorkloadList
-			if err := c.Client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
+		for _, c := range clusters {
+			if err := c.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 				return err
 			}
-			left += len(wls.Items)
+			left += meta.LenList(list)
 		}
 		if left == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s, %d workloads in %s are left on the clusters", timeout, left, ns)
+			return fmt.Errorf("after %s, %d %T items in %s are left on the clusters", timeout, left, list, ns)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -442,7 +446,7 @@ func cleanUp(tb *testbed.Testbed, namespaces ...string) {
 	}
 	// Gantry withdraws the Jobs from the workers before the hub Workloads go.
 	for _, ns := range namespaces {
-		_ = waitNoWorkloads(ctx, tb, ns, time.Minute)
+		_ = waitNoneLeft(ctx, tb.All(), &gantry.WorkloadList{}, ns, time.Minute)
 	}
 	for _, c := range tb.All() {
 		for _, ns := range namespaces {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -226,36 +227,75 @@ func printAgainstDirect(tw io.Writer, f figures) {
 	fmt.Fprintf(tw, "  agents' passes per job, both agents\t%.1f\t\t\t\n", f.AgentPassesPerJob)
 }
 
-// printBreakdown lists the writes per job by kind, for both phases together.
+// breakdownRow is one kind of write in printBreakdown: per job, on each cluster through Gantry, in its
+// delete phase, and the same burst posted straight to the workers (all clusters).
+type breakdownRow struct {
+	key      reqKey
+	owner    string
+	values   []float64
+	clean    float64
+	total    float64
+	straight float64
+}
+
+// printBreakdown lists the writes per job by kind, for both phases together, beside the same burst
+// posted straight to the workers: the last column is what a job costs through Gantry beyond that.
 func (r *report) printBreakdown(w io.Writer) {
-	type row struct {
-		key    reqKey
-		owner  string
-		values []float64
-		clean  float64
-		total  float64
+	list := r.breakdownRows()
+	fmt.Fprintf(w, "\nMutating requests per job by kind, both phases (%s + %s); \"-> code\": requests that failed:\n", ms(r.run.window), ms(r.clean.window))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "request\tby\t%s\tof all: in delete phase\tposted straight\tbeyond\n", strings.Join(r.clusters, "\t"))
+	var beyond float64
+	for _, rw := range list {
+		vals := make([]string, len(rw.values))
+		for i, v := range rw.values {
+			vals[i] = fmt.Sprintf("%.2f", v)
+		}
+		beyond += rw.total - rw.straight
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%+.2f\n", rw.key, rw.owner, strings.Join(vals, "\t"), rw.clean, rw.straight, rw.total-rw.straight)
 	}
-	rows := map[reqKey]*row{}
+	g := make([]string, len(r.clusters))
+	var clean float64
+	for i, c := range r.clusters {
+		g[i] = fmt.Sprintf("%.2f", (r.run.events[c][0]+r.clean.events[c][0])/float64(r.jobs))
+		clean += r.clean.events[c][0] / float64(r.jobs)
+	}
+	fmt.Fprintf(tw, "  of the events: from gantry-*\t(listed)\t%s\t%.2f\t\t\n", strings.Join(g, "\t"), clean)
+	fmt.Fprintf(tw, "  all kinds listed\t\t%s\t\t\t%+.2f\n", strings.Repeat("\t", len(r.clusters)-1), beyond)
+	_ = tw.Flush()
+}
+
+// breakdownRows sums the writes per job by kind, through Gantry and posted straight, leaving out kinds
+// under 0.005 per job in both, ordered by who writes them and then by count.
+func (r *report) breakdownRows() []*breakdownRow {
+	rows := map[reqKey]*breakdownRow{}
+	row := func(k reqKey) *breakdownRow {
+		if rows[k] == nil {
+			rows[k] = &breakdownRow{key: k, values: make([]float64, len(r.clusters))}
+		}
+		return rows[k]
+	}
+	perJob := 1 / float64(r.jobs)
 	for i, c := range r.clusters {
 		for _, p := range []phase{r.run, r.clean} {
 			for k, v := range p.requests[c] {
-				rw := rows[k]
-				if rw == nil {
-					rw = &row{key: k, values: make([]float64, len(r.clusters))}
-					rows[k] = rw
-				}
-				v /= float64(r.jobs)
-				rw.values[i] += v
-				rw.total += v
+				rw := row(k)
+				rw.values[i] += v * perJob
+				rw.total += v * perJob
 				if p.name == r.clean.name {
-					rw.clean += v
+					rw.clean += v * perJob
 				}
 			}
 		}
+		for _, p := range []phase{r.direct.run, r.direct.clean} {
+			for k, v := range p.requests[c] {
+				row(k).straight += v * perJob
+			}
+		}
 	}
-	var list []*row
+	var list []*breakdownRow
 	for _, rw := range rows {
-		if rw.total < 0.005 {
+		if rw.total < 0.005 && rw.straight < 0.005 {
 			continue
 		}
 		owners := map[string]bool{}
@@ -264,12 +304,10 @@ func (r *report) printBreakdown(w io.Writer) {
 				owners[owner(c == testbed.HubName, rw.key)] = true
 			}
 		}
-		var names []string
-		for o := range owners {
-			names = append(names, o)
+		if len(owners) == 0 {
+			owners[owner(false, rw.key)] = true
 		}
-		sort.Strings(names)
-		rw.owner = strings.Join(names, "/")
+		rw.owner = strings.Join(slices.Sorted(maps.Keys(owners)), "/")
 		list = append(list, rw)
 	}
 	sort.Slice(list, func(i, j int) bool {
@@ -278,24 +316,7 @@ func (r *report) printBreakdown(w io.Writer) {
 		}
 		return list[i].total > list[j].total
 	})
-	fmt.Fprintf(w, "\nMutating requests per job by kind, both phases (%s + %s); \"-> code\": requests that failed:\n", ms(r.run.window), ms(r.clean.window))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "request\tby\t%s\tof all: in delete phase\n", strings.Join(r.clusters, "\t"))
-	for _, rw := range list {
-		vals := make([]string, len(rw.values))
-		for i, v := range rw.values {
-			vals[i] = fmt.Sprintf("%.2f", v)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\n", rw.key, rw.owner, strings.Join(vals, "\t"), rw.clean)
-	}
-	g := make([]string, len(r.clusters))
-	var clean float64
-	for i, c := range r.clusters {
-		g[i] = fmt.Sprintf("%.2f", (r.run.events[c][0]+r.clean.events[c][0])/float64(r.jobs))
-		clean += r.clean.events[c][0] / float64(r.jobs)
-	}
-	fmt.Fprintf(tw, "  of the events: from gantry-*\t(listed)\t%s\t%.2f\n", strings.Join(g, "\t"), clean)
-	_ = tw.Flush()
+	return list
 }
 
 // stages of a dispatch, each from the end of the one before.
