@@ -72,14 +72,18 @@ type Options struct {
 	// RediscoveryInterval is how often the agent looks for the optional APIs its cluster does not serve
 	// yet. Defaults to DefaultRediscoveryInterval.
 	RediscoveryInterval time.Duration
-	// PassGap is the least time from one pass's start to the next's under the manager (Reconcile called
-	// directly is never held back). Defaults to DefaultPassGap; negative for none.
+	// PassGap is the least time between passes under the manager beyond passesInARow of them at once
+	// (Reconcile called directly is never held back). Defaults to DefaultPassGap; negative for none.
 	PassGap time.Duration
 }
 
 // DefaultPassGap takes a burst's changes in up to ten passes a second: a copy waits at most that long
-// for its admission, and one arriving on an idle agent none.
+// for its admission, and one on an agent that ran fewer than passesInARow passes in the last gaps none.
 const DefaultPassGap = 100 * time.Millisecond
+
+// passesInARow is how many passes may run at once before the gap spaces them: a job's own few changes
+// (its copy, its pod bound, its pod ended) never wait.
+const passesInARow = 4
 
 // Passes beyond a burst take at most a quarter of a core, as the hub's dispatcher's do.
 const (
@@ -190,7 +194,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 // paced runs the passes the manager asks for as pace allows: one held back is asked for again when due,
 // and the changes that come meanwhile are taken in it.
 func (r *Reconciler) paced() reconcile.Reconciler {
-	budget := pace.New(passDuty, passBurst, max(r.opts.PassGap, 0), r.clock.Now())
+	budget := pace.New(pace.Options{Duty: passDuty, Burst: passBurst, Gap: max(r.opts.PassGap, 0), InARow: passesInARow}, r.clock.Now())
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if wait := budget.Wait(r.clock.Now()); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil

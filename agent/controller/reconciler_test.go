@@ -313,3 +313,53 @@ func TestNewReconcilerNeedsClusterName(t *testing.T) {
 		t.Error("NewReconciler without a cluster name: want an error")
 	}
 }
+
+// TestPassesUnderTheManagerArePaced: beyond passesInARow passes at once, a pass asked for within the
+// gap is asked for again when it is due, and runs then; Reconcile called directly is never held back.
+func TestPassesUnderTheManagerArePaced(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(start)
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(gpuNode("n1")).
+		WithStatusSubresource(&gantryv1alpha1.Workload{}, &gantryv1alpha1.CapacityReport{}).Build()
+	r, err := NewReconciler(c, events.NewFakeRecorder(10), clk, Options{ClusterName: "worker-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passes := func() float64 {
+		t.Helper()
+		var m dto.Metric
+		if err := passDuration.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return float64(m.GetHistogram().GetSampleCount())
+	}
+	paced := r.paced()
+	before := passes()
+	run := func(wantPasses float64) time.Duration {
+		t.Helper()
+		res, err := paced.Reconcile(ctx, passRequest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := passes() - before; got != wantPasses {
+			t.Fatalf("at %s: %v passes, want %v", clk.Now().Sub(start), got, wantPasses)
+		}
+		return res.RequeueAfter
+	}
+	for i := 1; i <= passesInARow; i++ {
+		run(float64(i))
+	}
+	wait := run(passesInARow) // held back
+	if wait <= 0 || wait > DefaultPassGap {
+		t.Fatalf("a pass beyond %d in a row is asked for again after %s, want within (0, %s]", passesInARow, wait, DefaultPassGap)
+	}
+	clk.Step(wait)
+	run(passesInARow + 1) // due
+	if _, err := r.Reconcile(ctx, passRequest); err != nil {
+		t.Fatal(err)
+	}
+	if got := passes() - before; got != passesInARow+2 {
+		t.Fatalf("Reconcile called directly: %v passes, want %d", got, passesInARow+2)
+	}
+}

@@ -86,7 +86,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.placement, "placement-timeout", controller.DefaultPlacementTimeout,
 		"How long after its Job was created an admitted job may still have pods not on nodes before the agent gives it up and the hub dispatches it again; 0 waits for ever.")
 	fs.DurationVar(&o.passGap, "pass-gap", controller.DefaultPassGap,
-		"Least time from one admission pass's start to the next's: a burst's changes are taken in passes that each act on many; a change on an idle agent waits for none. 0 for no gap.")
+		"Least time between admission passes beyond four in a row: a burst's changes are taken in passes that each act on many; a job's own few changes wait for none. 0 for no gap.")
 	fs.BoolVar(&o.version, "version", false,
 		"Print the version and commit and exit.")
 	o.zap.BindFlags(fs)

@@ -132,7 +132,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	resync := d.Clock.NewTicker(d.Resync)
 	defer resync.Stop()
 	var statusDue <-chan time.Time // a pass to write statuses that the last pass held back
-	budget := pace.New(passDuty, passBurst, 0, d.Clock.Now())
+	budget := pace.New(pace.Options{Duty: passDuty, Burst: passBurst}, d.Clock.Now())
 	d.Trigger()
 	for {
 		select {
