@@ -6,6 +6,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -68,6 +69,8 @@ type drainRow struct {
 	uncut                              int
 	hubToHub, hubToWorkers, agentWrite float64
 	memoryAgentWrite                   float64
+	// hubToHubByKind is hubToHub by verb and resource, the largest first ("PUT workloads/status 4.1").
+	hubToHubByKind []string
 	// harnessCPU is this process's CPU per job: what the in-memory workers take of the machine.
 	harnessCPU time.Duration
 }
@@ -87,6 +90,7 @@ func (d *drainRow) measure(before, after costs, total int, realWorkers, memoryWo
 	}
 	d.hubToHub = (hubWrites(after.hubMetrics, "hub") - hubWrites(before.hubMetrics, "hub")) / n
 	d.hubToWorkers = (hubWrites(after.hubMetrics, "worker") - hubWrites(before.hubMetrics, "worker")) / n
+	d.hubToHubByKind = writesByKind(before.hubMetrics, after.hubMetrics, n)
 	players := sumOver(after.playerWrites, realWorkers) - sumOver(before.playerWrites, realWorkers)
 	hubToReal := 0.0
 	for _, w := range realWorkers {
@@ -101,6 +105,26 @@ func (d *drainRow) measure(before, after costs, total int, realWorkers, memoryWo
 	if d.memoryJobs > 0 {
 		d.memoryAgentWrite = (after.memoryAgentWrites - before.memoryAgentWrites) / float64(d.memoryJobs)
 	}
+}
+
+// writesByKind is what the hub wrote to the hub between two scrapes, per job, by verb and resource,
+// the largest first, leaving out kinds under 0.05 per job.
+func writesByKind(before, after scrape.Families, n float64) []string {
+	count := func(m scrape.Families) map[string]float64 {
+		out := map[string]float64{}
+		m.Series("gantry_hub_api_writes_total", func(l map[string]string, v float64) { out[l["verb"]+" "+l["resource"]] += v }, "target", "hub")
+		return out
+	}
+	b, a := count(before), count(after)
+	kinds := slices.Collect(maps.Keys(a))
+	sort.Slice(kinds, func(i, j int) bool { return a[kinds[i]]-b[kinds[i]] > a[kinds[j]]-b[kinds[j]] })
+	var out []string
+	for _, k := range kinds {
+		if per := (a[k] - b[k]) / n; per >= 0.05 {
+			out = append(out, fmt.Sprintf("%s %.1f", k, per))
+		}
+	}
+	return out
 }
 
 // sumOver adds the counts of the workers.
@@ -163,6 +187,7 @@ func (r *report) print(w io.Writer) {
 			ms(d.hubCPU), ms(d.agentCPU), ms(d.hubCPU+d.agentCPU))
 		p("| drain: API writes per job, hub to hub / hub to workers / agents (real workers, per job run there) | %.1f / %.1f / %.1f | |",
 			d.hubToHub, d.hubToWorkers, d.agentWrite)
+		p("| drain: API writes per job, hub to hub, by kind | %s | |", strings.Join(d.hubToHubByKind, ", "))
 		if r.o.memoryWorkers > 0 {
 			p("| drain: API writes per job of the in-memory workers' agents (per job run there) | %.1f | |", d.memoryAgentWrite)
 			p("| drain: CPU per job of the harness's process (the in-memory workers and their agents, the player of every worker) | %s | |", ms(d.harnessCPU))
