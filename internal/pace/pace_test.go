@@ -27,7 +27,7 @@ func TestBudget(t *testing.T) {
 		}},
 		"passes in a row, then one a gap": {gap, []pass{
 			{0, time.Millisecond, 0},
-			{10 * time.Millisecond, time.Millisecond, 0},                      // the second in a row
+			{10 * time.Millisecond, time.Millisecond, 0},                     // the second in a row
 			{20 * time.Millisecond, time.Millisecond, 80 * time.Millisecond}, // one due a gap after the first
 			{110 * time.Millisecond, time.Millisecond, 90 * time.Millisecond},
 			{time.Second, time.Millisecond, 0}, // two in a row again after a quiet while
