@@ -73,13 +73,17 @@ func TestAJobSetRunsThroughTheHubToCompletion(t *testing.T) {
 		}
 		return nil
 	})
+	// The hub JobSet's end is mirrored in the same plan as the Workload's Finished, just before it.
 	var wl gantry.Workload
-	if err := tb.Hub.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "jobset-train"}, &wl); err != nil {
-		t.Fatal(err)
-	}
-	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c == nil || c.Reason != gantry.ReasonJobSucceeded {
-		t.Fatalf("finished %+v", c)
-	}
+	eventually(t, "the Workload Finished as succeeded", 30*time.Second, poll, func() error {
+		if err := tb.Hub.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "jobset-train"}, &wl); err != nil {
+			return err
+		}
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c == nil || c.Reason != gantry.ReasonJobSucceeded {
+			return fmt.Errorf("finished %+v", c)
+		}
+		return nil
+	})
 	checkOneRun(t, ns)
 	gangJoined(t, ns)
 	where := map[string]bool{}
