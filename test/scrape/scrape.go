@@ -68,21 +68,6 @@ func (f Families) Sum(name string, match ...string) float64 {
 	return total
 }
 
-// Observations adds up the sample counts of the histogram's series whose labels match.
-func (f Families) Observations(name string, match ...string) float64 {
-	mf := f[name]
-	if mf == nil {
-		return 0
-	}
-	total := 0.0
-	for _, m := range mf.Metric {
-		if labelsMatch(m, match) {
-			total += float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return total
-}
-
 // By adds up the metric's series whose labels match, by the value of one label.
 func (f Families) By(name, label string, match ...string) map[string]float64 {
 	out := map[string]float64{}

@@ -164,7 +164,7 @@ func agentPasses(ctx context.Context, tb *testbed.Testbed) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("reading the metrics of %s: %w", name, err)
 		}
-		total += m.Observations("gantry_agent_admission_pass_duration_seconds")
+		total += float64(m.Histogram("gantry_agent_admission_pass_duration_seconds").Count)
 	}
 	return total, nil
 }
