@@ -60,36 +60,36 @@ func TestAWorkloadGoesAloneWhereItHasRoom(t *testing.T) {
 	}{
 		"alone where the report has room": {
 			snapshot: roomy().workloads(job("ns/j", 1).obj()).obj(),
-			want:     []Nomination{{Key: "ns/j", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
+			want:     []Nomination{{Key: "ns/j", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}, Reach: ReachAlone}},
 		},
 		"to both where the best has too little": {
 			snapshot: makeSnapshot().cluster("a", "b").room("a", "cpu", 100, 45, 45).room("b", "cpu", 100, 45, 45).queue(queue()).
 				workloads(job("ns/j", 1).obj()).obj(),
-			want: []Nomination{{Key: "ns/j", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}}},
+			want: []Nomination{{Key: "ns/j", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}, Reach: ReachCandidates}},
 		},
 		"to both without reports": {
 			snapshot: makeSnapshot().cluster("a", "b").queue(queue()).workloads(job("ns/j", 1).obj()).obj(),
-			want:     []Nomination{{Key: "ns/j", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}}},
+			want:     []Nomination{{Key: "ns/j", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}, Reach: ReachCandidates}},
 		},
 		"a burst counts what the pass sent": {
 			snapshot: roomy().workloads(job("ns/1", 1).obj(), job("ns/2", 2).obj(), job("ns/3", 3).obj(), job("ns/4", 4).obj(),
 				job("ns/5", 5).obj()).obj(),
 			want: []Nomination{
-				{Key: "ns/1", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}},
-				{Key: "ns/2", Epoch: 1, GlobalQueue: "q", Clusters: []string{"b"}},
-				{Key: "ns/3", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}},
-				{Key: "ns/4", Epoch: 1, GlobalQueue: "q", Clusters: []string{"b"}},
-				{Key: "ns/5", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}},
+				{Key: "ns/1", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}, Reach: ReachAlone},
+				{Key: "ns/2", Epoch: 1, GlobalQueue: "q", Clusters: []string{"b"}, Reach: ReachAlone},
+				{Key: "ns/3", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}, Reach: ReachAlone},
+				{Key: "ns/4", Epoch: 1, GlobalQueue: "q", Clusters: []string{"b"}, Reach: ReachAlone},
+				{Key: "ns/5", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}, Reach: ReachCandidates},
 			},
 		},
 		"nominated workloads are in flight": {
 			snapshot: roomy().workloads(job("ns/old-a", 1).nominated(1, "a").obj(), job("ns/old-b", 2).nominated(1, "b").obj(),
 				makeWorkload("ns/new", "q").cpu(55).createdAt(3).obj()).obj(),
-			want: []Nomination{{Key: "ns/new", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}}},
+			want: []Nomination{{Key: "ns/new", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}, Reach: ReachCandidates}},
 		},
 		"a copy sent alone that waits goes wide": {
 			snapshot: roomy().workloads(job("ns/j", 1).nominated(1, "a").copyWaiting("a", "InsufficientResources", "no room").obj()).obj(),
-			want:     []Nomination{{Key: "ns/j", Epoch: 2, GlobalQueue: "q", Clusters: []string{"a", "b"}}},
+			want:     []Nomination{{Key: "ns/j", Epoch: 2, GlobalQueue: "q", Clusters: []string{"a", "b"}, Reach: ReachWidened}},
 		},
 		"nowhere wider: it waits where it is, told why": {
 			snapshot: roomy().cordoned("b").workloads(job("ns/j", 1).nominated(1, "a").copyWaiting("a", "InsufficientResources", "no room").obj()).obj(),

@@ -121,12 +121,12 @@ func TestIncrementalDispatch(t *testing.T) {
 	}{
 		"one cluster first": {
 			snapshot: makeSnapshot().cluster("a", "b", "c").queue(queue(true)).workloads(job().obj()).obj(),
-			want:     []Nomination{{Key: "ns/job", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}}},
+			want:     []Nomination{{Key: "ns/job", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a"}, Reach: ReachCandidates}},
 		},
 		"one more once every copy waits": {
 			snapshot: makeSnapshot().cluster("a", "b", "c").queue(queue(true)).workloads(
 				job().nominated(1, "a").copyWaiting("a", "InsufficientResources", "no room").obj()).obj(),
-			want: []Nomination{{Key: "ns/job", Epoch: 2, GlobalQueue: "q", Clusters: []string{"a", "b"}}},
+			want: []Nomination{{Key: "ns/job", Epoch: 2, GlobalQueue: "q", Clusters: []string{"a", "b"}, Reach: ReachWidened}},
 		},
 		"not while a copy has not answered": {
 			snapshot: makeSnapshot().cluster("a", "b", "c").queue(queue(true)).workloads(
@@ -143,7 +143,7 @@ func TestIncrementalDispatch(t *testing.T) {
 		},
 		"all at once otherwise": {
 			snapshot: makeSnapshot().cluster("a", "b", "c").queue(queue(false)).workloads(job().obj()).obj(),
-			want:     []Nomination{{Key: "ns/job", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b", "c"}}},
+			want:     []Nomination{{Key: "ns/job", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b", "c"}, Reach: ReachCandidates}},
 		},
 	}
 	for name, tc := range cases {

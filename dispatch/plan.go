@@ -33,7 +33,19 @@ type Nomination struct {
 	Epoch       int64
 	GlobalQueue string
 	Clusters    []string
+	// Reach says why it went to as many clusters as it did.
+	Reach string
 }
+
+// How far a nomination reaches.
+const (
+	// ReachCandidates: to the queue's candidates, up to maxCandidates (one for an incremental queue).
+	ReachCandidates = "Candidates"
+	// ReachAlone: to one cluster, whose report left room for it alone (alone.go).
+	ReachAlone = "Alone"
+	// ReachWidened: to more clusters, as every copy it had waited.
+	ReachWidened = "Widened"
+)
 
 // Verdict explains why a workload stays pending.
 type Verdict struct {
@@ -352,16 +364,20 @@ func (ql *queueLedger) width(w *Workload, widen bool) int {
 	return 1
 }
 
-// alone narrows a nomination to its best cluster when that one's report leaves room for the workload
-// with a margin (alone.go). A widening workload goes wide: its copy there could not be admitted.
-func (ql *queueLedger) alone(w nominee, best []scored) []scored {
-	if len(best) < 2 || w.widening {
-		return best
+// reach narrows the nominee's candidates to the best one where that one's report leaves room for it
+// with a margin (alone.go), and says why the nomination goes as far as it does. A widening workload
+// goes wide: its copy there could not be admitted.
+func (ql *queueLedger) reach(w nominee, best []scored) ([]scored, string) {
+	switch {
+	case w.widening:
+		return best, ReachWidened
+	case len(best) < 2:
+		return best, ReachCandidates
 	}
-	if c := &ql.clusters[best[0].idx]; !fitsAlone(w.Workload, &c.cluster, ql.flying[c.name]) {
-		return best
+	if c := &ql.clusters[best[0].idx]; fitsAlone(w.Workload, &c.cluster, ql.flying[c.name]) {
+		return best[:1], ReachAlone
 	}
-	return best[:1]
+	return best, ReachCandidates
 }
 
 // nominee is a workload that needs clusters in this pass: width is how many clusters it goes to;
@@ -468,7 +484,8 @@ func (n *nominator) step(res *Result) {
 		ql.keepWaiting(w.Workload, w.rejected, res)
 		return
 	}
-	n.best = ql.alone(w, n.best)
+	var reach string
+	n.best, reach = ql.reach(w, n.best)
 	if len(n.best) == 0 {
 		ql.readCapacity = ql.readCapacity || sc[stageQuota] > 0 // it waits for room on a cluster
 		v := ql.noCandidateVerdict(w.Workload, vec, sc)
@@ -483,7 +500,7 @@ func (n *nominator) step(res *Result) {
 		}
 		return
 	}
-	nom := Nomination{Key: w.Key, Epoch: w.Epoch + 1, GlobalQueue: w.GlobalQueue, Clusters: make([]string, len(n.best))}
+	nom := Nomination{Key: w.Key, Epoch: w.Epoch + 1, GlobalQueue: w.GlobalQueue, Clusters: make([]string, len(n.best)), Reach: reach}
 	for k, b := range n.best {
 		ql.clusters[b.idx].add(false, vec, 1)
 		nom.Clusters[k] = ql.clusters[b.idx].name

@@ -78,7 +78,7 @@ func (d *Dispatcher) written(wl *gantry.Workload, c *change, event func(client.O
 		}
 	}
 	if n := c.nomination; n != nil {
-		metrics.Nominated(n.Clusters)
+		metrics.Nominated(n.Reach, n.Clusters)
 		d.Timeline.Nominated(wl.UID, now)
 		if created := wl.CreationTimestamp.Time; n.Epoch == 1 && !created.IsZero() {
 			metrics.Step(metrics.StepCreatedToNominated, now.Sub(created))

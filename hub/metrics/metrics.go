@@ -13,6 +13,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/dispatch"
 )
 
 // Other stands for a label value outside its known set, so that no label takes unbounded values.
@@ -56,6 +57,7 @@ var (
 	WithdrawalReasons = []string{WithdrawnLost, WithdrawnStaleEpoch, WithdrawnNotNominated, WithdrawnDeleted, WithdrawnLeftover, WithdrawnOrphan}
 	FinishReasons     = []string{gantry.ReasonJobSucceeded, gantry.ReasonJobFailed, gantry.ReasonRemoteJobLost, gantry.ReasonRemoteJobConflict, gantry.ReasonInadmissible}
 	Targets           = []string{TargetHub, TargetWorker}
+	Reaches           = []string{dispatch.ReachCandidates, dispatch.ReachAlone, dispatch.ReachWidened}
 	Verbs             = []string{"create", "update", "patch", "delete"}
 	// WriteResources are the resources (and subresources) Gantry's hub writes, on the hub and on workers.
 	WriteResources = []string{"workloads", "workloads/status", "jobs", "jobs/status", "namespaces", "leases", "events",
@@ -76,7 +78,7 @@ type events struct {
 	passDuration       prometheus.Histogram
 	writesQueued       prometheus.Gauge
 	passesUncut        prometheus.Counter
-	nominations        prometheus.Counter
+	nominations        *prometheus.CounterVec
 	winners            prometheus.Counter
 	admissionLatency   prometheus.Histogram
 	dispatchLatency    *prometheus.HistogramVec
@@ -104,10 +106,11 @@ func newEvents() *events {
 			Name: "gantry_hub_dispatch_passes_uncut_total",
 			Help: "Dispatch passes planned again with the waiting workloads they had left out of a deep queue, as the quota left might hold some.",
 		}),
-		nominations: prometheus.NewCounter(prometheus.CounterOpts{
+		nominations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gantry_hub_nominations_total",
-			Help: "Nominations persisted: each sends copies of a workload to its candidate clusters.",
-		}),
+			Help: "Nominations persisted: each sends copies of a workload to its candidate clusters. By reach: Candidates (up to the queue's maxCandidates), " +
+				"Alone (one cluster, whose capacity report left room for it), Widened (more clusters, as every copy it had waited).",
+		}, []string{"reach"}),
 		winners: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gantry_hub_winners_total",
 			Help: "Winners recorded: workloads admitted by exactly one cluster.",
@@ -177,9 +180,9 @@ func WritesQueued(n int) { ev.writesQueued.Set(float64(n)) }
 // PassUncut records a dispatch pass planned again with a queue's tail it had cut.
 func PassUncut() { ev.passesUncut.Inc() }
 
-// Nominated records a nomination persisted, with the clusters it asks.
-func Nominated(clusters []string) {
-	ev.nominations.Inc()
+// Nominated records a nomination persisted, with how far it reaches and the clusters it asks.
+func Nominated(reach string, clusters []string) {
+	ev.nominations.WithLabelValues(Bounded(Reaches, reach)).Inc()
 	for _, c := range clusters {
 		ev.clusterNominations.WithLabelValues(c).Inc()
 	}

@@ -166,6 +166,8 @@ func (f *fleet) fill(ctx context.Context, r *report) error {
 const (
 	passMetric  = "gantry_hub_dispatch_pass_duration_seconds"
 	uncutMetric = "gantry_hub_dispatch_passes_uncut_total"
+	// nominationsMetric counts nominations by reach.
+	nominationsMetric = "gantry_hub_nominations_total"
 )
 
 // stepsP99 says, of the steps of the dispatches between two scrapes of the hub, the 99th percentile

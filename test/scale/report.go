@@ -71,6 +71,8 @@ type drainRow struct {
 	memoryAgentWrite                   float64
 	// hubToHubByKind is hubToHub by verb and resource, the largest first ("PUT workloads/status 4.1").
 	hubToHubByKind []string
+	// nominations are the nominations persisted per job, by reach (Candidates, Alone, Widened).
+	nominations map[string]float64
 	// harnessCPU is this process's CPU per job: what the in-memory workers take of the machine.
 	harnessCPU time.Duration
 }
@@ -91,6 +93,13 @@ func (d *drainRow) measure(before, after costs, total int, realWorkers, memoryWo
 	d.hubToHub = (hubWrites(after.hubMetrics, "hub") - hubWrites(before.hubMetrics, "hub")) / n
 	d.hubToWorkers = (hubWrites(after.hubMetrics, "worker") - hubWrites(before.hubMetrics, "worker")) / n
 	d.hubToHubByKind = writesByKind(before.hubMetrics, after.hubMetrics, n)
+	d.nominations = after.hubMetrics.By(nominationsMetric, "reach")
+	for reach, b := range before.hubMetrics.By(nominationsMetric, "reach") {
+		d.nominations[reach] -= b
+	}
+	for reach := range d.nominations {
+		d.nominations[reach] /= n
+	}
 	players := sumOver(after.playerWrites, realWorkers) - sumOver(before.playerWrites, realWorkers)
 	hubToReal := 0.0
 	for _, w := range realWorkers {
@@ -188,6 +197,8 @@ func (r *report) print(w io.Writer) {
 		p("| drain: API writes per job, hub to hub / hub to workers / agents (real workers, per job run there) | %.1f / %.1f / %.1f | |",
 			d.hubToHub, d.hubToWorkers, d.agentWrite)
 		p("| drain: API writes per job, hub to hub, by kind | %s | |", strings.Join(d.hubToHubByKind, ", "))
+		p("| drain: nominations per job, by reach (Candidates / Alone / Widened) | %.2f / %.2f / %.2f | |",
+			d.nominations["Candidates"], d.nominations["Alone"], d.nominations["Widened"])
 		if r.o.memoryWorkers > 0 {
 			p("| drain: API writes per job of the in-memory workers' agents (per job run there) | %.1f | |", d.memoryAgentWrite)
 			p("| drain: CPU per job of the harness's process (the in-memory workers and their agents, the player of every worker) | %s | |", ms(d.harnessCPU))
