@@ -7,27 +7,47 @@ import "slices"
 // for nothing. Where the room is tight, or the report says nothing of a resource the workload asks
 // for, its copies race on maxCandidates clusters and the first admitted wins. A workload sent alone
 // whose copy cannot be admitted now widens to maxCandidates (widens): a report that trailed costs a
-// round trip, never the job.
+// round trip, never the job. Reports trail: what was nominated, and won, since a cluster's report is
+// counted as taken there (inFlight).
 
 // aloneMargin is the share, in percent, of a cluster's allocatable of each resource that its report
-// must show free beyond the workload's requests and the copies in flight there. Reports trail
-// admissions by up to the agent's minimum report interval (5 s); the margin is what a burst may take
-// there meanwhile.
+// must show free beyond the workload's requests and the copies in flight there: what the hub cannot
+// count, such as pods that are not Gantry's started since the report.
 const aloneMargin = 10
 
-// inFlight is, per cluster, the requests of the copies its report may not count yet: those of the
-// snapshot's nominated workloads and of the pass's nominations. Admissions the report trails are left
-// to the margin.
+// inFlight is, per cluster, the requests its last report does not count yet: those of the snapshot's
+// nominated workloads and of the pass's nominations, and what the workloads won there ask for beyond
+// what the report says its admitted copies ask for (admissions since the report; reports follow
+// admissions at most every 5 s).
 type inFlight map[string]Resources
 
 func (f inFlight) add(clusters []string, req Resources) {
 	for _, c := range clusters {
-		r := f[c]
-		if r == nil {
-			r = Resources{}
-			f[c] = r
+		f.addTo(c, req)
+	}
+}
+
+func (f inFlight) addTo(cluster string, req Resources) {
+	r := f[cluster]
+	if r == nil {
+		r = Resources{}
+		f[cluster] = r
+	}
+	r.Add(req)
+}
+
+// addUnreported adds, per cluster, what the workloads won there ask for beyond what its last report
+// says its admitted copies ask for. A report that counts more (jobs that finished since, as the hub
+// has recorded) adds nothing; an agent that does not say leaves its admissions to the margin.
+func (f inFlight) addUnreported(clusters map[string]Cluster, won map[string]Resources) {
+	for name, req := range won {
+		c := clusters[name]
+		for i := range c.Resources {
+			r := &c.Resources[i]
+			if beyond := req[r.Name] - r.Admitted; r.Admitted != AdmittedNotReported && beyond > 0 {
+				f.addTo(name, Resources{r.Name: beyond})
+			}
 		}
-		r.Add(req)
 	}
 }
 

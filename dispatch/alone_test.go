@@ -11,7 +11,7 @@ import (
 func TestFitsAlone(t *testing.T) {
 	cluster := func(rooms ...ResourceRoom) *Cluster { return &Cluster{Name: "a", Resources: rooms} }
 	cpu := func(alloc, free, largest int64) ResourceRoom {
-		return ResourceRoom{Name: "cpu", Allocatable: alloc * 1000, Free: free * 1000, LargestFreeOnNode: largest * 1000}
+		return ResourceRoom{Name: "cpu", Allocatable: alloc * 1000, Free: free * 1000, LargestFreeOnNode: largest * 1000, Admitted: AdmittedNotReported}
 	}
 	cases := map[string]struct {
 		w      *Workload
@@ -83,8 +83,8 @@ func TestAWorkloadGoesAloneWhereItHasRoom(t *testing.T) {
 			},
 		},
 		"nominated workloads are in flight": {
-			snapshot: roomy().workloads(job("ns/old-a", 1).nominated(1, "a").obj(), job("ns/old-b", 2).nominated(1, "b").obj(),
-				makeWorkload("ns/new", "q").cpu(55).createdAt(3).obj()).obj(),
+			snapshot: roomy().workloads(job("ns/old-a", 1).cpu(45).nominated(1, "a").obj(), job("ns/old-b", 2).cpu(45).nominated(1, "b").obj(),
+				makeWorkload("ns/new", "q").cpu(50).createdAt(3).obj()).obj(),
 			want: []Nomination{{Key: "ns/new", Epoch: 1, GlobalQueue: "q", Clusters: []string{"a", "b"}, Reach: ReachCandidates}},
 		},
 		"a copy sent alone that waits goes wide": {
@@ -105,6 +105,42 @@ func TestAWorkloadGoesAloneWhereItHasRoom(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.verdicts, res.Verdicts); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// What a cluster's report does not count yet is taken there: the workloads won there beyond what the
+// report says its admitted copies ask for. a ranks first (b's quota is half used), and its report shows
+// room for the new job alone unless the old one, won on a, is not in it.
+func TestWhatTheReportDoesNotCountIsTaken(t *testing.T) {
+	snapshot := func(admitted int) *Snapshot {
+		b := makeSnapshot().cluster("a", "b").room("a", "cpu", 100, 100, 50).room("b", "cpu", 100, 100, 50).
+			queue(makeQueue("q").quota("a", "cpu", 1000).quota("b", "cpu", 1000).obj()).
+			workloads(makeWorkload("ns/old", "q").cpu(55).createdAt(1).admittedOn("a").obj(),
+				makeWorkload("ns/busy", "q").cpu(500).createdAt(1).admittedOn("b").obj(),
+				makeWorkload("ns/new", "q").cpu(40).createdAt(2).obj())
+		if admitted >= 0 {
+			b = b.admittedReported("a", "cpu", admitted)
+		}
+		return b.obj()
+	}
+	cases := map[string]struct {
+		admitted int // -1: not reported
+		want     Nomination
+	}{
+		"won since the report: not alone":           {admitted: 0, want: Nomination{Clusters: []string{"a", "b"}, Reach: ReachCandidates}},
+		"won before the report: alone":              {admitted: 55, want: Nomination{Clusters: []string{"a"}, Reach: ReachAlone}},
+		"more in the report, finished since: alone": {admitted: 80, want: Nomination{Clusters: []string{"a"}, Reach: ReachAlone}},
+		"part of it since the report: not alone":    {admitted: 1, want: Nomination{Clusters: []string{"a", "b"}, Reach: ReachCandidates}},
+		"an agent that does not say: the margin":    {admitted: -1, want: Nomination{Clusters: []string{"a"}, Reach: ReachAlone}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			want := tc.want
+			want.Key, want.Epoch, want.GlobalQueue = "ns/new", 1, "q"
+			if diff := cmp.Diff([]Nomination{want}, Plan(snapshot(tc.admitted)).Nominations); diff != "" {
+				t.Errorf("nominations (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -244,7 +244,19 @@ func (b *cohortBuilder) lendingLimit(cluster string, gpus int) *cohortBuilder {
 func (b *snapshotBuilder) room(name, resource string, allocatable, free, largestOnNode int) *snapshotBuilder {
 	c := b.s.Clusters[name]
 	c.Resources = append(c.Resources, ResourceRoom{Name: corev1.ResourceName(resource), Allocatable: int64(allocatable) * 1000,
-		Free: int64(free) * 1000, LargestFreeOnNode: int64(largestOnNode) * 1000})
+		Free: int64(free) * 1000, LargestFreeOnNode: int64(largestOnNode) * 1000, Admitted: AdmittedNotReported})
 	b.s.Clusters[name] = c
+	return b
+}
+
+// admittedReported sets what the cluster's report says its admitted copies ask for of a resource room
+// set before.
+func (b *snapshotBuilder) admittedReported(name, resource string, admitted int) *snapshotBuilder {
+	c := b.s.Clusters[name]
+	for i := range c.Resources {
+		if c.Resources[i].Name == corev1.ResourceName(resource) {
+			c.Resources[i].Admitted = int64(admitted) * 1000
+		}
+	}
 	return b
 }

@@ -5,15 +5,7 @@ import (
 )
 
 // RequestsOf sums the requests of all pods of all pod sets of a workload.
-func RequestsOf(spec *gantry.WorkloadSpec) Resources {
-	total := Resources{}
-	for _, ps := range spec.PodSets {
-		for name, q := range ps.Requests {
-			total[name] += q.MilliValue() * int64(ps.Count)
-		}
-	}
-	return total
-}
+func RequestsOf(spec *gantry.WorkloadSpec) Resources { return spec.MilliRequests() }
 
 // GPUDemandOf is what a workload needs of nvidia.com/gpu: in total, for its largest pod, and the products
 // that pod accepts (its gpuProducts, else the product its nodeSelector names).
@@ -58,7 +50,10 @@ func ResourceRoomOf(c *gantry.CapacitySummary) []ResourceRoom {
 	out := make([]ResourceRoom, len(c.Resources))
 	for i, r := range c.Resources {
 		out[i] = ResourceRoom{Name: r.Name, Allocatable: r.Allocatable.MilliValue(), Free: r.Free.MilliValue(),
-			LargestFreeOnNode: r.LargestFreeOnNode.MilliValue()}
+			LargestFreeOnNode: r.LargestFreeOnNode.MilliValue(), Admitted: AdmittedNotReported}
+		if r.Admitted != nil {
+			out[i].Admitted = r.Admitted.MilliValue()
+		}
 	}
 	return out
 }

@@ -21,8 +21,10 @@ type ledger struct {
 	cohorts  map[string]*cohortNode
 	pools    map[poolKey]*pool
 	slab     []pool
-	// flying is, per cluster, the requests of the copies its report may not count yet (alone.go).
+	// flying is, per cluster, the requests its report does not count yet (alone.go); won, what the
+	// workloads won there ask for.
 	flying inFlight
+	won    inFlight
 }
 
 type queueLedger struct {
@@ -141,7 +143,7 @@ func emptyLedger(s *Snapshot) *ledger {
 	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{},
 		verdicts: &verdictWorkloads{}}
 	room := &roomChanges{}
-	l.flying = inFlight{}
+	l.flying, l.won = inFlight{}, inFlight{}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
 			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, flying: l.flying, verdicts: l.verdicts,
@@ -327,12 +329,22 @@ func comparePoolKeys(a, b poolKey) int {
 func (l *ledger) countUsage(s *Snapshot) {
 	l.countTallies(s)
 	for _, w := range s.Workloads {
-		if w.Phase == Pending && w.Epoch > 0 {
-			l.flying.add(w.Nominated, w.Requests)
-		}
+		l.countFlying(w)
 		if ql := l.queues[w.GlobalQueue]; ql != nil {
 			ql.countUsage(w)
 		}
+	}
+	l.flying.addUnreported(s.Clusters, l.won)
+}
+
+// countFlying counts a nominated workload in flight on its clusters, and an admitted one as won on its
+// winner.
+func (l *ledger) countFlying(w *Workload) {
+	switch {
+	case w.Phase == Pending && w.Epoch > 0:
+		l.flying.add(w.Nominated, w.Requests)
+	case w.Phase == Admitted && w.Winner != "":
+		l.won.addTo(w.Winner, w.Requests)
 	}
 }
 
@@ -363,6 +375,9 @@ func (ql *queueLedger) countUsage(w *Workload) {
 func (l *ledger) countTallies(s *Snapshot) {
 	for i := range s.Tallies {
 		t := &s.Tallies[i]
+		if t.Workloads > 0 {
+			l.won.addTo(t.Cluster, t.Requests)
+		}
 		ql := l.queues[t.GlobalQueue]
 		if ql == nil || t.Workloads == 0 {
 			continue

@@ -254,6 +254,7 @@ func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 	l.countTallies(s)
 	queueOf := make([]*queueLedger, len(s.Workloads))
 	for i, w := range s.Workloads {
+		l.countFlying(w)
 		ql := l.queues[w.GlobalQueue]
 		if ql == nil {
 			if w.Phase == Pending && w.QueueProblem != nil {
@@ -270,6 +271,7 @@ func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 			ql.pending, ql.lastPending = ql.pending+1, w
 		}
 	}
+	l.flying.addUnreported(s.Clusters, l.won)
 	names := slices.Sorted(maps.Keys(l.queues))
 	groups, start, n := make([]queuePending, len(names)), make(map[*queueLedger]int, len(names)), 0
 	for _, name := range names {

@@ -134,13 +134,15 @@ func newModel(data []byte) (*model, []byte) {
 }
 
 // room is what the cluster's agent reports of its 32 GPUs, 8 a node: none, 8, 16 or 24 free, or no
-// report. Drawn from the number of workloads, so that inputs found before reports keep their meaning.
+// report; and what its admitted copies ask for: not said, the rest of the 32, or none. Drawn from the
+// number of workloads, so that inputs found before reports keep their meaning.
 func (m *model) room(i int) []ResourceRoom {
 	free := int64((len(m.workloads)+i)%5) * 8000
 	if free == 32000 {
 		return nil
 	}
-	return []ResourceRoom{{Name: "nvidia.com/gpu", Allocatable: 32000, Free: free, LargestFreeOnNode: min(free, 8000)}}
+	admitted := []int64{AdmittedNotReported, 32000 - free, 0}[(len(m.workloads)+i)%3]
+	return []ResourceRoom{{Name: "nvidia.com/gpu", Allocatable: 32000, Free: free, LargestFreeOnNode: min(free, 8000), Admitted: admitted}}
 }
 
 func (m *model) snapshot(strict bool, maxCandidates int) *Snapshot {

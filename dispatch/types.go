@@ -85,7 +85,13 @@ type ResourceRoom struct {
 	Allocatable       int64
 	Free              int64
 	LargestFreeOnNode int64
+	// Admitted is what the copies the agent held admitted asked for of it; AdmittedNotReported from an
+	// agent that does not say.
+	Admitted int64
 }
+
+// AdmittedNotReported is ResourceRoom.Admitted of an agent that does not report it.
+const AdmittedNotReported = -1
 
 // Runs says whether the cluster can run jobs of the kind ("" is a batch Job).
 func (c Cluster) Runs(kind string) bool {

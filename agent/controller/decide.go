@@ -98,6 +98,10 @@ type Plan struct {
 	Placing map[types.UID]time.Time
 	// Placed are the copies of in.Placing whose pods are all bound now, with the time since admission.
 	Placed map[types.UID]time.Duration
+	// Admitted is what the admitted copies ask for, by their requests in milli-units: those this plan
+	// keeps and those it admits, not those whose job finished or that it gives up. The report says it,
+	// so that the hub can tell the admissions the report's free capacity does not show yet.
+	Admitted map[corev1.ResourceName]int64
 	// Wake is how soon a pass must run again for a timeout to be noticed on time (placement timeout,
 	// reservation TTL, starvation timeout); 0 when none is pending.
 	Wake time.Duration
@@ -183,6 +187,7 @@ func Decide(in Input) Plan {
 		Placements: map[types.UID]admission.Placement{},
 		Placing:    map[types.UID]time.Time{},
 		Placed:     map[types.UID]time.Duration{},
+		Admitted:   map[corev1.ResourceName]int64{},
 	}
 	if len(leaving.Pods) > 0 {
 		plan.holders = append(plan.holders, leaving)
@@ -366,6 +371,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 			continue
 		}
 		p.track(in, c, cur, progress)
+		p.countAdmitted(c)
 		if pg := gangMissing(in, c, progress); pg != nil {
 			p.PodGroups = append(p.PodGroups, pg)
 		}
@@ -388,6 +394,13 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 	}
 	if len(refit) > 0 {
 		p.placeAgain(refit, cs.byKey, nodes)
+	}
+}
+
+// countAdmitted adds what an admitted copy asks for to the plan's Admitted.
+func (p *Plan) countAdmitted(c *gantryv1alpha1.Workload) {
+	for name, v := range c.Spec.MilliRequests() {
+		p.Admitted[name] += v
 	}
 }
 
@@ -460,6 +473,7 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas, kq *kue
 			kq.charge(charge)
 			p.Placements[c.UID] = d.Placement
 			p.Placing[c.UID] = in.Now
+			p.countAdmitted(c)
 			p.admit(in, c, cs.current[d.Key], d.Placement)
 			continue
 		}

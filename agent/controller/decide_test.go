@@ -1030,3 +1030,31 @@ func TestDecideCountsTheRuntimeClass(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideCountsWhatAdmittedCopiesAskFor: the plan's Admitted, which the report carries for the hub,
+// adds the copies it keeps admitted and those it admits, and leaves out those whose Job finished and
+// those it could not admit.
+func TestDecideCountsWhatAdmittedCopiesAskFor(t *testing.T) {
+	nodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
+	in := Input{
+		Nodes: nodes,
+		Copies: []*gantryv1alpha1.Workload{
+			copyOf("running", 0, 1, "4").Admitted().Obj(),
+			copyOf("done", 1, 1, "8").Admitted().Obj(),
+			copyOf("new", 2, 2, "2").Obj(),
+			copyOf("too-big", 3, 1, "16").Obj(),
+		},
+		Jobs: jobs(agenttest.MakeJob("running", "ns").Workload("hub-running").Obj(),
+			agenttest.MakeJob("done", "ns").Workload("hub-done").Finished(batchv1.JobComplete).Obj()),
+		Placements: map[types.UID]admission.Placement{"copy-running": gpuPlacement("n1", 1)},
+		Now:        now,
+	}
+	plan := Decide(in)
+	if got := outcomeOf(in, plan).Updates; got["ns/new"] != "True/Fits" || got["ns/too-big"] == "True/Fits" {
+		t.Fatalf("updates %v: want ns/new admitted and ns/too-big not", got)
+	}
+	want := map[corev1.ResourceName]int64{gantryv1alpha1.GPUResource: (4 + 2*2) * 1000}
+	if diff := cmp.Diff(want, plan.Admitted); diff != "" {
+		t.Errorf("Admitted (-want +got):\n%s", diff)
+	}
+}

@@ -225,7 +225,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	plan := Decide(in)
 	writeErr := r.apply(ctx, plan)
 	recordPlacements(plan.Placed, len(r.placing))
-	next, reportErr := r.syncReport(ctx, CapacityFromSummary(plan.Snapshot.Summary()))
+	next, reportErr := r.syncReport(ctx, CapacityFromSummary(plan.Snapshot.Summary(), plan.Admitted))
 	if err := errors.Join(writeErr, reportErr); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,8 +25,9 @@ const DefaultHeartbeatInterval = 30 * time.Second
 // MinReportInterval is the least time between two reports with different capacity.
 const MinReportInterval = 5 * time.Second
 
-// CapacityFromSummary converts an admission summary to the API's CapacitySummary.
-func CapacityFromSummary(s admission.Summary) gantryv1alpha1.CapacitySummary {
+// CapacityFromSummary converts an admission summary to the API's CapacitySummary, with what the
+// admitted copies ask for of each resource (milli-units).
+func CapacityFromSummary(s admission.Summary, admitted map[corev1.ResourceName]int64) gantryv1alpha1.CapacitySummary {
 	out := gantryv1alpha1.CapacitySummary{Nodes: s.Nodes, ReadyNodes: s.ReadyNodes}
 	for _, r := range s.Resources {
 		out.Resources = append(out.Resources, gantryv1alpha1.ResourceCapacity{
@@ -32,6 +35,7 @@ func CapacityFromSummary(s admission.Summary) gantryv1alpha1.CapacitySummary {
 			Allocatable:       r.Allocatable,
 			Free:              r.Free,
 			LargestFreeOnNode: r.LargestFreeOnNode,
+			Admitted:          resource.NewMilliQuantity(admitted[r.Name], r.Allocatable.Format),
 		})
 	}
 	for _, p := range s.GPUProducts {

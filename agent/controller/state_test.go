@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
@@ -314,16 +315,18 @@ func TestCapacityFromSummary(t *testing.T) {
 			Allocatable:       resource.MustParse("16"),
 			Free:              resource.MustParse("6"),
 			LargestFreeOnNode: resource.MustParse("4"),
+			Admitted:          ptr.To(resource.MustParse("10")),
 		}},
 		GPUProducts: []gantryv1alpha1.GPUProductCapacity{{
 			Product: "NVIDIA-A100", Nodes: 2, Allocatable: 16, Free: 6, LargestFreeOnNode: 4,
 			Shapes: []gantryv1alpha1.GPUShapeCount{{GPUs: 1, Pods: 6}, {GPUs: 2, Pods: 3}, {GPUs: 4, Pods: 1}, {GPUs: 8, Pods: 0}},
 		}},
 	}
-	if diff := cmp.Diff(want, CapacityFromSummary(s), quantityCmp); diff != "" {
+	admitted := map[corev1.ResourceName]int64{gantryv1alpha1.GPUResource: 10000, corev1.ResourceCPU: 4000} // no CPU on the nodes
+	if diff := cmp.Diff(want, CapacityFromSummary(s, admitted), quantityCmp); diff != "" {
 		t.Errorf("CapacityFromSummary (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(gantryv1alpha1.CapacitySummary{}, CapacityFromSummary(admission.Summary{})); diff != "" {
+	if diff := cmp.Diff(gantryv1alpha1.CapacitySummary{}, CapacityFromSummary(admission.Summary{}, nil)); diff != "" {
 		t.Errorf("CapacityFromSummary of an empty cluster (-want +got):\n%s", diff)
 	}
 }

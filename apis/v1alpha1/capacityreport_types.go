@@ -34,6 +34,11 @@ type ResourceCapacity struct {
 	Free resource.Quantity `json:"free"`
 	// LargestFreeOnNode is the most of the resource free on any single node.
 	LargestFreeOnNode resource.Quantity `json:"largestFreeOnNode"`
+	// Admitted is what the copies the agent holds admitted ask for of the resource, by their requests
+	// (those whose job has not finished). The hub counts what the workloads it recorded won here ask for
+	// beyond it as taken since the report, which Free does not show yet.
+	// +optional
+	Admitted *resource.Quantity `json:"admitted,omitempty"`
 }
 
 // GPUProductCapacity counts the GPUs of one product.

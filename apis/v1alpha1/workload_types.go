@@ -116,6 +116,18 @@ type WorkloadSpec struct {
 	JobGeneration int64 `json:"jobGeneration,omitempty"`
 }
 
+// MilliRequests sums the requests of all pods of all pod sets, in milli-units: what the hub counts
+// of the workload against quota, and what an agent reports its admitted copies ask for.
+func (s *WorkloadSpec) MilliRequests() map[corev1.ResourceName]int64 {
+	total := map[corev1.ResourceName]int64{}
+	for _, ps := range s.PodSets {
+		for name, q := range ps.Requests {
+			total[name] += q.MilliValue() * int64(ps.Count)
+		}
+	}
+	return total
+}
+
 // PodSetAdmission is where an agent placed one pod set.
 type PodSetAdmission struct {
 	// Name of the pod set.

@@ -131,6 +131,7 @@ var planInputs = map[string][]Event{
 	"Clusters.Resources.Allocatable":           {CapacityReported{}},
 	"Clusters.Resources.Free":                  {CapacityReported{}},
 	"Clusters.Resources.LargestFreeOnNode":     {CapacityReported{}},
+	"Clusters.Resources.Admitted":              {CapacityReported{}},
 	"Queues.Name":                              {SpecChanged{}},
 	"Queues.StrictFIFO":                        {SpecChanged{}},
 	"Queues.MaxCandidates":                     {SpecChanged{}},

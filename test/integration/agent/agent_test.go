@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -191,8 +192,9 @@ func expectAdmitted(t *testing.T, c client.Client, name string, status metav1.Co
 }
 
 // expectGPUs waits until the CapacityReport shows the product's GPUs with the given free GPUs on each
-// of the two nodes: in all, the most on one node, and how many 1, 2, 4 and 8-GPU pods fit.
-func expectGPUs(t *testing.T, c client.Client, nodeFree1, nodeFree2 int64) {
+// of the two nodes: in all, the most on one node, and how many 1, 2, 4 and 8-GPU pods fit; and the GPUs
+// the admitted copies ask for.
+func expectGPUs(t *testing.T, c client.Client, nodeFree1, nodeFree2, admitted int64) {
 	t.Helper()
 	free, largest := nodeFree1+nodeFree2, max(nodeFree1, nodeFree2)
 	var shapes []gantryv1alpha1.GPUShapeCount
@@ -215,6 +217,10 @@ func expectGPUs(t *testing.T, c client.Client, nodeFree1, nodeFree2 int64) {
 		if diff := cmp.Diff(want, rep.Status.Capacity.GPUProducts); diff != "" {
 			return errors.New("GPU products (-want +got):\n" + diff)
 		}
+		i := slices.IndexFunc(rep.Status.Capacity.Resources, func(r gantryv1alpha1.ResourceCapacity) bool { return r.Name == gantryv1alpha1.GPUResource })
+		if i < 0 || rep.Status.Capacity.Resources[i].Admitted == nil || rep.Status.Capacity.Resources[i].Admitted.Value() != admitted {
+			return fmt.Errorf("resources %+v: want %s with %d admitted", rep.Status.Capacity.Resources, gantryv1alpha1.GPUResource, admitted)
+		}
 		return nil
 	})
 }
@@ -227,14 +233,14 @@ func TestAgent(t *testing.T) {
 	}
 	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
 
-	// The report appears with the whole cluster free.
-	expectGPUs(t, c, 8, 8)
+	// The report appears with the whole cluster free, nothing admitted.
+	expectGPUs(t, c, 8, 8, 0)
 
-	// A copy that fits is admitted, and its reservation shows in the report.
+	// A copy that fits is admitted, and its reservation, and what it asks for, show in the report.
 	create(t, c, agenttest.MakeCopy("big", namespace).PodSet("main", 2, "nvidia.com/gpu", "6").Obj())
 	cond := expectAdmitted(t, c, "big", metav1.ConditionTrue, gantryv1alpha1.ReasonFits)
 	t.Logf("big: %s", cond.Message)
-	expectGPUs(t, c, 2, 2)
+	expectGPUs(t, c, 2, 2, 12)
 
 	// A second copy no longer fits beside the first one's reservation.
 	create(t, c, agenttest.MakeCopy("small", namespace).PodSet("main", 1, "nvidia.com/gpu", "4").Obj())
@@ -261,7 +267,7 @@ func TestAgent(t *testing.T) {
 	if err := c.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	expectGPUs(t, c, 2, 2)
+	expectGPUs(t, c, 2, 2, 12)
 
 	// Deleting the admitted copy releases what it still held: the waiting copy is admitted. The pod that
 	// already runs keeps its GPUs.
@@ -272,13 +278,13 @@ func TestAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectAdmitted(t, c, "small", metav1.ConditionTrue, gantryv1alpha1.ReasonFits)
-	expectGPUs(t, c, 4, 2)
+	expectGPUs(t, c, 4, 2, 4)
 
 	// The pod goes away: its GPUs are free again.
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	expectGPUs(t, c, 8, 4)
+	expectGPUs(t, c, 8, 4, 4)
 
 	// Permanent rejections stay, and the foreign Job was never touched.
 	for name, reason := range map[string]string{"huge": gantryv1alpha1.ReasonNeverFits, "taken": gantryv1alpha1.ReasonJobNameConflict} {
