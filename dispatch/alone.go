@@ -8,26 +8,26 @@ import "slices"
 // for, its copies race on maxCandidates clusters and the first admitted wins. A workload sent alone
 // whose copy cannot be admitted now widens to maxCandidates (widens): a report that trailed costs a
 // round trip, never the job. Reports trail: what was nominated, and won, since a cluster's report is
-// counted as taken there (inFlight).
+// counted as taken there (the pass's flying).
 
 // aloneMargin is the share, in percent, of a cluster's allocatable of each resource that its report
 // must show free beyond the workload's requests and the copies in flight there: what the hub cannot
 // count, such as pods that are not Gantry's started since the report.
 const aloneMargin = 10
 
-// inFlight is, per cluster, the requests its last report does not count yet: those of the snapshot's
-// nominated workloads and of the pass's nominations, and what the workloads won there ask for beyond
-// what the report says its admitted copies ask for (admissions since the report; reports follow
-// admissions at most every 5 s).
-type inFlight map[string]Resources
+// byCluster is requests summed per cluster. A pass's flying are, per cluster, the requests its last
+// report does not count yet: those of the snapshot's nominated workloads and of the pass's
+// nominations, and what the workloads won there ask for beyond what the report says its admitted
+// copies ask for (admissions since the report; reports follow admissions at most every 5 s).
+type byCluster map[string]Resources
 
-func (f inFlight) add(clusters []string, req Resources) {
+func (f byCluster) add(clusters []string, req Resources) {
 	for _, c := range clusters {
 		f.addTo(c, req)
 	}
 }
 
-func (f inFlight) addTo(cluster string, req Resources) {
+func (f byCluster) addTo(cluster string, req Resources) {
 	r := f[cluster]
 	if r == nil {
 		r = Resources{}
@@ -39,7 +39,7 @@ func (f inFlight) addTo(cluster string, req Resources) {
 // addUnreported adds, per cluster, what the workloads won there ask for beyond what its last report
 // says its admitted copies ask for. A report that counts more (jobs that finished since, as the hub
 // has recorded) adds nothing; an agent that does not say leaves its admissions to the margin.
-func (f inFlight) addUnreported(clusters map[string]Cluster, won map[string]Resources) {
+func (f byCluster) addUnreported(clusters map[string]Cluster, won byCluster) {
 	for name, req := range won {
 		c := clusters[name]
 		for i := range c.Resources {

@@ -23,8 +23,8 @@ type ledger struct {
 	slab     []pool
 	// flying is, per cluster, the requests its report does not count yet (alone.go); won, what the
 	// workloads won there ask for.
-	flying inFlight
-	won    inFlight
+	flying byCluster
+	won    byCluster
 }
 
 type queueLedger struct {
@@ -65,7 +65,7 @@ type queueLedger struct {
 	// some back.
 	room *roomChanges
 	// flying is the pass's: the requests of the copies each cluster's report may not count yet.
-	flying inFlight
+	flying byCluster
 	// verdicts is the pass's: the workloads of its verdicts.
 	verdicts *verdictWorkloads
 	// now and rejectionTTL are the snapshot's: when a rejection lapses.
@@ -143,7 +143,7 @@ func emptyLedger(s *Snapshot) *ledger {
 	l := &ledger{queues: make(map[string]*queueLedger, len(s.Queues)), cohorts: map[string]*cohortNode{}, pools: map[poolKey]*pool{},
 		verdicts: &verdictWorkloads{}}
 	room := &roomChanges{}
-	l.flying, l.won = inFlight{}, inFlight{}
+	l.flying, l.won = byCluster{}, byCluster{}
 	for name, q := range s.Queues {
 		ql := &queueLedger{q: q, index: map[corev1.ResourceName]int{}, byName: make(map[string]int, len(q.Clusters)),
 			maxCandidates: max(q.MaxCandidates, 1), scores: scoresOf(q), room: room, flying: l.flying, verdicts: l.verdicts,

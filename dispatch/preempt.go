@@ -79,10 +79,10 @@ type preempter struct {
 	l *ledger
 	// running are the admitted workloads not being preempted, by cluster; taken are those this pass
 	// chose as victims.
-	running  map[string][]*Workload
-	taken    map[string]bool
-	inFlight map[string][]*Workload // by preemptor: victims still leaving
-	budget   int
+	running map[string][]*Workload
+	taken   map[string]bool
+	leaving map[string][]*Workload // by preemptor: victims still leaving
+	budget  int
 }
 
 // preempt adds the pass's preemptions to res, and says in the verdicts of the workloads they are for
@@ -101,13 +101,13 @@ func (l *ledger) preempt(s *Snapshot, res *Result) {
 		}
 		return cmp.Or(a.w.Created.Compare(b.w.Created), strings.Compare(a.w.Key, b.w.Key))
 	})
-	p := &preempter{l: l, running: map[string][]*Workload{}, taken: map[string]bool{}, inFlight: map[string][]*Workload{},
+	p := &preempter{l: l, running: map[string][]*Workload{}, taken: map[string]bool{}, leaving: map[string][]*Workload{},
 		budget: MaxPreemptionsPerPass}
 	for _, w := range s.Workloads {
 		switch {
 		case w.Phase != Admitted:
 		case w.PreemptedFor != "":
-			p.inFlight[w.PreemptedFor] = append(p.inFlight[w.PreemptedFor], w)
+			p.leaving[w.PreemptedFor] = append(p.leaving[w.PreemptedFor], w)
 		default:
 			p.running[w.Winner] = append(p.running[w.Winner], w)
 		}
@@ -117,7 +117,7 @@ func (l *ledger) preempt(s *Snapshot, res *Result) {
 	}
 	tries := MaxPreemptorsTriedPerPass
 	for _, b := range all {
-		if leaving := p.inFlight[b.w.Key]; len(leaving) > 0 {
+		if leaving := p.leaving[b.w.Key]; len(leaving) > 0 {
 			b.say(res, leavingMessage(leaving))
 			continue
 		}
