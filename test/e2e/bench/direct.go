@@ -146,27 +146,46 @@ func cleanUpDirect(tb *testbed.Testbed, ns string) {
 	}
 }
 
-// agentPasses is how many passes the testbed's agents have run so far, from their own metrics (the
-// count of the pass duration histogram: controller-runtime's count of reconciles also has the calls
-// that pacing held back).
-func agentPasses(ctx context.Context, tb *testbed.Testbed) (float64, error) {
-	var total float64
-	for _, name := range gantryProcesses[1:] {
+// gantryCounts are what Gantry's own metrics have counted so far: the agents' passes (the count of
+// their pass duration histogram: controller-runtime's count of reconciles also has the calls that
+// pacing held back), the hub's passes, and its nominations by reach.
+type gantryCounts struct {
+	agentPasses, hubPasses float64
+	nominations            map[string]float64
+}
+
+func countGantry(ctx context.Context, tb *testbed.Testbed) (gantryCounts, error) {
+	var c gantryCounts
+	for i, name := range gantryProcesses {
 		p, err := tb.Process(name)
 		if err != nil {
-			return 0, err
+			return c, err
 		}
 		addr := flagValue(p.Args, "--metrics-bind-address")
 		if addr == "" {
-			return 0, fmt.Errorf("%s serves no metrics", name)
+			return c, fmt.Errorf("%s serves no metrics", name)
 		}
 		m, err := scrape.HTTP(ctx, addr)
 		if err != nil {
-			return 0, fmt.Errorf("reading the metrics of %s: %w", name, err)
+			return c, fmt.Errorf("reading the metrics of %s: %w", name, err)
 		}
-		total += float64(m.Histogram("gantry_agent_admission_pass_duration_seconds").Count)
+		if i == 0 {
+			c.hubPasses = float64(m.Histogram("gantry_hub_dispatch_pass_duration_seconds").Count)
+			c.nominations = m.By("gantry_hub_nominations_total", "reach")
+			continue
+		}
+		c.agentPasses += float64(m.Histogram("gantry_agent_admission_pass_duration_seconds").Count)
 	}
-	return total, nil
+	return c, nil
+}
+
+// since is what was counted between before and c.
+func (c gantryCounts) since(before gantryCounts) gantryCounts {
+	out := gantryCounts{agentPasses: c.agentPasses - before.agentPasses, hubPasses: c.hubPasses - before.hubPasses, nominations: map[string]float64{}}
+	for reach, n := range c.nominations {
+		out.nominations[reach] = n - before.nominations[reach]
+	}
+	return out
 }
 
 // flagValue is the value of a flag on a command line, given as "--flag value" or "--flag=value".

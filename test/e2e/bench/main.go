@@ -212,7 +212,7 @@ func runBurst(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report
 	if err != nil {
 		return err
 	}
-	passesBefore, err := agentPasses(ctx, tb)
+	countsBefore, err := countGantry(ctx, tb)
 	if err != nil {
 		return err
 	}
@@ -256,11 +256,11 @@ func runBurst(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *report
 		return err
 	}
 	r.hubCPU, r.agentsCPU = cpuSplit(cpuBefore, cpuAfter)
-	passesAfter, err := agentPasses(ctx, tb)
+	countsAfter, err := countGantry(ctx, tb)
 	if err != nil {
 		return err
 	}
-	r.agentPasses = passesAfter - passesBefore
+	r.counted = countsAfter.since(countsBefore)
 	afterClean, err := scrapeAll(ctx, tb)
 	if err != nil {
 		return err

@@ -64,6 +64,10 @@ type summary struct {
 	HubCPUPerJob      figure `json:"hubCPUPerJobMs,omitempty"`
 	AgentsCPUPerJob   figure `json:"agentsCPUPerJobMs,omitempty"`
 	AgentPassesPerJob figure `json:"agentPassesPerJob,omitempty"`
+	HubPassesPerJob   figure `json:"hubPassesPerJob,omitempty"`
+	// Nominations persisted per job, and those of them that went to one cluster alone.
+	NominationsPerJob figure `json:"nominationsPerJob,omitempty"`
+	AlonePerJob       figure `json:"alonePerJob,omitempty"`
 }
 
 // record is one run as checked in (recorded.json): its headline and what it ran on, which must match
@@ -164,6 +168,9 @@ var headlines = []headline{
 	{"Gantry's own CPU per job, hub", func(s summary) figure { return s.HubCPUPerJob }, formatf("%.1f ms"), true, cpuTolerance},
 	{"Gantry's own CPU per job, agents", func(s summary) figure { return s.AgentsCPUPerJob }, formatf("%.1f ms"), true, cpuTolerance},
 	{"agents' passes per job, both agents", func(s summary) figure { return s.AgentPassesPerJob }, formatf("%.1f"), true, notJudged},
+	{"the hub's passes per job", func(s summary) figure { return s.HubPassesPerJob }, formatf("%.1f"), true, notJudged},
+	{"nominations per job", func(s summary) figure { return s.NominationsPerJob }, formatf("%.2f"), true, notJudged},
+	{"nominations per job that went alone", func(s summary) figure { return s.AlonePerJob }, formatf("%.2f"), false, notJudged},
 }
 
 func formatf(format string) func(figure) string {

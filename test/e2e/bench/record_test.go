@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
@@ -47,7 +48,7 @@ func smallReport() *report {
 			run:   phase{window: 8 * time.Second, requests: map[string]requestCounts{"worker-1": {jobs("POST"): 4, pods("POST"): 4}}},
 			clean: phase{window: time.Second, requests: map[string]requestCounts{"worker-1": {jobs("DELETE"): 2}}},
 		},
-		hubCPU: 40 * time.Millisecond, agentsCPU: 60 * time.Millisecond, agentPasses: 6,
+		hubCPU: 40 * time.Millisecond, agentsCPU: 60 * time.Millisecond, counted: gantryCounts{agentPasses: 6, hubPasses: 8, nominations: map[string]float64{dispatch.ReachAlone: 3, dispatch.ReachCandidates: 1}},
 	}
 }
 
@@ -62,6 +63,9 @@ func TestSummaryFromReport(t *testing.T) {
 		WritesPerJob: 7, DirectWritesPerJob: 2.5, ExtraWritesPerJob: 4.5, WritesRatio: 2.8,
 		CPUPerJob: 25, HubCPUPerJob: 10, AgentsCPUPerJob: 15,
 		AgentPassesPerJob: 1.5,
+		HubPassesPerJob:   2,
+		NominationsPerJob: 1,
+		AlonePerJob:       0.75,
 	}
 	if diff := cmp.Diff(want, f.summary, approx); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)

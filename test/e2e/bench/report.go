@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
@@ -54,8 +55,9 @@ type report struct {
 	burst       []jobTimes
 	// hubCPU and agentsCPU are the CPU the hub and the agents used over the burst, both phases.
 	hubCPU, agentsCPU time.Duration
-	// agentPasses is how many passes the agents ran over the burst, both phases.
-	agentPasses float64
+	// counted is what Gantry's metrics counted over the burst, both phases: the agents' and the hub's
+	// passes, the hub's nominations by reach.
+	counted gantryCounts
 	// direct is the same burst posted straight to the workers.
 	direct directBurst
 }
@@ -110,7 +112,11 @@ func (r *report) figures() figures {
 	f.HubCPUPerJob = ratio(millis(r.hubCPU), jobs)
 	f.AgentsCPUPerJob = ratio(millis(r.agentsCPU), jobs)
 	f.CPUPerJob = f.HubCPUPerJob + f.AgentsCPUPerJob
-	f.AgentPassesPerJob = ratio(figure(r.agentPasses), jobs)
+	f.AgentPassesPerJob = ratio(figure(r.counted.agentPasses), jobs)
+	f.HubPassesPerJob = ratio(figure(r.counted.hubPasses), jobs)
+	f.NominationsPerJob = ratio(figure(r.counted.nominations[dispatch.ReachCandidates]+r.counted.nominations[dispatch.ReachAlone]+
+		r.counted.nominations[dispatch.ReachWidened]), jobs)
+	f.AlonePerJob = ratio(figure(r.counted.nominations[dispatch.ReachAlone]), jobs)
 	return f
 }
 
@@ -224,7 +230,8 @@ func printAgainstDirect(tw io.Writer, f figures) {
 	fmt.Fprintf(tw, "Gantry's own CPU per job, hub and agents\t%.2f ms (%.1f + %.1f)\t< %s + %s\t%s\t\n",
 		f.CPUPerJob, f.HubCPUPerJob, f.AgentsCPUPerJob, ms(targetHubCPUPerJob), ms(targetAgentsCPUPerJob),
 		verdict(hub < targetHubCPUPerJob && agents < targetAgentsCPUPerJob))
-	fmt.Fprintf(tw, "  agents' passes per job, both agents\t%.1f\t\t\t\n", f.AgentPassesPerJob)
+	fmt.Fprintf(tw, "  agents' passes per job, both agents; the hub's\t%.1f; %.1f\t\t\t\n", f.AgentPassesPerJob, f.HubPassesPerJob)
+	fmt.Fprintf(tw, "nominations per job, of which alone\t%.2f, %.2f\t\t\t\n", f.NominationsPerJob, f.AlonePerJob)
 }
 
 // breakdownRow is one kind of write in printBreakdown: per job, on each cluster through Gantry, in its
