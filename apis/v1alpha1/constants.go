@@ -1,5 +1,11 @@
 package v1alpha1
 
+import (
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
 // Labels and annotations. These names are part of Gantry's contract with users and scripts.
 const (
 	// QueueLabel on a batch Job selects the namespaced Queue it is submitted to.
@@ -28,6 +34,10 @@ const (
 	// DispatchEpochLabel on every object Gantry creates on a worker holds the dispatch epoch that created it,
 	// so that copies from a superseded attempt are recognised and fenced.
 	DispatchEpochLabel = "gantry.dev/dispatch-epoch"
+	// DispatchLabel on a copy and on a job Gantry creates on a worker (not on what the worker's
+	// controllers make from it) names the one dispatch it is for, "<workload UID>.<epoch>": the hub
+	// deletes several at once by a selector of their dispatches, which can match nothing else.
+	DispatchLabel = "gantry.dev/dispatch"
 
 	// JobManagedBy is the spec.managedBy value that keeps the hub's Job controller away from queued Jobs.
 	JobManagedBy = "gantry.dev/hub"
@@ -284,4 +294,9 @@ func RejectsCluster(reason string) bool {
 		return true
 	}
 	return false
+}
+
+// Dispatch is the value of DispatchLabel for a workload's dispatch epoch.
+func Dispatch(workloadUID types.UID, epoch int64) string {
+	return string(workloadUID) + "." + strconv.FormatInt(epoch, 10)
 }

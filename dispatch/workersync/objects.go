@@ -27,7 +27,8 @@ func NewCopy(wl *gantry.Workload, localQueue string) *gantry.Workload {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      wl.Name,
 			Namespace: wl.Namespace,
-			Labels:    mergeLabels(remoteLabels(wl, wl.Status.DispatchEpoch), map[string]string{gantry.JobNameLabel: wl.Labels[gantry.JobNameLabel]}),
+			Labels: mergeLabels(remoteLabels(wl, wl.Status.DispatchEpoch), map[string]string{gantry.JobNameLabel: wl.Labels[gantry.JobNameLabel],
+				gantry.DispatchLabel: gantry.Dispatch(wl.UID, wl.Status.DispatchEpoch)}),
 		},
 		Spec: *wl.Spec.DeepCopy(),
 	}
@@ -46,6 +47,8 @@ func NewRemoteJob(hubJob client.Object, wl *gantry.Workload, localQueue string) 
 		pinToAdmission(&tpl.Spec, podSet, wl)
 		joinGang(tpl, podSet, wl)
 	})
+	// The dispatch on the job alone: what the worker's controllers make from it does not carry it.
+	job.SetLabels(mergeLabels(job.GetLabels(), map[string]string{gantry.DispatchLabel: gantry.Dispatch(wl.UID, wl.Status.DispatchEpoch)}))
 	if localQueue != "" {
 		job.SetLabels(mergeLabels(job.GetLabels(), map[string]string{gantry.KueueQueueNameLabel: localQueue}))
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 
-// hubAccessClusterRules (with hubAccessPodCheckRules and hubAccessKindRules) and hubAccessNamespaceRules
+// hubAccessClusterRules (with hubAccessPodCheckRules, hubAccessBatchDeleteRules and hubAccessKindRules) and hubAccessNamespaceRules
 // are the rules of deploy/worker/hub-access.yaml, its ClusterRole gantry-hub-remote and its Role in
 // gantry-system; hubAccessLogRules those of its ClusterRole
 // gantry-hub-remote-logs. A test keeps them equal to the file.
@@ -37,6 +37,12 @@ var (
 	// a worker set up before them runs jobs unjudged.
 	hubAccessPodCheckRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}},
+	}
+	// hubAccessBatchDeleteRules let the hub delete copies and Jobs that go together in one request.
+	// The hub's own, in the same ClusterRole, but it connects without them and deletes one by one.
+	hubAccessBatchDeleteRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{"gantry.dev"}, Resources: []string{"workloads"}, Verbs: []string{"deletecollection"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"deletecollection"}},
 	}
 	// hubAccessKindRules let the hub run job kinds other than batch Jobs, which a worker may not serve.
 	// They are the hub's own, in the same ClusterRole, but the hub connects without them: a worker set
@@ -250,7 +256,7 @@ func listed(verbs map[string]map[string]bool) []string {
 }
 
 func resourceAllowed(group, resource, verb string) bool {
-	for _, rules := range [][]rbacv1.PolicyRule{hubAccessClusterRules, hubAccessPodCheckRules, hubAccessKindRules, hubAccessNamespaceRules, hubAccessLogRules, defaultResourceRules} {
+	for _, rules := range [][]rbacv1.PolicyRule{hubAccessClusterRules, hubAccessPodCheckRules, hubAccessBatchDeleteRules, hubAccessKindRules, hubAccessNamespaceRules, hubAccessLogRules, defaultResourceRules} {
 		for _, r := range rules {
 			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
 				return true

@@ -61,7 +61,7 @@ func TestAllowlistIsHubAccessYAML(t *testing.T) {
 			namespaceRules = append(namespaceRules, obj.Rules...)
 		}
 	}
-	if diff := cmp.Diff(clusterRules, slices.Concat(hubAccessClusterRules, hubAccessPodCheckRules, hubAccessKindRules)); diff != "" {
+	if diff := cmp.Diff(clusterRules, slices.Concat(hubAccessClusterRules, hubAccessPodCheckRules, hubAccessBatchDeleteRules, hubAccessKindRules)); diff != "" {
 		t.Errorf("ClusterRole rules of hub-access.yaml (-) and hubAccessClusterRules (+) differ:\n%s", diff)
 	}
 	if diff := cmp.Diff(logRules, hubAccessLogRules); diff != "" {
@@ -85,7 +85,7 @@ func nonResourceRule(urls, verbs string) authorizationv1.NonResourceRule {
 // says: its rules and Kubernetes' defaults for every authenticated user and service account.
 func leastPrivilege() authorizationv1.SubjectRulesReviewStatus {
 	var st authorizationv1.SubjectRulesReviewStatus
-	for _, r := range slices.Concat(hubAccessNamespaceRules, hubAccessClusterRules, hubAccessPodCheckRules, hubAccessKindRules, hubAccessLogRules, defaultResourceRules) {
+	for _, r := range slices.Concat(hubAccessNamespaceRules, hubAccessClusterRules, hubAccessPodCheckRules, hubAccessBatchDeleteRules, hubAccessKindRules, hubAccessLogRules, defaultResourceRules) {
 		st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs})
 	}
 	st.NonResourceRules = []authorizationv1.NonResourceRule{

@@ -80,6 +80,8 @@ type Reconciler struct {
 	refusals sync.Map // "workload UID/cluster" -> refusal: the cluster did not take the job of an epoch
 	// podChecks are the pods the workers admitted in a dry run lately (podsRefused).
 	podChecks podChecks
+	// deletions sends the deletions on workers, those that come together in one request.
+	deletions deletions
 	expected  *expectations.Created
 }
 
@@ -458,7 +460,7 @@ func (r *Reconciler) applyWorker(ctx context.Context, wl *gantry.Workload, a wor
 	case workersync.Suspend:
 		return false, suspend(ctx, w, a.Cluster, a.Object)
 	default:
-		deleted, err := deleteExact(ctx, w, a.Cluster, a.Object, a.Op == workersync.DeleteForeground)
+		deleted, err := r.deletions.delete(ctx, w, a.Cluster, a.Object, a.Op == workersync.DeleteForeground)
 		if deleted {
 			r.expected.Expect(deletedKey(a.Object))
 		}

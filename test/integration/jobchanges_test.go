@@ -88,10 +88,12 @@ func TestWhatAQueuedJobAsksIsFixedWhereGantryCouldNotHonourAChange(t *testing.T)
 	}
 	// A label Gantry sets on the jobs it creates on workers is no way around the rules of the hub's.
 	refused("a workload UID of its own", "a job submitted to the hub may not carry them", func(j *batchv1.Job) { j.Labels[gantry.WorkloadUIDLabel] = "forged" })
-	forged := gpuJob(ns, "forged", 1, 1)
-	forged.Labels[gantry.DispatchEpochLabel] = "7"
-	if err := hubEnv.client.Create(context.Background(), forged); err == nil || !strings.Contains(err.Error(), "a job submitted to the hub may not carry them") {
-		t.Errorf("a queued Job created with label %s: %v, want it refused", gantry.DispatchEpochLabel, err)
+	for i, label := range []string{gantry.DispatchEpochLabel, gantry.DispatchLabel} {
+		forged := gpuJob(ns, fmt.Sprintf("forged-%d", i), 1, 1)
+		forged.Labels[label] = "7"
+		if err := hubEnv.client.Create(context.Background(), forged); err == nil || !strings.Contains(err.Error(), "a job submitted to the hub may not carry them") {
+			t.Errorf("a queued Job created with label %s: %v, want it refused", label, err)
+		}
 	}
 	refused("another queue", "the queue of a queued Job is fixed", func(j *batchv1.Job) { j.Labels[gantry.QueueLabel] = "other" })
 	refused("no queue", "the queue of a queued Job is fixed", func(j *batchv1.Job) { delete(j.Labels, gantry.QueueLabel) })

@@ -186,11 +186,26 @@ func readPidFile(path, name string) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pid file %s: %w", path, err)
 	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	cmdline, err := readCmdline(pid)
 	if err != nil {
 		return nil, fmt.Errorf("%s (pid %d) is not running: %w", name, pid, err)
 	}
 	return &Process{Name: name, PID: pid, Args: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")}, nil
+}
+
+// readCmdline reads a process's command line. A process that was just started may still be in its
+// exec, past the point where its starter saw it succeed but before the kernel set up its arguments:
+// its command line reads empty for that moment, so an empty one is read again for up to a second.
+func readCmdline(pid int) ([]byte, error) {
+	path := fmt.Sprintf("/proc/%d/cmdline", pid)
+	for range 100 {
+		cmdline, err := os.ReadFile(path)
+		if err != nil || len(cmdline) > 0 {
+			return cmdline, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return os.ReadFile(path)
 }
 
 // startComponent starts a control plane component in the cluster's directory, as kwokctl does, with
