@@ -398,11 +398,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 }
 
 // countAdmitted adds what an admitted copy asks for to the plan's Admitted.
-func (p *Plan) countAdmitted(c *gantryv1alpha1.Workload) {
-	for name, v := range c.Spec.MilliRequests() {
-		p.Admitted[name] += v
-	}
-}
+func (p *Plan) countAdmitted(c *gantryv1alpha1.Workload) { c.Spec.AddMilliRequests(p.Admitted) }
 
 // track keeps an admitted copy whose room is held in Placing, and moves one whose pods are now all
 // bound to Placed, with the time its placement took.

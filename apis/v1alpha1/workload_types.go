@@ -120,12 +120,17 @@ type WorkloadSpec struct {
 // of the workload against quota, and what an agent reports its admitted copies ask for.
 func (s *WorkloadSpec) MilliRequests() map[corev1.ResourceName]int64 {
 	total := map[corev1.ResourceName]int64{}
+	s.AddMilliRequests(total)
+	return total
+}
+
+// AddMilliRequests adds MilliRequests to total, which a sum over many workloads keeps one map for.
+func (s *WorkloadSpec) AddMilliRequests(total map[corev1.ResourceName]int64) {
 	for _, ps := range s.PodSets {
 		for name, q := range ps.Requests {
 			total[name] += q.MilliValue() * int64(ps.Count)
 		}
 	}
-	return total
 }
 
 // PodSetAdmission is where an agent placed one pod set.
