@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/test/scrape"
 )
 
@@ -93,13 +94,7 @@ func (d *drainRow) measure(before, after costs, total int, realWorkers, memoryWo
 	d.hubToHub = (hubWrites(after.hubMetrics, "hub") - hubWrites(before.hubMetrics, "hub")) / n
 	d.hubToWorkers = (hubWrites(after.hubMetrics, "worker") - hubWrites(before.hubMetrics, "worker")) / n
 	d.hubToHubByKind = writesByKind(before.hubMetrics, after.hubMetrics, n)
-	d.nominations = after.hubMetrics.By(nominationsMetric, "reach")
-	for reach, b := range before.hubMetrics.By(nominationsMetric, "reach") {
-		d.nominations[reach] -= b
-	}
-	for reach := range d.nominations {
-		d.nominations[reach] /= n
-	}
+	d.nominations = scrape.Change(before.hubMetrics.By(nominationsMetric, "reach"), after.hubMetrics.By(nominationsMetric, "reach"), n)
 	players := sumOver(after.playerWrites, realWorkers) - sumOver(before.playerWrites, realWorkers)
 	hubToReal := 0.0
 	for _, w := range realWorkers {
@@ -198,7 +193,7 @@ func (r *report) print(w io.Writer) {
 			d.hubToHub, d.hubToWorkers, d.agentWrite)
 		p("| drain: API writes per job, hub to hub, by kind | %s | |", strings.Join(d.hubToHubByKind, ", "))
 		p("| drain: nominations per job, by reach (Candidates / Alone / Widened) | %.2f / %.2f / %.2f | |",
-			d.nominations["Candidates"], d.nominations["Alone"], d.nominations["Widened"])
+			d.nominations[dispatch.ReachCandidates], d.nominations[dispatch.ReachAlone], d.nominations[dispatch.ReachWidened])
 		if r.o.memoryWorkers > 0 {
 			p("| drain: API writes per job of the in-memory workers' agents (per job run there) | %.1f | |", d.memoryAgentWrite)
 			p("| drain: CPU per job of the harness's process (the in-memory workers and their agents, the player of every worker) | %s | |", ms(d.harnessCPU))

@@ -75,6 +75,15 @@ func (f Families) By(name, label string, match ...string) map[string]float64 {
 	return out
 }
 
+// Change is what counters read by By went up by between two scrapes, per label value, divided by per.
+func Change(before, after map[string]float64, per float64) map[string]float64 {
+	out := make(map[string]float64, len(after))
+	for k, v := range after {
+		out[k] = (v - before[k]) / per
+	}
+	return out
+}
+
 func labelsMatch(m *dto.Metric, match []string) bool {
 	for i := 0; i+1 < len(match); i += 2 {
 		found := false

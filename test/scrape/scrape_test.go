@@ -89,3 +89,10 @@ func TestHistogramSince(t *testing.T) {
 		t.Errorf("Quantile of an empty histogram = %q", got)
 	}
 }
+
+func TestChangeIsPerLabelValueAndPer(t *testing.T) {
+	got := Change(map[string]float64{"a": 2, "gone": 5}, map[string]float64{"a": 8, "new": 3}, 2)
+	if len(got) != 2 || got["a"] != 3 || got["new"] != 1.5 {
+		t.Errorf("Change = %v, want a 3 and new 1.5", got)
+	}
+}

@@ -181,11 +181,8 @@ func countGantry(ctx context.Context, tb *testbed.Testbed) (gantryCounts, error)
 
 // since is what was counted between before and c.
 func (c gantryCounts) since(before gantryCounts) gantryCounts {
-	out := gantryCounts{agentPasses: c.agentPasses - before.agentPasses, hubPasses: c.hubPasses - before.hubPasses, nominations: map[string]float64{}}
-	for reach, n := range c.nominations {
-		out.nominations[reach] = n - before.nominations[reach]
-	}
-	return out
+	return gantryCounts{agentPasses: c.agentPasses - before.agentPasses, hubPasses: c.hubPasses - before.hubPasses,
+		nominations: scrape.Change(before.nominations, c.nominations, 1)}
 }
 
 // flagValue is the value of a flag on a command line, given as "--flag value" or "--flag=value".

@@ -114,8 +114,11 @@ func (r *report) figures() figures {
 	f.CPUPerJob = f.HubCPUPerJob + f.AgentsCPUPerJob
 	f.AgentPassesPerJob = ratio(figure(r.counted.agentPasses), jobs)
 	f.HubPassesPerJob = ratio(figure(r.counted.hubPasses), jobs)
-	f.NominationsPerJob = ratio(figure(r.counted.nominations[dispatch.ReachCandidates]+r.counted.nominations[dispatch.ReachAlone]+
-		r.counted.nominations[dispatch.ReachWidened]), jobs)
+	nominations := 0.0
+	for _, n := range r.counted.nominations {
+		nominations += n
+	}
+	f.NominationsPerJob = ratio(figure(nominations), jobs)
 	f.AlonePerJob = ratio(figure(r.counted.nominations[dispatch.ReachAlone]), jobs)
 	return f
 }
