@@ -133,7 +133,7 @@ func run(o options) error {
 	if err := runSingles(ctx, tb, rec, r, singleNS, id, o); err != nil {
 		return err
 	}
-	if r.idleRate, err = idleRates(ctx, tb, o.idle); err != nil {
+	if err := sampleIdle(ctx, tb, r, o.idle); err != nil {
 		return err
 	}
 	names := make([]string, o.jobs)
@@ -184,20 +184,33 @@ func runSingles(ctx context.Context, tb *testbed.Testbed, rec *recorder, r *repo
 	return nil
 }
 
-// idleRates samples what the idle testbed writes per second.
-func idleRates(ctx context.Context, tb *testbed.Testbed, sample time.Duration) (map[string]requestCounts, error) {
-	logf("sampling the idle testbed's background writes for %s", sample)
+// sampleIdle samples what the idle testbed writes per second, and the CPU Gantry's processes use per
+// second at rest (leases, heartbeats, resyncs): what they would use over the burst without it.
+func sampleIdle(ctx context.Context, tb *testbed.Testbed, r *report, sample time.Duration) error {
+	logf("sampling the idle testbed's background writes and Gantry's CPU at rest for %s", sample)
 	before, err := scrapeAll(ctx, tb)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	cpuBefore, err := processCPU(tb)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	time.Sleep(sample)
 	after, err := scrapeAll(ctx, tb)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return ratesAll(diffAll(after, before), time.Since(start)), nil
+	cpuAfter, err := processCPU(tb)
+	if err != nil {
+		return err
+	}
+	window := time.Since(start)
+	r.idleRate = ratesAll(diffAll(after, before), window)
+	hub, agents := cpuSplit(cpuBefore, cpuAfter)
+	r.hubRestCPU, r.agentsRestCPU = hub.Seconds()/window.Seconds(), agents.Seconds()/window.Seconds()
+	return nil
 }
 
 // runBurst submits the burst to the hub, waits until every Job completed, deletes them and waits until

@@ -60,11 +60,15 @@ type summary struct {
 	ExtraWritesPerJob  figure `json:"extraWritesPerJob,omitempty"`
 	WritesRatio        figure `json:"writesRatio,omitempty"`
 	// The CPU is Gantry's own, in milliseconds per job over the burst and its deletion.
-	CPUPerJob         figure `json:"cpuPerJobMs,omitempty"`
-	HubCPUPerJob      figure `json:"hubCPUPerJobMs,omitempty"`
-	AgentsCPUPerJob   figure `json:"agentsCPUPerJobMs,omitempty"`
-	AgentPassesPerJob figure `json:"agentPassesPerJob,omitempty"`
-	HubPassesPerJob   figure `json:"hubPassesPerJob,omitempty"`
+	CPUPerJob       figure `json:"cpuPerJobMs,omitempty"`
+	HubCPUPerJob    figure `json:"hubCPUPerJobMs,omitempty"`
+	AgentsCPUPerJob figure `json:"agentsCPUPerJobMs,omitempty"`
+	// The CPU the hub and the agents use at rest (sampled on the idle testbed) over as long as the burst
+	// and its deletion took, per job: part of the CPU per job above that no job causes.
+	HubRestCPUPerJob    figure `json:"hubRestCPUPerJobMs,omitempty"`
+	AgentsRestCPUPerJob figure `json:"agentsRestCPUPerJobMs,omitempty"`
+	AgentPassesPerJob   figure `json:"agentPassesPerJob,omitempty"`
+	HubPassesPerJob     figure `json:"hubPassesPerJob,omitempty"`
 	// Nominations persisted per job, and those of them that went to one cluster alone.
 	NominationsPerJob figure `json:"nominationsPerJob,omitempty"`
 	AlonePerJob       figure `json:"alonePerJob,omitempty"`
@@ -167,6 +171,8 @@ var headlines = []headline{
 	{"Gantry's own CPU per job, hub and agents", func(s summary) figure { return s.CPUPerJob }, formatf("%.1f ms"), true, cpuTolerance},
 	{"Gantry's own CPU per job, hub", func(s summary) figure { return s.HubCPUPerJob }, formatf("%.1f ms"), true, cpuTolerance},
 	{"Gantry's own CPU per job, agents", func(s summary) figure { return s.AgentsCPUPerJob }, formatf("%.1f ms"), true, cpuTolerance},
+	{"Gantry's CPU at rest over as long, per job, hub", func(s summary) figure { return s.HubRestCPUPerJob }, formatf("%.1f ms"), true, notJudged},
+	{"Gantry's CPU at rest over as long, per job, agents", func(s summary) figure { return s.AgentsRestCPUPerJob }, formatf("%.1f ms"), true, notJudged},
 	{"agents' passes per job, both agents", func(s summary) figure { return s.AgentPassesPerJob }, formatf("%.1f"), true, notJudged},
 	{"the hub's passes per job", func(s summary) figure { return s.HubPassesPerJob }, formatf("%.1f"), true, notJudged},
 	{"nominations per job", func(s summary) figure { return s.NominationsPerJob }, formatf("%.2f"), true, notJudged},

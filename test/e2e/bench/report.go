@@ -55,6 +55,9 @@ type report struct {
 	burst       []jobTimes
 	// hubCPU and agentsCPU are the CPU the hub and the agents used over the burst, both phases.
 	hubCPU, agentsCPU time.Duration
+	// hubRestCPU and agentsRestCPU are the CPU the hub and the agents use on the testbed at rest, in
+	// seconds per second.
+	hubRestCPU, agentsRestCPU float64
 	// counted is what Gantry's metrics counted over the burst, both phases: the agents' and the hub's
 	// passes, the hub's nominations by reach.
 	counted gantryCounts
@@ -112,6 +115,10 @@ func (r *report) figures() figures {
 	f.HubCPUPerJob = ratio(millis(r.hubCPU), jobs)
 	f.AgentsCPUPerJob = ratio(millis(r.agentsCPU), jobs)
 	f.CPUPerJob = f.HubCPUPerJob + f.AgentsCPUPerJob
+	// What they would have used over both phases at rest.
+	window := (r.run.window + r.clean.window).Seconds()
+	f.HubRestCPUPerJob = ratio(figure(r.hubRestCPU*window*1000), jobs)
+	f.AgentsRestCPUPerJob = ratio(figure(r.agentsRestCPU*window*1000), jobs)
 	f.AgentPassesPerJob = ratio(figure(r.counted.agentPasses), jobs)
 	f.HubPassesPerJob = ratio(figure(r.counted.hubPasses), jobs)
 	nominations := 0.0
@@ -233,6 +240,8 @@ func printAgainstDirect(tw io.Writer, f figures) {
 	fmt.Fprintf(tw, "Gantry's own CPU per job, hub and agents\t%.2f ms (%.1f + %.1f)\t< %s + %s\t%s\t\n",
 		f.CPUPerJob, f.HubCPUPerJob, f.AgentsCPUPerJob, ms(targetHubCPUPerJob), ms(targetAgentsCPUPerJob),
 		verdict(hub < targetHubCPUPerJob && agents < targetAgentsCPUPerJob))
+	fmt.Fprintf(tw, "  of which they use at rest over as long\t%.2f ms (%.1f + %.1f)\t\t\t\n",
+		f.HubRestCPUPerJob+f.AgentsRestCPUPerJob, f.HubRestCPUPerJob, f.AgentsRestCPUPerJob)
 	fmt.Fprintf(tw, "  agents' passes per job, both agents; the hub's\t%.1f; %.1f\t\t\t\n", f.AgentPassesPerJob, f.HubPassesPerJob)
 	fmt.Fprintf(tw, "nominations per job, of which alone\t%.2f, %.2f\t\t\t\n", f.NominationsPerJob, f.AlonePerJob)
 }
