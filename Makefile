@@ -39,6 +39,7 @@ generate:
 # of deploy/ from the chart.
 manifests:
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=deploy/crd
+	go run ./hack/crdversions -dir deploy/crd -served v1alpha1
 	rm -f deploy/charts/gantry/crds/*.yaml && cp deploy/crd/gantry.dev_*.yaml deploy/charts/gantry/crds/
 	go run ./hack/manifests -chart deploy/charts/gantry -out deploy
 

@@ -1,7 +1,7 @@
 package dispatch
 
 import (
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // RequestsOf sums the requests of all pods of all pod sets of a workload.

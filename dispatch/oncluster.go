@@ -6,7 +6,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // OnCluster names (namespace/name) the hub Workloads that still need the cluster: those it runs that

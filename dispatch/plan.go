@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // Winner records that Cluster runs the workload Key, using quota of GlobalQueue.

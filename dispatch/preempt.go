@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // Preemption takes the admitted workload Victim back from Cluster to make room for Preemptor. The

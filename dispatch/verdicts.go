@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // A waiting workload's Pending condition is rewritten only when a person reading it learns something:

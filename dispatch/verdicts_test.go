@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // TestVerdictsAreWrittenWhenAPersonLearnsSomething runs passes one after another, each proposing one

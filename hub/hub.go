@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/hub/dispatcher"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/metrics"

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 func replicatedJob(name string, replicas, parallelism int32, gpus string) jobset.ReplicatedJob {

@@ -14,7 +14,7 @@ import (
 
 	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 func rayPod(gpus string) corev1.PodTemplateSpec {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // trainerJob is a replicated job of a runtime's template: the trainer's step, its pods' container named

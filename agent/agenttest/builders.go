@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
@@ -44,8 +44,8 @@ func (w *NodeWrapper) Allocatable(kv ...string) *NodeWrapper {
 
 // GPUs gives the node n nvidia.com/gpu and labels it with the GPU product.
 func (w *NodeWrapper) GPUs(n int, product string) *NodeWrapper {
-	w.Status.Allocatable[gantryv1alpha1.GPUResource] = *resource.NewQuantity(int64(n), resource.DecimalSI)
-	return w.Label(gantryv1alpha1.GPUProductLabel, product)
+	w.Status.Allocatable[gantryv1beta1.GPUResource] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	return w.Label(gantryv1beta1.GPUProductLabel, product)
 }
 
 // Label sets a label.
@@ -98,12 +98,12 @@ type CopyWrapper struct {
 func MakeCopy(name, namespace string) *CopyWrapper {
 	w := &CopyWrapper{}
 	w.WorkloadBuilder = hubtest.NewWorkloadBuilder(w, name, namespace)
-	return w.UID("copy-"+name).HubUID("hub-"+name).Label(gantryv1alpha1.DispatchEpochLabel, "1").Queue("default")
+	return w.UID("copy-"+name).HubUID("hub-"+name).Label(gantryv1beta1.DispatchEpochLabel, "1").Queue("default")
 }
 
 // HubUID sets the gantry.dev/workload-uid label: the UID of the hub Workload it is a copy of.
 func (w *CopyWrapper) HubUID(uid string) *CopyWrapper {
-	return w.Label(gantryv1alpha1.WorkloadUIDLabel, uid)
+	return w.Label(gantryv1beta1.WorkloadUIDLabel, uid)
 }
 
 // Deleting marks the copy as being deleted, held by a finalizer of the test's: nothing of Gantry's holds
@@ -117,7 +117,7 @@ func (w *CopyWrapper) Deleting() *CopyWrapper {
 // Condition sets the Admitted condition, the one its agent writes, changed at hubtest.T0.
 func (w *CopyWrapper) Condition(status metav1.ConditionStatus, reason, message string) *CopyWrapper {
 	w.Status.Conditions = []metav1.Condition{{
-		Type:               gantryv1alpha1.WorkloadAdmitted,
+		Type:               gantryv1beta1.WorkloadAdmitted,
 		Status:             status,
 		Reason:             reason,
 		Message:            message,
@@ -137,7 +137,7 @@ func (w *CopyWrapper) Since(t time.Time) *CopyWrapper {
 
 // Admitted sets Admitted=True with reason Fits.
 func (w *CopyWrapper) Admitted() *CopyWrapper {
-	return w.Condition(metav1.ConditionTrue, gantryv1alpha1.ReasonFits, "admitted")
+	return w.Condition(metav1.ConditionTrue, gantryv1beta1.ReasonFits, "admitted")
 }
 
 // PodWrapper builds a Pod with one container.
@@ -161,7 +161,7 @@ func (w *PodWrapper) Obj() *corev1.Pod { return &w.Pod }
 
 // Workload labels the pod as a pod of the copy with hub UID uid.
 func (w *PodWrapper) Workload(uid string) *PodWrapper {
-	w.Labels[gantryv1alpha1.WorkloadUIDLabel] = uid
+	w.Labels[gantryv1beta1.WorkloadUIDLabel] = uid
 	return w
 }
 
@@ -180,7 +180,7 @@ func (w *PodWrapper) Unschedulable(message string) *PodWrapper {
 
 // PodSet labels the pod as one of the named pod set.
 func (w *PodWrapper) PodSet(name string) *PodWrapper {
-	w.Labels[gantryv1alpha1.PodSetLabel] = name
+	w.Labels[gantryv1beta1.PodSetLabel] = name
 	return w
 }
 
@@ -256,11 +256,11 @@ func (w *JobWrapper) Created(t time.Time) *JobWrapper {
 
 // Workload labels the Job (and its pod template) as Gantry's, for the copy with hub UID uid.
 func (w *JobWrapper) Workload(uid string) *JobWrapper {
-	w.Labels[gantryv1alpha1.WorkloadUIDLabel] = uid
+	w.Labels[gantryv1beta1.WorkloadUIDLabel] = uid
 	if w.Spec.Template.Labels == nil {
 		w.Spec.Template.Labels = map[string]string{}
 	}
-	w.Spec.Template.Labels[gantryv1alpha1.WorkloadUIDLabel] = uid
+	w.Spec.Template.Labels[gantryv1beta1.WorkloadUIDLabel] = uid
 	return w
 }
 

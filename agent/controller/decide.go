@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/agent/admission"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/expectations"
 	"github.com/gantry-dev/gantry/jobkind"
 )
@@ -33,12 +33,12 @@ type Input struct {
 	Nodes []*corev1.Node
 	Pods  []*corev1.Pod
 	// Copies are the Workload copies in the cluster (objects without gantry.dev/workload-uid are skipped).
-	Copies []*gantryv1alpha1.Workload
+	Copies []*gantryv1beta1.Workload
 	// Jobs holds, for a copy, the Job with the copy's namespace and name when there is one.
 	// It is keyed by the copy's namespace and name, and of the copy's kind (jobkind.Of).
 	Jobs map[types.NamespacedName]client.Object
 	// Kinds are the kinds of jobs the cluster serves; nil serves every kind.
-	Kinds map[gantryv1alpha1.JobKind]bool
+	Kinds map[gantryv1beta1.JobKind]bool
 	// PriorityClasses are the names of the cluster's PriorityClasses, RuntimeClasses its RuntimeClasses
 	// by name; nil when not known, and then not judged.
 	PriorityClasses map[string]bool
@@ -123,7 +123,7 @@ func (p *Plan) wakeAt(now, t time.Time) {
 // Update sets a condition of one copy: Admitted, or Suspended.
 type Update struct {
 	// Copy is the copy as read from the cache; it must not be modified.
-	Copy      *gantryv1alpha1.Workload
+	Copy      *gantryv1beta1.Workload
 	Condition metav1.Condition
 	// Placement is what the snapshot reserved for the copy when Condition admits it.
 	Placement admission.Placement
@@ -137,11 +137,11 @@ type Update struct {
 
 // Admits tells whether u admits its copy.
 func (u Update) Admits() bool {
-	return u.Condition.Type == gantryv1alpha1.WorkloadAdmitted && u.Condition.Status == metav1.ConditionTrue
+	return u.Condition.Type == gantryv1beta1.WorkloadAdmitted && u.Condition.Status == metav1.ConditionTrue
 }
 
 // admission tells whether u sets the Admitted condition (and with it the copy's admission).
-func (u Update) admission() bool { return u.Condition.Type == gantryv1alpha1.WorkloadAdmitted }
+func (u Update) admission() bool { return u.Condition.Type == gantryv1beta1.WorkloadAdmitted }
 
 // Result names the outcome for metrics: "Admitted", or the reason the copy was not admitted.
 func (u Update) Result() string {
@@ -177,7 +177,7 @@ func Decide(in Input) Plan {
 		if UsesNode(pod) && pod.DeletionTimestamp != nil {
 			leaving.Pods = append(leaving.Pods, admission.BoundPod{Node: pod.Spec.NodeName, Requests: PodRequests(pod)})
 		}
-		if uid, ok := pod.Labels[gantryv1alpha1.WorkloadUIDLabel]; ok {
+		if uid, ok := pod.Labels[gantryv1beta1.WorkloadUIDLabel]; ok {
 			k := pod.Namespace + "/" + uid
 			podsByCopy[k] = append(podsByCopy[k], pod)
 		}
@@ -200,15 +200,15 @@ func Decide(in Input) Plan {
 
 // offered says whether a pending copy is offered for admission in this pass, and sets the condition of
 // one that is not and has something to say.
-func (p *Plan) offered(in Input, cur *metav1.Condition, c *gantryv1alpha1.Workload, job client.Object) bool {
+func (p *Plan) offered(in Input, cur *metav1.Condition, c *gantryv1beta1.Workload, job client.Object) bool {
 	switch {
-	case cur != nil && gantryv1alpha1.RejectsCluster(cur.Reason) && cur.ObservedGeneration == c.Generation:
+	case cur != nil && gantryv1beta1.RejectsCluster(cur.Reason) && cur.ObservedGeneration == c.Generation:
 		// The hub took it as the cluster's final answer; only a new spec is decided again.
 		return false
-	case cur != nil && cur.Reason == gantryv1alpha1.ReasonPlacementTimeout && cur.ObservedGeneration == c.Generation:
+	case cur != nil && cur.Reason == gantryv1beta1.ReasonPlacementTimeout && cur.ObservedGeneration == c.Generation:
 		// Given up: the hub removes the Job and dispatches the workload again in a new epoch.
 		return false
-	case cur != nil && cur.Reason == gantryv1alpha1.ReasonReservationExpired && (job == nil || !OwnsJob(c, job)):
+	case cur != nil && cur.Reason == gantryv1beta1.ReasonReservationExpired && (job == nil || !OwnsJob(c, job)):
 		// Admitting it again would hold the room again for a hub that does not answer; a new
 		// dispatch epoch brings a fresh copy. Should the hub create its Job after all, it is fitted.
 		return false
@@ -217,12 +217,12 @@ func (p *Plan) offered(in Input, cur *metav1.Condition, c *gantryv1alpha1.Worklo
 		return false
 	}
 	if k := jobkind.Of(c); in.Kinds != nil && !in.Kinds[k.Name()] {
-		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKindNotServed,
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonKindNotServed,
 			fmt.Sprintf("this cluster does not serve %s (%s): its CRD and controller are not installed here", k.Name(), k.GroupVersionKind().GroupVersion()), in.Now), nil)
 		return false
 	}
 	if why := missingClass(in, c); why != "" {
-		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonClassNotFound, why, in.Now), nil)
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonClassNotFound, why, in.Now), nil)
 		return false
 	}
 	return true
@@ -231,15 +231,15 @@ func (p *Plan) offered(in Input, cur *metav1.Condition, c *gantryv1alpha1.Worklo
 // withinQuota says whether the quotas of the copy's namespace hold its demand now; if not, the copy is
 // rejected (NamespaceQuotaTooSmall: a quota's hard limit alone is below it) or waits
 // (InsufficientResources), with the quota's words.
-func (p *Plan) withinQuota(in Input, cur *metav1.Condition, c *gantryv1alpha1.Workload, nq namespaceQuotas, demand map[corev1.ResourceName]int64) bool {
+func (p *Plan) withinQuota(in Input, cur *metav1.Condition, c *gantryv1beta1.Workload, nq namespaceQuotas, demand map[corev1.ResourceName]int64) bool {
 	fits, never, msg := nq.judge(c.Namespace, demand)
 	switch {
 	case fits:
 		return true
 	case never:
-		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonNamespaceQuotaTooSmall, msg, in.Now), nil)
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonNamespaceQuotaTooSmall, msg, in.Now), nil)
 	default:
-		p.setWaiting(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonInsufficientResources, msg, in.Now), nil)
+		p.setWaiting(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonInsufficientResources, msg, in.Now), nil)
 	}
 	return false
 }
@@ -247,11 +247,11 @@ func (p *Plan) withinQuota(in Input, cur *metav1.Condition, c *gantryv1alpha1.Wo
 // withinKueue says whether the ClusterQueue behind the copy's LocalQueue holds it now, with what it
 // would take there; if not, the copy is rejected (KueueQuotaTooSmall: it never could, or the cluster
 // runs no Kueue) or waits (KueueQueueFull), with the reason in Kueue's terms.
-func (p *Plan) withinKueue(in Input, cur *metav1.Condition, c *gantryv1alpha1.Workload, kq *kueueQuotas) (kueueCharge, bool) {
+func (p *Plan) withinKueue(in Input, cur *metav1.Condition, c *gantryv1beta1.Workload, kq *kueueQuotas) (kueueCharge, bool) {
 	if kq == nil {
-		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKueueQuotaTooSmall,
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonKueueQuotaTooSmall,
 			fmt.Sprintf("its WorkerCluster sends its jobs here through Kueue's LocalQueue %s, but this cluster serves no Kueue",
-				c.Annotations[gantryv1alpha1.KueueLocalQueueAnnotation]), in.Now), nil)
+				c.Annotations[gantryv1beta1.KueueLocalQueueAnnotation]), in.Now), nil)
 		return kueueCharge{}, false
 	}
 	charge, fits, never, msg := kq.judge(c)
@@ -259,9 +259,9 @@ func (p *Plan) withinKueue(in Input, cur *metav1.Condition, c *gantryv1alpha1.Wo
 	case fits:
 		return charge, true
 	case never:
-		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKueueQuotaTooSmall, msg, in.Now), nil)
+		p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonKueueQuotaTooSmall, msg, in.Now), nil)
 	default:
-		p.setWaiting(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonKueueQueueFull, msg, in.Now), nil)
+		p.setWaiting(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonKueueQueueFull, msg, in.Now), nil)
 	}
 	return kueueCharge{}, false
 }
@@ -269,7 +269,7 @@ func (p *Plan) withinKueue(in Input, cur *metav1.Condition, c *gantryv1alpha1.Wo
 // missingClass names the first PriorityClass or RuntimeClass a pod set of c names that the cluster does
 // not have, whose pods its API server would refuse; empty when there is none, or the classes are not
 // known.
-func missingClass(in Input, c *gantryv1alpha1.Workload) string {
+func missingClass(in Input, c *gantryv1beta1.Workload) string {
 	for _, ps := range c.Spec.PodSets {
 		if name := ps.PriorityClassName; name != "" && in.PriorityClasses != nil && !in.PriorityClasses[name] {
 			return fmt.Sprintf("pod set %q names PriorityClass %q, which this cluster does not have: its pods would be refused here", ps.Name, name)
@@ -284,9 +284,9 @@ func missingClass(in Input, c *gantryv1alpha1.Workload) string {
 // copyStates are the copies a pass decides on, by what their Admitted condition says.
 type copyStates struct {
 	current  map[string]*metav1.Condition // by gang key: the Admitted condition, or the one assumed
-	byKey    map[string]*gantryv1alpha1.Workload
-	admitted []*gantryv1alpha1.Workload
-	pending  []*gantryv1alpha1.Workload
+	byKey    map[string]*gantryv1beta1.Workload
+	admitted []*gantryv1beta1.Workload
+	pending  []*gantryv1beta1.Workload
 }
 
 // sortCopies splits the copies not being deleted into admitted and pending ones, in key order, going by
@@ -295,7 +295,7 @@ func (p *Plan) sortCopies(in Input) copyStates {
 	// Each key built once: a pass sorts every copy of the cluster.
 	type keyed struct {
 		key string
-		c   *gantryv1alpha1.Workload
+		c   *gantryv1beta1.Workload
 	}
 	copies := make([]keyed, len(in.Copies))
 	for i, c := range in.Copies {
@@ -304,7 +304,7 @@ func (p *Plan) sortCopies(in Input) copyStates {
 	slices.SortFunc(copies, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
 	cs := copyStates{
 		current: make(map[string]*metav1.Condition, len(copies)),
-		byKey:   make(map[string]*gantryv1alpha1.Workload, len(copies)),
+		byKey:   make(map[string]*gantryv1beta1.Workload, len(copies)),
 	}
 	for _, k := range copies {
 		key, c := k.key, k.c
@@ -312,7 +312,7 @@ func (p *Plan) sortCopies(in Input) copyStates {
 			continue
 		}
 		cs.byKey[key] = c
-		cond := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadAdmitted)
+		cond := meta.FindStatusCondition(c.Status.Conditions, gantryv1beta1.WorkloadAdmitted)
 		if in.Assumed != nil {
 			if a, behind := in.Assumed.Behind(c.UID, c.ResourceVersion); behind {
 				cond = &a
@@ -343,7 +343,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		if !owned && in.ReservationTTL > 0 && in.Now.Sub(cur.LastTransitionTime.Time) > in.ReservationTTL {
 			// The hub never confirmed: it is gone, cut off, or chose another cluster and could not
 			// withdraw. The room goes back to the other copies.
-			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonReservationExpired,
+			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonReservationExpired,
 				fmt.Sprintf("admitted %s ago, but no Job for it was created in this cluster within the reservation TTL (%s); its room is released until the hub dispatches it again",
 					in.Now.Sub(cur.LastTransitionTime.Time).Round(time.Second), in.ReservationTTL), in.Now), nil)
 			continue
@@ -351,7 +351,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		if !owned && in.ReservationTTL > 0 {
 			p.wakeAt(in.Now, cur.LastTransitionTime.Add(in.ReservationTTL+time.Second))
 		}
-		copyPods := podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]]
+		copyPods := podsByCopy[c.Namespace+"/"+c.Labels[gantryv1beta1.WorkloadUIDLabel]]
 		progress := ProgressOf(c, copyPods)
 		// A Job the fence stopped because the hub's lease lapsed has no pods on purpose: it keeps its
 		// room. One the worker's Kueue holds suspended waits for Kueue, which the placement timeout bounds.
@@ -366,7 +366,7 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 		if placing && in.Now.Sub(since) > in.PlacementTimeout {
 			// The scheduler did not find the room this agent counted (something outside the agent's
 			// view took it). Give the gang up, so that the hub removes the Job and dispatches it again.
-			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout,
+			p.set(c, cur, condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonPlacementTimeout,
 				placementTimeoutMessage(c, progress, copyPods, cmp.Or(kueueVerdict(in, job), gangVerdict(in, c)), in.Now.Sub(since)), in.Now), nil)
 			continue
 		}
@@ -398,11 +398,11 @@ func (p *Plan) holdAdmitted(in Input, cs copyStates, podsByCopy map[string][]*co
 }
 
 // countAdmitted adds what an admitted copy asks for to the plan's Admitted.
-func (p *Plan) countAdmitted(c *gantryv1alpha1.Workload) { c.Spec.AddMilliRequests(p.Admitted) }
+func (p *Plan) countAdmitted(c *gantryv1beta1.Workload) { c.Spec.AddMilliRequests(p.Admitted) }
 
 // track keeps an admitted copy whose room is held in Placing, and moves one whose pods are now all
 // bound to Placed, with the time its placement took.
-func (p *Plan) track(in Input, c *gantryv1alpha1.Workload, cur *metav1.Condition, progress Progress) {
+func (p *Plan) track(in Input, c *gantryv1beta1.Workload, cur *metav1.Condition, progress Progress) {
 	admitted, known := in.Placing[c.UID]
 	switch {
 	case progress.Done() && known:
@@ -434,7 +434,7 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas, kq *kue
 			}
 			demands[GangKey(c)] = demand
 		}
-		if c.Annotations[gantryv1alpha1.KueueLocalQueueAnnotation] != "" {
+		if c.Annotations[gantryv1beta1.KueueLocalQueueAnnotation] != "" {
 			if _, ok := p.withinKueue(in, cs.current[GangKey(c)], c, kq); !ok {
 				continue
 			}
@@ -492,7 +492,7 @@ func (p *Plan) admitPending(in Input, cs copyStates, nq namespaceQuotas, kq *kue
 // placeAgain reserves the gangs of copies admitted earlier whose placement is not known: where they fit
 // now, or, when the cluster is overcommitted, where they would fit on empty nodes, so that their room is
 // held even though it is taken.
-func (p *Plan) placeAgain(gangs []admission.Gang, byKey map[string]*gantryv1alpha1.Workload, nodes []admission.Node) {
+func (p *Plan) placeAgain(gangs []admission.Gang, byKey map[string]*gantryv1beta1.Workload, nodes []admission.Node) {
 	byGang := make(map[string]admission.Gang, len(gangs))
 	for _, g := range gangs {
 		byGang[g.Key] = g
@@ -519,7 +519,7 @@ func (p *Plan) placeAgain(gangs []admission.Gang, byKey map[string]*gantryv1alph
 // preemptionUnderWay says whether the hub is taking back a workload the copy's what-if named: its copy
 // or its Job here is gone or going. The room it frees is then held for the copy (admission.Gang
 // Preempting), not taken by smaller copies first.
-func preemptionUnderWay(in Input, cs copyStates, c *gantryv1alpha1.Workload) bool {
+func preemptionUnderWay(in Input, cs copyStates, c *gantryv1beta1.Workload) bool {
 	for _, key := range c.Status.WouldFitWithout {
 		v := cs.byKey[key]
 		if v == nil {
@@ -534,7 +534,7 @@ func preemptionUnderWay(in Input, cs copyStates, c *gantryv1alpha1.Workload) boo
 }
 
 // holderOf is an admitted copy as the what-if sees it: its bound pods (its reservation is under its key).
-func holderOf(c *gantryv1alpha1.Workload, pods []*corev1.Pod) admission.Holder {
+func holderOf(c *gantryv1beta1.Workload, pods []*corev1.Pod) admission.Holder {
 	h := admission.Holder{Key: GangKey(c), Priority: c.Spec.Priority, CreationTime: c.CreationTimestamp.Time}
 	for _, pod := range pods {
 		if UsesNode(pod) && pod.DeletionTimestamp == nil { // terminating pods are leaving already
@@ -547,7 +547,7 @@ func holderOf(c *gantryv1alpha1.Workload, pods []*corev1.Pod) admission.Holder {
 // setWaiting plans to write want as c's Admitted condition with what its what-if found, unless c
 // already shows both. The write carries the what-if even when only the condition changed: a write of
 // the Admitted condition replaces status.wouldFitWithout, and the hub preempts by it.
-func (p *Plan) setWaiting(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav1.Condition, without []string) {
+func (p *Plan) setWaiting(c *gantryv1beta1.Workload, cur *metav1.Condition, want metav1.Condition, without []string) {
 	if slices.Equal(c.Status.WouldFitWithout, without) && shows(cur, want) {
 		return
 	}
@@ -555,7 +555,7 @@ func (p *Plan) setWaiting(c *gantryv1alpha1.Workload, cur *metav1.Condition, wan
 }
 
 // set plans to write want as c's Admitted condition, unless c already shows it (cur).
-func (p *Plan) set(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav1.Condition, placement admission.Placement) {
+func (p *Plan) set(c *gantryv1beta1.Workload, cur *metav1.Condition, want metav1.Condition, placement admission.Placement) {
 	if shows(cur, want) {
 		return
 	}
@@ -564,8 +564,8 @@ func (p *Plan) set(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav
 
 // admit plans to admit c with its placement and, where the cluster serves PodGroups, its gang's
 // PodGroup, unless c already shows that admission (cur).
-func (p *Plan) admit(in Input, c *gantryv1alpha1.Workload, cur *metav1.Condition, placement admission.Placement) {
-	want := condition(c, metav1.ConditionTrue, gantryv1alpha1.ReasonFits, describePlacement(placement), in.Now)
+func (p *Plan) admit(in Input, c *gantryv1beta1.Workload, cur *metav1.Condition, placement admission.Placement) {
+	want := condition(c, metav1.ConditionTrue, gantryv1beta1.ReasonFits, describePlacement(placement), in.Now)
 	if shows(cur, want) {
 		return
 	}
@@ -582,11 +582,11 @@ func shows(cur *metav1.Condition, want metav1.Condition) bool {
 		cur.ObservedGeneration == want.ObservedGeneration
 }
 
-func condition(c *gantryv1alpha1.Workload, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {
-	return conditionOf(c, gantryv1alpha1.WorkloadAdmitted, status, reason, message, now)
+func condition(c *gantryv1beta1.Workload, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {
+	return conditionOf(c, gantryv1beta1.WorkloadAdmitted, status, reason, message, now)
 }
 
-func conditionOf(c *gantryv1alpha1.Workload, typ string, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {
+func conditionOf(c *gantryv1beta1.Workload, typ string, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {
 	if len(message) > maxConditionMessage {
 		message = message[:maxConditionMessage-3] + "..."
 	}
@@ -607,20 +607,20 @@ func conditionOf(c *gantryv1alpha1.Workload, typ string, status metav1.Condition
 // deletes it, so c waits with PreviousJobPresent, and the pass that the Job's deletion queues decides
 // it again. Any other Job is someone else's, which Gantry never removes: c is rejected with
 // JobNameConflict.
-func jobInTheWay(c *gantryv1alpha1.Workload, job client.Object, now time.Time) metav1.Condition {
-	uid := c.Labels[gantryv1alpha1.WorkloadUIDLabel]
-	got, ok := job.GetLabels()[gantryv1alpha1.WorkloadUIDLabel]
+func jobInTheWay(c *gantryv1beta1.Workload, job client.Object, now time.Time) metav1.Condition {
+	uid := c.Labels[gantryv1beta1.WorkloadUIDLabel]
+	got, ok := job.GetLabels()[gantryv1beta1.WorkloadUIDLabel]
 	kind := jobkind.Of(c).Name()
 	if ok && got != "" {
-		return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonPreviousJobPresent,
+		return condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonPreviousJobPresent,
 			fmt.Sprintf("%s %s/%s, created by Gantry for an earlier workload of the same name (its label %s is %q, not %q), is still in this cluster; the hub removes it, and this copy is decided again once it is gone",
-				kind, job.GetNamespace(), job.GetName(), gantryv1alpha1.WorkloadUIDLabel, got, uid), now)
+				kind, job.GetNamespace(), job.GetName(), gantryv1beta1.WorkloadUIDLabel, got, uid), now)
 	}
-	detail := fmt.Sprintf("it lacks the label %s=%s", gantryv1alpha1.WorkloadUIDLabel, uid)
+	detail := fmt.Sprintf("it lacks the label %s=%s", gantryv1beta1.WorkloadUIDLabel, uid)
 	if ok {
-		detail = fmt.Sprintf("its label %s is empty, not %q", gantryv1alpha1.WorkloadUIDLabel, uid)
+		detail = fmt.Sprintf("its label %s is empty, not %q", gantryv1beta1.WorkloadUIDLabel, uid)
 	}
-	return condition(c, metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict,
+	return condition(c, metav1.ConditionFalse, gantryv1beta1.ReasonJobNameConflict,
 		fmt.Sprintf("%s %s/%s already exists in this cluster and was not created by Gantry for this workload (%s); it is left untouched",
 			kind, job.GetNamespace(), job.GetName(), detail), now)
 }
@@ -628,9 +628,9 @@ func jobInTheWay(c *gantryv1alpha1.Workload, job client.Object, now time.Time) m
 // placingSince is when the pods of an owned Job that is not suspended began to be placed, which the
 // placement timeout counts from: the Job's creation, or, for a Job the hub resumed after the fence
 // suspended it, the resumption (the pass that sees the copy still say Suspended is that moment).
-func placingSince(c *gantryv1alpha1.Workload, job client.Object, now time.Time) time.Time {
+func placingSince(c *gantryv1beta1.Workload, job client.Object, now time.Time) time.Time {
 	since := job.GetCreationTimestamp().Time
-	cur := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadSuspended)
+	cur := meta.FindStatusCondition(c.Status.Conditions, gantryv1beta1.WorkloadSuspended)
 	switch {
 	case cur == nil:
 	case cur.Status == metav1.ConditionTrue:
@@ -647,7 +647,7 @@ func placingSince(c *gantryv1alpha1.Workload, job client.Object, now time.Time) 
 // RayJob's submitter, made once the Ray cluster is ready, is not timed while the cluster comes up. A
 // deferred set none of whose pods exist yet is its controller's to start, not the scheduler's to place.
 // The earliest clock of the pod sets with pods left counts.
-func placementClock(c *gantryv1alpha1.Workload, began time.Time, pods []*corev1.Pod, progress Progress) (time.Time, bool) {
+func placementClock(c *gantryv1beta1.Workload, began time.Time, pods []*corev1.Pod, progress Progress) (time.Time, bool) {
 	var since time.Time
 	counting := false
 	for _, ps := range c.Spec.PodSets {
@@ -673,7 +673,7 @@ func firstPodCreated(pods []*corev1.Pod, podSet string) (time.Time, bool) {
 	var first time.Time
 	found := false
 	for _, pod := range pods {
-		if pod.Labels[gantryv1alpha1.PodSetLabel] != podSet {
+		if pod.Labels[gantryv1beta1.PodSetLabel] != podSet {
 			continue
 		}
 		if t := pod.CreationTimestamp.Time; !found || t.Before(first) {
@@ -685,7 +685,7 @@ func firstPodCreated(pods []*corev1.Pod, podSet string) (time.Time, bool) {
 
 // placementTimeoutMessage says how much of the gang was not placed, and what the scheduler said of a pod
 // that waits, for a person to act on.
-func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods []*corev1.Pod, verdict string, waited time.Duration) string {
+func placementTimeoutMessage(c *gantryv1beta1.Workload, progress Progress, pods []*corev1.Pod, verdict string, waited time.Duration) string {
 	var left, total int32
 	for _, ps := range c.Spec.PodSets {
 		left += progress.Left[ps.Name]
@@ -712,13 +712,13 @@ func placementTimeoutMessage(c *gantryv1alpha1.Workload, progress Progress, pods
 func unfitReason(r admission.UnfitReason) string {
 	switch r {
 	case admission.NoEligibleNode:
-		return gantryv1alpha1.ReasonNoEligibleNode
+		return gantryv1beta1.ReasonNoEligibleNode
 	case admission.InsufficientResources:
-		return gantryv1alpha1.ReasonInsufficientResources
+		return gantryv1beta1.ReasonInsufficientResources
 	case admission.HeldForStarvingGang:
-		return gantryv1alpha1.ReasonHeldForStarvingGang
+		return gantryv1beta1.ReasonHeldForStarvingGang
 	default:
-		return gantryv1alpha1.ReasonNeverFits
+		return gantryv1beta1.ReasonNeverFits
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/expectations"
 	"github.com/gantry-dev/gantry/internal/hubtest"
 )
@@ -90,7 +90,7 @@ func outcomeOf(in Input, plan Plan) outcome {
 	}
 	for _, n := range in.Nodes {
 		free, _ := plan.Snapshot.NodeFree(n.Name)
-		q := free[gantryv1alpha1.GPUResource]
+		q := free[gantryv1beta1.GPUResource]
 		o.FreeGPU[n.Name] = q.Value()
 	}
 	return o
@@ -103,7 +103,7 @@ func TestDecide(t *testing.T) {
 		want outcome
 	}{
 		"a copy that fits is admitted and reserved": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()}},
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Obj()}},
 			want: outcome{
 				Updates:    map[string]string{"ns/a": "True/Fits"},
 				Reserved:   map[string]int32{"ns/a": 2},
@@ -112,7 +112,7 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		"a later copy waits for the earlier one's reservation": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{
 				copyOf("b", 1, 1, "4").Obj(), copyOf("a", 0, 2, "6").Obj(),
 			}},
 			want: outcome{
@@ -123,7 +123,7 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		"higher priority goes first": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{
 				copyOf("a", 0, 2, "6").Obj(), copyOf("b", 1, 1, "8").Priority(10).Obj(),
 			}},
 			want: outcome{
@@ -134,7 +134,7 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		"several copies are admitted in one pass": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{
 				copyOf("a", 0, 1, "8").Obj(), copyOf("b", 1, 1, "8").Obj(), copyOf("c", 2, 1, "8").Obj(),
 			}},
 			want: outcome{
@@ -145,15 +145,15 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		"a pod bigger than every node never fits": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "16").Obj()}},
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 1, "16").Obj()}},
 			want: outcome{
 				Updates: map[string]string{"ns/a": "False/NeverFits"},
 				FreeGPU: map[string]int64{"n1": 8, "n2": 8},
 			},
 		},
 		"a selector no node matches": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
-				copyOf("a", 0, 1, "1").NodeSelector(gantryv1alpha1.GPUProductLabel, "NVIDIA-H100").Obj(),
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{
+				copyOf("a", 0, 1, "1").NodeSelector(gantryv1beta1.GPUProductLabel, "NVIDIA-H100").Obj(),
 			}},
 			want: outcome{
 				Updates: map[string]string{"ns/a": "False/NoEligibleNode"},
@@ -163,7 +163,7 @@ func TestDecide(t *testing.T) {
 		"a foreign Job with the copy's name rejects it, and it reserves nothing": {
 			in: Input{
 				Nodes:  twoNodes,
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj(), copyOf("b", 1, 2, "8").Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 1, "8").Obj(), copyOf("b", 1, 2, "8").Obj()},
 				Jobs:   jobs(agenttest.MakeJob("a", "ns").Obj()),
 			},
 			want: outcome{
@@ -176,7 +176,7 @@ func TestDecide(t *testing.T) {
 		"a Job Gantry created for an earlier workload of the same name holds the copy back, and it reserves nothing": {
 			in: Input{
 				Nodes:  twoNodes,
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj(), copyOf("b", 1, 2, "8").Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 1, "8").Obj(), copyOf("b", 1, 2, "8").Obj()},
 				Jobs:   jobs(agenttest.MakeJob("a", "ns").Workload("hub-a-before").Obj()),
 			},
 			want: outcome{
@@ -189,8 +189,8 @@ func TestDecide(t *testing.T) {
 		"a copy held back by an earlier Job is decided again once that Job is gone": {
 			in: Input{
 				Nodes: twoNodes,
-				Copies: []*gantryv1alpha1.Workload{
-					copyOf("a", 0, 1, "8").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonPreviousJobPresent, "m").Obj(),
+				Copies: []*gantryv1beta1.Workload{
+					copyOf("a", 0, 1, "8").Condition(metav1.ConditionFalse, gantryv1beta1.ReasonPreviousJobPresent, "m").Obj(),
 				},
 			},
 			want: outcome{
@@ -203,7 +203,7 @@ func TestDecide(t *testing.T) {
 		"a Job with an empty workload-uid label is not Gantry's: it rejects the copy": {
 			in: Input{
 				Nodes:  twoNodes,
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 1, "8").Obj()},
 				Jobs:   jobs(agenttest.MakeJob("a", "ns").Workload("").Obj()),
 			},
 			want: outcome{
@@ -214,7 +214,7 @@ func TestDecide(t *testing.T) {
 		"a copy that needs a cordoned node waits for it": {
 			in: Input{
 				Nodes:  []*corev1.Node{gpuNode("n1"), gpuNodeWrapper("n2").Cordoned().Obj()},
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Obj()},
 			},
 			want: outcome{
 				Updates: map[string]string{"ns/a": "False/InsufficientResources"},
@@ -224,7 +224,7 @@ func TestDecide(t *testing.T) {
 		"a copy that needs nodes that are not Ready waits for them": {
 			in: Input{
 				Nodes:  []*corev1.Node{gpuNodeWrapper("n1").Unreachable().Obj(), gpuNodeWrapper("n2").Unreachable().Obj()},
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Obj()},
 			},
 			want: outcome{
 				Updates: map[string]string{"ns/a": "False/InsufficientResources"},
@@ -234,7 +234,7 @@ func TestDecide(t *testing.T) {
 		"a copy too big even with every node back is rejected": {
 			in: Input{
 				Nodes:  []*corev1.Node{gpuNode("n1"), gpuNodeWrapper("n2").Cordoned().Obj()},
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 3, "8").Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 3, "8").Obj()},
 			},
 			want: outcome{
 				Updates: map[string]string{"ns/a": "False/NeverFits"},
@@ -244,7 +244,7 @@ func TestDecide(t *testing.T) {
 		"the copy's own Job is no conflict": {
 			in: Input{
 				Nodes:  twoNodes,
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 1, "8").Obj()},
 				Jobs:   jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Obj()),
 			},
 			want: outcome{
@@ -257,7 +257,7 @@ func TestDecide(t *testing.T) {
 		"an admitted copy holds only its pods not yet bound; bound ones are usage": {
 			in: Input{
 				Nodes:      twoNodes,
-				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 1, "1").Obj()},
+				Copies:     []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 1, "1").Obj()},
 				Pods:       []*corev1.Pod{gpuPod("a-0", "hub-a", "8").Node("n1").Phase(corev1.PodRunning).Obj(), gpuPod("a-1", "hub-a", "8").Obj()},
 				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
 			},
@@ -271,7 +271,7 @@ func TestDecide(t *testing.T) {
 		"an admitted copy whose pods all run holds nothing more": {
 			in: Input{
 				Nodes:  twoNodes,
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj()},
 				Pods: []*corev1.Pod{
 					gpuPod("a-0", "hub-a", "8").Node("n1").Phase(corev1.PodRunning).Obj(),
 					gpuPod("a-1", "hub-a", "8").Node("n2").Phase(corev1.PodRunning).Obj(),
@@ -287,7 +287,7 @@ func TestDecide(t *testing.T) {
 		"an admitted copy with no known placement is placed again": {
 			in: Input{
 				Nodes:  twoNodes,
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 1, "1").Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 1, "1").Obj()},
 			},
 			want: outcome{
 				Updates:    map[string]string{"ns/b": "False/InsufficientResources"},
@@ -299,7 +299,7 @@ func TestDecide(t *testing.T) {
 		"an admitted copy is held even where the cluster is overcommitted": {
 			in: Input{
 				Nodes:  []*corev1.Node{gpuNode("n1")},
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Admitted().Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 1, "8").Admitted().Obj()},
 				Pods:   []*corev1.Pod{agenttest.MakePod("other", "ns").Node("n1").Request("nvidia.com/gpu", "8").Obj()},
 			},
 			want: outcome{
@@ -312,7 +312,7 @@ func TestDecide(t *testing.T) {
 		"a finished Job releases its copy's reservation": {
 			in: Input{
 				Nodes:      twoNodes,
-				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 2, "8").Obj()},
+				Copies:     []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Admitted().Obj(), copyOf("b", 1, 2, "8").Obj()},
 				Jobs:       jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Finished(batchv1.JobComplete).Obj()),
 				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
 			},
@@ -326,7 +326,7 @@ func TestDecide(t *testing.T) {
 		"a copy being deleted is ignored": {
 			in: Input{
 				Nodes:      twoNodes,
-				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Admitted().Deleting().Obj(), copyOf("b", 1, 2, "8").Obj(), copyOf("c", 2, 1, "1").Deleting().Obj()},
+				Copies:     []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Admitted().Deleting().Obj(), copyOf("b", 1, 2, "8").Obj(), copyOf("c", 2, 1, "1").Deleting().Obj()},
 				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
 			},
 			want: outcome{
@@ -339,10 +339,10 @@ func TestDecide(t *testing.T) {
 		"an admission the cache does not show yet still holds its room": {
 			in: Input{
 				Nodes:      twoNodes,
-				Copies:     []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").ResourceVersion("5").Obj(), copyOf("b", 1, 1, "1").Obj()},
+				Copies:     []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").ResourceVersion("5").Obj(), copyOf("b", 1, 1, "1").Obj()},
 				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
 				Assumed: assumed("copy-a", "5", metav1.Condition{
-					Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantryv1alpha1.ReasonFits}),
+					Type: gantryv1beta1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantryv1beta1.ReasonFits}),
 			},
 			want: outcome{
 				Updates:    map[string]string{"ns/b": "False/InsufficientResources"},
@@ -354,9 +354,9 @@ func TestDecide(t *testing.T) {
 		"a copy rejected for good stays rejected": {
 			in: Input{
 				Nodes: twoNodes,
-				Copies: []*gantryv1alpha1.Workload{
-					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonNeverFits, "m").Obj(),
-					copyOf("b", 1, 1, "1").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict, "m").Obj(),
+				Copies: []*gantryv1beta1.Workload{
+					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1beta1.ReasonNeverFits, "m").Obj(),
+					copyOf("b", 1, 1, "1").Condition(metav1.ConditionFalse, gantryv1beta1.ReasonJobNameConflict, "m").Obj(),
 				},
 			},
 			want: outcome{
@@ -367,8 +367,8 @@ func TestDecide(t *testing.T) {
 		"a copy rejected for good is decided again when its spec changed": {
 			in: Input{
 				Nodes: twoNodes,
-				Copies: []*gantryv1alpha1.Workload{
-					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonNeverFits, "m").Generation(2).Obj(),
+				Copies: []*gantryv1beta1.Workload{
+					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1beta1.ReasonNeverFits, "m").Generation(2).Obj(),
 				},
 			},
 			want: outcome{
@@ -381,8 +381,8 @@ func TestDecide(t *testing.T) {
 		"a transient rejection is decided again": {
 			in: Input{
 				Nodes: twoNodes,
-				Copies: []*gantryv1alpha1.Workload{
-					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonInsufficientResources, "m").Obj(),
+				Copies: []*gantryv1beta1.Workload{
+					copyOf("a", 0, 1, "1").Condition(metav1.ConditionFalse, gantryv1beta1.ReasonInsufficientResources, "m").Obj(),
 				},
 			},
 			want: outcome{
@@ -395,7 +395,7 @@ func TestDecide(t *testing.T) {
 		"an admitted copy stays admitted": {
 			in: Input{
 				Nodes:  []*corev1.Node{gpuNode("n1").DeepCopy()},
-				Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "16").Admitted().Obj()},
+				Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 1, "16").Admitted().Obj()},
 			},
 			want: outcome{
 				Updates: map[string]string{},
@@ -423,7 +423,7 @@ func TestDecideReservationTTL(t *testing.T) {
 		want outcome
 	}{
 		"an admission the hub has not confirmed within the TTL is released": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{
 				copyOf("a", 0, 2, "8").Admitted().Since(now.Add(-ttl - time.Second)).Obj(),
 				copyOf("b", 1, 1, "8").Obj(),
 			}, Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}},
@@ -435,7 +435,7 @@ func TestDecideReservationTTL(t *testing.T) {
 			},
 		},
 		"within the TTL the room is held": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{
 				copyOf("a", 0, 2, "8").Admitted().Since(now.Add(-ttl + time.Second)).Obj(),
 				copyOf("b", 1, 1, "8").Obj(),
 			}, Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}},
@@ -447,7 +447,7 @@ func TestDecideReservationTTL(t *testing.T) {
 			},
 		},
 		"a confirmed admission never expires": {
-			in: Input{Nodes: twoNodes, Jobs: ownJob, Copies: []*gantryv1alpha1.Workload{
+			in: Input{Nodes: twoNodes, Jobs: ownJob, Copies: []*gantryv1beta1.Workload{
 				copyOf("a", 0, 2, "8").Admitted().Since(now.Add(-time.Hour)).Obj(),
 			}, Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}},
 			want: outcome{
@@ -457,14 +457,14 @@ func TestDecideReservationTTL(t *testing.T) {
 			},
 		},
 		"an expired copy is not admitted again": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{
-				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonReservationExpired, "expired").Obj(),
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{
+				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1beta1.ReasonReservationExpired, "expired").Obj(),
 			}},
 			want: outcome{FreeGPU: map[string]int64{"n1": 8, "n2": 8}},
 		},
 		"an expired copy whose Job the hub created after all is fitted": {
-			in: Input{Nodes: twoNodes, Jobs: ownJob, Copies: []*gantryv1alpha1.Workload{
-				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonReservationExpired, "expired").Obj(),
+			in: Input{Nodes: twoNodes, Jobs: ownJob, Copies: []*gantryv1beta1.Workload{
+				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1beta1.ReasonReservationExpired, "expired").Obj(),
 			}},
 			want: outcome{
 				Updates:    map[string]string{"ns/a": "True/Fits"},
@@ -494,7 +494,7 @@ func TestDecideHoldsNodesForAStarvingCopy(t *testing.T) {
 			gpuPod("x-0", "other", "4").Node("n1").Phase(corev1.PodRunning).Obj(),
 			gpuPod("x-1", "other", "4").Node("n2").Phase(corev1.PodRunning).Obj(),
 		},
-		Copies: []*gantryv1alpha1.Workload{copyOf("big", 0, 2, "8").Obj(), copyOf("small", 50, 1, "2").Obj()},
+		Copies: []*gantryv1beta1.Workload{copyOf("big", 0, 2, "8").Obj(), copyOf("small", 50, 1, "2").Obj()},
 		Now:    now,
 	}
 	got := outcomeOf(in, Decide(in))
@@ -522,7 +522,7 @@ func TestDecidePlacementTimeout(t *testing.T) {
 	jobAt := func(created time.Time) map[types.NamespacedName]client.Object {
 		return jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Created(created).Obj())
 	}
-	admittedA := func() *gantryv1alpha1.Workload { return copyOf("a", 0, 2, "8").Admitted().Obj() }
+	admittedA := func() *gantryv1beta1.Workload { return copyOf("a", 0, 2, "8").Admitted().Obj() }
 	placed := gpuPod("a-0", "hub-a", "8").Node("n1").Phase(corev1.PodRunning).Obj()
 	waiting := gpuPod("a-1", "hub-a", "8").Unschedulable("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.").Obj()
 	placement := map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)}
@@ -531,7 +531,7 @@ func TestDecidePlacementTimeout(t *testing.T) {
 		want outcome
 	}{
 		"pods still not placed after the timeout: the copy is given up and holds nothing": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admittedA()}, Jobs: jobAt(now.Add(-timeout - time.Second)),
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admittedA()}, Jobs: jobAt(now.Add(-timeout - time.Second)),
 				Pods: []*corev1.Pod{placed, waiting}, Placements: placement},
 			want: outcome{
 				Updates: map[string]string{"ns/a": "False/PlacementTimeout"},
@@ -539,7 +539,7 @@ func TestDecidePlacementTimeout(t *testing.T) {
 			},
 		},
 		"within the timeout the rest of the gang is still held": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admittedA()}, Jobs: jobAt(now.Add(-timeout + time.Second)),
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admittedA()}, Jobs: jobAt(now.Add(-timeout + time.Second)),
 				Pods: []*corev1.Pod{placed, waiting}, Placements: placement},
 			want: outcome{
 				Reserved:   map[string]int32{"ns/a": 1},
@@ -548,7 +548,7 @@ func TestDecidePlacementTimeout(t *testing.T) {
 			},
 		},
 		"a gang all placed never times out": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admittedA()}, Jobs: jobAt(now.Add(-time.Hour)),
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admittedA()}, Jobs: jobAt(now.Add(-time.Hour)),
 				Pods: []*corev1.Pod{placed, gpuPod("a-1", "hub-a", "8").Node("n2").Phase(corev1.PodRunning).Obj()}, Placements: placement},
 			want: outcome{
 				FreeGPU:    map[string]int64{"n1": 0, "n2": 0},
@@ -556,8 +556,8 @@ func TestDecidePlacementTimeout(t *testing.T) {
 			},
 		},
 		"a copy given up is not admitted again": {
-			in: Input{Nodes: twoNodes, Jobs: jobAt(now.Add(-time.Hour)), Copies: []*gantryv1alpha1.Workload{
-				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1alpha1.ReasonPlacementTimeout, "given up").Obj(),
+			in: Input{Nodes: twoNodes, Jobs: jobAt(now.Add(-time.Hour)), Copies: []*gantryv1beta1.Workload{
+				copyOf("a", 0, 2, "8").Condition(metav1.ConditionFalse, gantryv1beta1.ReasonPlacementTimeout, "given up").Obj(),
 			}},
 			want: outcome{FreeGPU: map[string]int64{"n1": 8, "n2": 8}},
 		},
@@ -571,7 +571,7 @@ func TestDecidePlacementTimeout(t *testing.T) {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 			for _, u := range plan.Updates {
-				if u.Condition.Reason == gantryv1alpha1.ReasonPlacementTimeout &&
+				if u.Condition.Reason == gantryv1beta1.ReasonPlacementTimeout &&
 					(!strings.Contains(u.Condition.Message, "1 of 2 pods not placed") || !strings.Contains(u.Condition.Message, "Insufficient nvidia.com/gpu")) {
 					t.Errorf("message %q does not say what is missing and why", u.Condition.Message)
 				}
@@ -585,7 +585,7 @@ func TestDecidePlacementTimeout(t *testing.T) {
 func TestDecidePlacementTimeoutOfDeferredPodSets(t *testing.T) {
 	const timeout = 5 * time.Minute
 	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
-	ray := func() *gantryv1alpha1.Workload {
+	ray := func() *gantryv1beta1.Workload {
 		return agenttest.MakeCopy("r", "ns").Created(t0).PodSet("head", 1, "nvidia.com/gpu", "8").
 			PodSet("submitter", 1, "nvidia.com/gpu", "8").Deferred().Admitted().Obj()
 	}
@@ -621,7 +621,7 @@ func TestDecidePlacementTimeoutOfDeferredPodSets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			in := Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{ray()}, Jobs: rayJob, Pods: tc.pods,
+			in := Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{ray()}, Jobs: rayJob, Pods: tc.pods,
 				Placements: placement, Now: now, PlacementTimeout: timeout}
 			plan := Decide(in)
 			if diff := cmp.Diff(tc.want, outcomeOf(in, plan), cmpopts.EquateEmpty()); diff != "" {
@@ -638,7 +638,7 @@ func TestDecideWakesForTimeouts(t *testing.T) {
 	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
 	in := Input{
 		Nodes: twoNodes, Now: now,
-		Copies: []*gantryv1alpha1.Workload{
+		Copies: []*gantryv1beta1.Workload{
 			copyOf("a", 0, 2, "8").Admitted().Obj(),                                  // its Job exists since 1 minute, no pod placed
 			copyOf("b", 0, 1, "8").Admitted().Since(now.Add(-2 * time.Minute)).Obj(), // no Job yet
 		},
@@ -664,7 +664,7 @@ func TestDecideWakesForTimeouts(t *testing.T) {
 func TestDecideConditions(t *testing.T) {
 	in := Input{
 		Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")},
-		Copies: []*gantryv1alpha1.Workload{
+		Copies: []*gantryv1beta1.Workload{
 			copyOf("fits", 0, 2, "8").Generation(3).Obj(),
 			copyOf("conflict", 1, 1, "1").Obj(),
 			copyOf("conflict-empty", 2, 1, "1").Obj(),
@@ -682,26 +682,26 @@ func TestDecideConditions(t *testing.T) {
 	at := metav1.NewTime(now)
 	want := []metav1.Condition{
 		{
-			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonJobNameConflict,
+			Type: gantryv1beta1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1beta1.ReasonJobNameConflict,
 			Message: "Job ns/conflict already exists in this cluster and was not created by Gantry for this workload " +
 				"(it lacks the label gantry.dev/workload-uid=hub-conflict); it is left untouched",
 			LastTransitionTime: at,
 		},
 		{
-			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonJobNameConflict,
+			Type: gantryv1beta1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1beta1.ReasonJobNameConflict,
 			Message: "Job ns/conflict-empty already exists in this cluster and was not created by Gantry for this workload " +
 				`(its label gantry.dev/workload-uid is empty, not "hub-conflict-empty"); it is left untouched`,
 			LastTransitionTime: at,
 		},
 		{
-			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1alpha1.ReasonPreviousJobPresent,
+			Type: gantryv1beta1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: gantryv1beta1.ReasonPreviousJobPresent,
 			Message: "Job ns/earlier, created by Gantry for an earlier workload of the same name " +
 				`(its label gantry.dev/workload-uid is "x", not "hub-earlier"), is still in this cluster; ` +
 				"the hub removes it, and this copy is decided again once it is gone",
 			LastTransitionTime: at,
 		},
 		{
-			Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantryv1alpha1.ReasonFits,
+			Type: gantryv1beta1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: gantryv1beta1.ReasonFits,
 			Message: `2 pods on 2 nodes: "main" 1 on n1, 1 on n2`, ObservedGeneration: 3, LastTransitionTime: at,
 		},
 	}
@@ -713,9 +713,9 @@ func TestDecideConditions(t *testing.T) {
 // TestDecideWritesOnlyChanges checks that a copy showing the decision already is not written again.
 func TestDecideWritesOnlyChanges(t *testing.T) {
 	nodes := []*corev1.Node{gpuNode("n1")}
-	first := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 2, "8").Obj()}, Now: now})
-	if len(first.Updates) != 1 || first.Updates[0].Condition.Reason != gantryv1alpha1.ReasonInsufficientResources &&
-		first.Updates[0].Condition.Reason != gantryv1alpha1.ReasonNeverFits {
+	first := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 2, "8").Obj()}, Now: now})
+	if len(first.Updates) != 1 || first.Updates[0].Condition.Reason != gantryv1beta1.ReasonInsufficientResources &&
+		first.Updates[0].Condition.Reason != gantryv1beta1.ReasonNeverFits {
 		t.Fatalf("first pass: want one rejection, got %+v", first.Updates)
 	}
 	c := first.Updates[0].Condition
@@ -723,7 +723,7 @@ func TestDecideWritesOnlyChanges(t *testing.T) {
 		t.Error("rejection has no message")
 	}
 	shown := copyOf("a", 0, 2, "8").Condition(c.Status, c.Reason, c.Message).Obj()
-	second := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{shown}, Now: now.Add(time.Minute)})
+	second := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{shown}, Now: now.Add(time.Minute)})
 	if len(second.Updates) != 0 {
 		t.Errorf("second pass wrote %+v, want no writes", second.Updates)
 	}
@@ -731,18 +731,18 @@ func TestDecideWritesOnlyChanges(t *testing.T) {
 	// The same holds while the cache is behind the write: the assumption stands in for the copy.
 	stale := copyOf("a", 0, 2, "8").ResourceVersion("7").Obj()
 	written := assumed(stale.UID, "7", c)
-	third := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{stale}, Now: now.Add(time.Minute), Assumed: written})
+	third := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{stale}, Now: now.Add(time.Minute), Assumed: written})
 	if len(third.Updates) != 0 {
 		t.Errorf("pass with a stale cache wrote %+v, want no writes", third.Updates)
 	}
-	if keepBehind(written, []*gantryv1alpha1.Workload{stale}); written.Len() != 1 {
+	if keepBehind(written, []*gantryv1beta1.Workload{stale}); written.Len() != 1 {
 		t.Error("assumption dropped while the cache is still behind")
 	}
 
 	// Once the cache moved on, the assumption is dropped.
 	fresh := copyOf("a", 0, 2, "8").ResourceVersion("8").Condition(c.Status, c.Reason, c.Message).Obj()
-	fourth := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{fresh}, Now: now.Add(time.Minute), Assumed: written})
-	if keepBehind(written, []*gantryv1alpha1.Workload{fresh}); len(fourth.Updates) != 0 || written.Len() != 0 {
+	fourth := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{fresh}, Now: now.Add(time.Minute), Assumed: written})
+	if keepBehind(written, []*gantryv1beta1.Workload{fresh}); len(fourth.Updates) != 0 || written.Len() != 0 {
 		t.Errorf("pass with a fresh cache: updates %+v, %d assumed; want none", fourth.Updates, written.Len())
 	}
 }
@@ -776,7 +776,7 @@ func TestDescribePlacement(t *testing.T) {
 			}
 		})
 	}
-	if got := condition(&gantryv1alpha1.Workload{}, metav1.ConditionFalse, "R", strings.Repeat("x", maxConditionMessage+10), now); len(got.Message) != maxConditionMessage {
+	if got := condition(&gantryv1beta1.Workload{}, metav1.ConditionFalse, "R", strings.Repeat("x", maxConditionMessage+10), now); len(got.Message) != maxConditionMessage {
 		t.Errorf("message of %d bytes, want it cut to %d", len(got.Message), maxConditionMessage)
 	}
 }
@@ -787,18 +787,18 @@ func TestDescribePlacement(t *testing.T) {
 func TestDecidePreviousJob(t *testing.T) {
 	nodes := []*corev1.Node{gpuNode("n1")}
 	earlier := jobs(agenttest.MakeJob("a", "ns").Workload("hub-a-before").Obj())
-	first := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 1, "8").Obj()}, Jobs: earlier, Now: now})
+	first := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 1, "8").Obj()}, Jobs: earlier, Now: now})
 	if len(first.Updates) != 1 {
 		t.Fatalf("first pass: updates %+v, want one", first.Updates)
 	}
 	c := first.Updates[0].Condition
-	if c.Status != metav1.ConditionFalse || c.Reason != gantryv1alpha1.ReasonPreviousJobPresent {
-		t.Fatalf("first pass: %s/%s, want False/%s", c.Status, c.Reason, gantryv1alpha1.ReasonPreviousJobPresent)
+	if c.Status != metav1.ConditionFalse || c.Reason != gantryv1beta1.ReasonPreviousJobPresent {
+		t.Fatalf("first pass: %s/%s, want False/%s", c.Status, c.Reason, gantryv1beta1.ReasonPreviousJobPresent)
 	}
 	if !strings.Contains(c.Message, "Job ns/a") || !strings.Contains(c.Message, `"hub-a-before"`) {
 		t.Errorf("message %q does not name the Job and its workload-uid label", c.Message)
 	}
-	if gantryv1alpha1.RejectsCluster(c.Reason) {
+	if gantryv1beta1.RejectsCluster(c.Reason) {
 		t.Errorf("%s counts as a rejection of the cluster: the hub would never nominate it again", c.Reason)
 	}
 	if _, ok := first.Snapshot.Reservation("ns/a"); ok {
@@ -806,12 +806,12 @@ func TestDecidePreviousJob(t *testing.T) {
 	}
 
 	shown := copyOf("a", 0, 1, "8").Condition(c.Status, c.Reason, c.Message).Obj()
-	if second := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{shown}, Jobs: earlier, Now: now}); len(second.Updates) != 0 {
+	if second := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{shown}, Jobs: earlier, Now: now}); len(second.Updates) != 0 {
 		t.Errorf("while the earlier Job is there: updates %+v, want none", second.Updates)
 	}
 
-	third := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{shown}, Now: now})
-	got := outcomeOf(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{shown}}, third)
+	third := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{shown}, Now: now})
+	got := outcomeOf(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{shown}}, third)
 	want := outcome{Updates: map[string]string{"ns/a": "True/Fits"}, Reserved: map[string]int32{"ns/a": 1},
 		FreeGPU: map[string]int64{"n1": 0}, Remembered: []string{"ns/a"}}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
@@ -824,19 +824,19 @@ func TestDecidePreviousJob(t *testing.T) {
 func TestDecideWaitsForNodesBack(t *testing.T) {
 	copyA := func() *agenttest.CopyWrapper { return copyOf("a", 0, 2, "8") }
 	first := Decide(Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNodeWrapper("n2").Cordoned().Obj()},
-		Copies: []*gantryv1alpha1.Workload{copyA().Obj()}, Now: now})
+		Copies: []*gantryv1beta1.Workload{copyA().Obj()}, Now: now})
 	if len(first.Updates) != 1 {
 		t.Fatalf("first pass: updates %+v, want one", first.Updates)
 	}
 	c := first.Updates[0].Condition
-	if c.Reason != gantryv1alpha1.ReasonInsufficientResources || !strings.Contains(c.Message, "n2 (cordoned)") {
-		t.Fatalf("first pass: %s %q, want %s naming n2 as cordoned", c.Reason, c.Message, gantryv1alpha1.ReasonInsufficientResources)
+	if c.Reason != gantryv1beta1.ReasonInsufficientResources || !strings.Contains(c.Message, "n2 (cordoned)") {
+		t.Fatalf("first pass: %s %q, want %s naming n2 as cordoned", c.Reason, c.Message, gantryv1beta1.ReasonInsufficientResources)
 	}
 
 	back := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
 	shown := copyA().Condition(c.Status, c.Reason, c.Message).Obj()
-	second := Decide(Input{Nodes: back, Copies: []*gantryv1alpha1.Workload{shown}, Now: now})
-	got := outcomeOf(Input{Nodes: back, Copies: []*gantryv1alpha1.Workload{shown}}, second)
+	second := Decide(Input{Nodes: back, Copies: []*gantryv1beta1.Workload{shown}, Now: now})
+	got := outcomeOf(Input{Nodes: back, Copies: []*gantryv1beta1.Workload{shown}}, second)
 	want := outcome{Updates: map[string]string{"ns/a": "True/Fits"}, Reserved: map[string]int32{"ns/a": 2},
 		FreeGPU: map[string]int64{"n1": 0, "n2": 0}, Remembered: []string{"ns/a"}}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
@@ -849,22 +849,22 @@ func TestDecideWaitsForNodesBack(t *testing.T) {
 func TestDecideKindNotServed(t *testing.T) {
 	nodes := []*corev1.Node{gpuNode("n1")}
 	js := copyOf("a", 0, 1, "8").Obj()
-	js.Spec.JobKind = gantryv1alpha1.JobKindJobSet
-	jobsOnly := map[gantryv1alpha1.JobKind]bool{gantryv1alpha1.JobKindJob: true}
-	p := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{js}, Kinds: jobsOnly, Now: now})
-	if len(p.Updates) != 1 || p.Updates[0].Condition.Reason != gantryv1alpha1.ReasonKindNotServed ||
+	js.Spec.JobKind = gantryv1beta1.JobKindJobSet
+	jobsOnly := map[gantryv1beta1.JobKind]bool{gantryv1beta1.JobKindJob: true}
+	p := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{js}, Kinds: jobsOnly, Now: now})
+	if len(p.Updates) != 1 || p.Updates[0].Condition.Reason != gantryv1beta1.ReasonKindNotServed ||
 		!strings.Contains(p.Updates[0].Condition.Message, "JobSet (jobset.x-k8s.io/v1alpha2)") {
 		t.Fatalf("updates %+v", p.Updates)
 	}
-	if !gantryv1alpha1.RejectsCluster(gantryv1alpha1.ReasonKindNotServed) {
+	if !gantryv1beta1.RejectsCluster(gantryv1beta1.ReasonKindNotServed) {
 		t.Error("KindNotServed is not a final answer: the hub would nominate the cluster again")
 	}
 	if _, ok := p.Snapshot.Reservation("ns/a"); ok {
 		t.Error("a copy of a kind not served reserved room")
 	}
-	served := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{js},
-		Kinds: map[gantryv1alpha1.JobKind]bool{gantryv1alpha1.JobKindJob: true, gantryv1alpha1.JobKindJobSet: true}, Now: now})
-	if len(served.Updates) != 1 || served.Updates[0].Condition.Reason != gantryv1alpha1.ReasonFits {
+	served := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{js},
+		Kinds: map[gantryv1beta1.JobKind]bool{gantryv1beta1.JobKindJob: true, gantryv1beta1.JobKindJobSet: true}, Now: now})
+	if len(served.Updates) != 1 || served.Updates[0].Condition.Reason != gantryv1beta1.ReasonFits {
 		t.Fatalf("served: updates %+v", served.Updates)
 	}
 }
@@ -874,36 +874,36 @@ func TestDecideKindNotServed(t *testing.T) {
 // not judged on them.
 func TestDecideClassNotFound(t *testing.T) {
 	nodes := []*corev1.Node{gpuNode("n1")}
-	named := func(priority, runtime string) *gantryv1alpha1.Workload {
+	named := func(priority, runtime string) *gantryv1beta1.Workload {
 		c := copyOf("a", 0, 1, "8").Obj()
 		c.Spec.PodSets[0].PriorityClassName, c.Spec.PodSets[0].RuntimeClassName = priority, runtime
 		return c
 	}
 	for name, tc := range map[string]struct {
-		copy          *gantryv1alpha1.Workload
+		copy          *gantryv1beta1.Workload
 		priority      map[string]bool
 		runtime       map[string]*nodev1.RuntimeClass
 		reason, words string
 	}{
 		"no such PriorityClass": {copy: named("urgent", ""), priority: map[string]bool{"low": true}, runtime: map[string]*nodev1.RuntimeClass{},
-			reason: gantryv1alpha1.ReasonClassNotFound, words: `names PriorityClass "urgent", which this cluster does not have`},
+			reason: gantryv1beta1.ReasonClassNotFound, words: `names PriorityClass "urgent", which this cluster does not have`},
 		"no such RuntimeClass": {copy: named("", "nvidia"), priority: map[string]bool{}, runtime: map[string]*nodev1.RuntimeClass{"kata": {}},
-			reason: gantryv1alpha1.ReasonClassNotFound, words: `names RuntimeClass "nvidia"`},
+			reason: gantryv1beta1.ReasonClassNotFound, words: `names RuntimeClass "nvidia"`},
 		"both there": {copy: named("urgent", "nvidia"), priority: map[string]bool{"urgent": true}, runtime: map[string]*nodev1.RuntimeClass{"nvidia": {}},
-			reason: gantryv1alpha1.ReasonFits},
-		"classes unknown": {copy: named("urgent", "nvidia"), reason: gantryv1alpha1.ReasonFits},
+			reason: gantryv1beta1.ReasonFits},
+		"classes unknown": {copy: named("urgent", "nvidia"), reason: gantryv1beta1.ReasonFits},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := Decide(Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{tc.copy}, PriorityClasses: tc.priority, RuntimeClasses: tc.runtime, Now: now})
+			p := Decide(Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{tc.copy}, PriorityClasses: tc.priority, RuntimeClasses: tc.runtime, Now: now})
 			if len(p.Updates) != 1 || p.Updates[0].Condition.Reason != tc.reason || !strings.Contains(p.Updates[0].Condition.Message, tc.words) {
 				t.Fatalf("updates %+v, want %s saying %q", p.Updates, tc.reason, tc.words)
 			}
-			if _, held := p.Snapshot.Reservation("ns/a"); held != (tc.reason == gantryv1alpha1.ReasonFits) {
+			if _, held := p.Snapshot.Reservation("ns/a"); held != (tc.reason == gantryv1beta1.ReasonFits) {
 				t.Errorf("room held %v", held)
 			}
 		})
 	}
-	if !gantryv1alpha1.RejectsCluster(gantryv1alpha1.ReasonClassNotFound) {
+	if !gantryv1beta1.RejectsCluster(gantryv1beta1.ReasonClassNotFound) {
 		t.Error("ClassNotFound is not a rejection: the hub would wait on the cluster")
 	}
 }
@@ -914,7 +914,7 @@ func TestDecideAsksTheWhatIf(t *testing.T) {
 	in := Input{
 		Nodes: []*corev1.Node{gpuNode("n1")},
 		Pods:  []*corev1.Pod{gpuPod("low-0", "hub-low", "8").Node("n1").PodSet("main").Obj()},
-		Copies: []*gantryv1alpha1.Workload{
+		Copies: []*gantryv1beta1.Workload{
 			copyOf("low", 0, 1, "8").Priority(1).Admitted().Since(now.Add(-time.Minute)).Obj(),
 			copyOf("high", 1, 1, "8").Priority(10).Obj(),
 			copyOf("lowest", 2, 1, "8").Priority(0).Obj(),
@@ -927,7 +927,7 @@ func TestDecideAsksTheWhatIf(t *testing.T) {
 	got, conds := map[string][]string{}, map[string]metav1.Condition{}
 	for _, u := range plan.Updates {
 		got[GangKey(u.Copy)], conds[GangKey(u.Copy)] = u.WouldFitWithout, u.Condition
-		if u.Condition.Reason != gantryv1alpha1.ReasonInsufficientResources {
+		if u.Condition.Reason != gantryv1beta1.ReasonInsufficientResources {
 			t.Errorf("%s: %s", GangKey(u.Copy), u.Condition.Reason)
 		}
 	}
@@ -954,7 +954,7 @@ func TestDecideHoldsTheRoomAPreemptionFrees(t *testing.T) {
 	in := Input{
 		Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")},
 		Pods:  []*corev1.Pod{gpuPod("low-0", "hub-low", "8").Node("n1").PodSet("main").Obj()},
-		Copies: []*gantryv1alpha1.Workload{
+		Copies: []*gantryv1beta1.Workload{
 			copyOf("low", 0, 1, "8").Priority(1).Admitted().Since(now.Add(-time.Minute)).Obj(),
 			high, copyOf("small", 2, 1, "8").Obj(),
 		},
@@ -968,8 +968,8 @@ func TestDecideHoldsTheRoomAPreemptionFrees(t *testing.T) {
 	}
 	// The victim's pod went, so the waiting copy's message changes: the write keeps what its what-if
 	// named, by which the hub preempts; a write without it would have the hub look for other victims.
-	high.Status.Conditions = []metav1.Condition{{Type: gantryv1alpha1.WorkloadAdmitted, Status: metav1.ConditionFalse,
-		Reason: gantryv1alpha1.ReasonInsufficientResources, Message: "as the last pass saw it"}}
+	high.Status.Conditions = []metav1.Condition{{Type: gantryv1beta1.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: gantryv1beta1.ReasonInsufficientResources, Message: "as the last pass saw it"}}
 	in.Pods = nil
 	plan := Decide(in)
 	i := slices.IndexFunc(plan.Updates, func(u Update) bool { return GangKey(u.Copy) == "ns/high" })
@@ -995,7 +995,7 @@ func TestDecideCountsTheRuntimeClass(t *testing.T) {
 		n.Labels, n.Spec.Taints = labels, taints
 		return n
 	}
-	twoPods := func(runtime string) *gantryv1alpha1.Workload {
+	twoPods := func(runtime string) *gantryv1beta1.Workload {
 		c := copyOf("a", 0, 2, "0").Obj()
 		c.Spec.PodSets[0].Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
 		c.Spec.PodSets[0].RuntimeClassName = runtime
@@ -1008,21 +1008,21 @@ func TestDecideCountsTheRuntimeClass(t *testing.T) {
 	taint := corev1.Taint{Key: "sandbox", Value: "only", Effect: corev1.TaintEffectNoSchedule}
 	for name, tc := range map[string]struct {
 		nodes  []*corev1.Node
-		copy   *gantryv1alpha1.Workload
+		copy   *gantryv1beta1.Workload
 		reason string
 	}{
-		"without overhead two 3-CPU pods fit 7 CPUs": {nodes: []*corev1.Node{cpuNode("n", "7", nil)}, copy: twoPods(""), reason: gantryv1alpha1.ReasonFits},
-		"with 1 CPU of overhead each they do not":    {nodes: []*corev1.Node{cpuNode("n", "7", nil)}, copy: twoPods("kata"), reason: gantryv1alpha1.ReasonNeverFits},
-		"with overhead they fit 8 CPUs":              {nodes: []*corev1.Node{cpuNode("n", "8", nil)}, copy: twoPods("kata"), reason: gantryv1alpha1.ReasonFits},
+		"without overhead two 3-CPU pods fit 7 CPUs": {nodes: []*corev1.Node{cpuNode("n", "7", nil)}, copy: twoPods(""), reason: gantryv1beta1.ReasonFits},
+		"with 1 CPU of overhead each they do not":    {nodes: []*corev1.Node{cpuNode("n", "7", nil)}, copy: twoPods("kata"), reason: gantryv1beta1.ReasonNeverFits},
+		"with overhead they fit 8 CPUs":              {nodes: []*corev1.Node{cpuNode("n", "8", nil)}, copy: twoPods("kata"), reason: gantryv1beta1.ReasonFits},
 		"the class's node selector leaves out a node without its label": {nodes: []*corev1.Node{cpuNode("n", "64", nil)},
-			copy: twoPods("gvisor"), reason: gantryv1alpha1.ReasonNoEligibleNode},
+			copy: twoPods("gvisor"), reason: gantryv1beta1.ReasonNoEligibleNode},
 		"the class's tolerations let it onto a node it selects and taints": {nodes: []*corev1.Node{cpuNode("n", "64", map[string]string{"sandbox": "gvisor"}, taint)},
-			copy: twoPods("gvisor"), reason: gantryv1alpha1.ReasonFits},
+			copy: twoPods("gvisor"), reason: gantryv1beta1.ReasonFits},
 		"without the class the tainted node is not for it": {nodes: []*corev1.Node{cpuNode("n", "64", map[string]string{"sandbox": "gvisor"}, taint)},
-			copy: twoPods(""), reason: gantryv1alpha1.ReasonNoEligibleNode},
+			copy: twoPods(""), reason: gantryv1beta1.ReasonNoEligibleNode},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := Decide(Input{Nodes: tc.nodes, Copies: []*gantryv1alpha1.Workload{tc.copy},
+			p := Decide(Input{Nodes: tc.nodes, Copies: []*gantryv1beta1.Workload{tc.copy},
 				RuntimeClasses: map[string]*nodev1.RuntimeClass{"kata": kata, "gvisor": sandboxed}, Now: now})
 			if len(p.Updates) != 1 || p.Updates[0].Condition.Reason != tc.reason {
 				t.Fatalf("updates %+v, want %s", p.Updates, tc.reason)
@@ -1038,7 +1038,7 @@ func TestDecideCountsWhatAdmittedCopiesAskFor(t *testing.T) {
 	nodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
 	in := Input{
 		Nodes: nodes,
-		Copies: []*gantryv1alpha1.Workload{
+		Copies: []*gantryv1beta1.Workload{
 			copyOf("running", 0, 1, "4").Admitted().Obj(),
 			copyOf("done", 1, 1, "8").Admitted().Obj(),
 			copyOf("new", 2, 2, "2").Obj(),
@@ -1053,7 +1053,7 @@ func TestDecideCountsWhatAdmittedCopiesAskFor(t *testing.T) {
 	if got := outcomeOf(in, plan).Updates; got["ns/new"] != "True/Fits" || got["ns/too-big"] == "True/Fits" {
 		t.Fatalf("updates %v: want ns/new admitted and ns/too-big not", got)
 	}
-	want := map[corev1.ResourceName]int64{gantryv1alpha1.GPUResource: (4 + 2*2) * 1000}
+	want := map[corev1.ResourceName]int64{gantryv1beta1.GPUResource: (4 + 2*2) * 1000}
 	if diff := cmp.Diff(want, plan.Admitted); diff != "" {
 		t.Errorf("Admitted (-want +got):\n%s", diff)
 	}

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/jobkind"
 )
@@ -57,7 +57,7 @@ func optionalAPIs() []optionalAPI {
 		found: func(r *Reconciler) { r.kueue = true },
 	}}
 	for _, k := range jobkind.All() {
-		if k.Name() != gantryv1alpha1.JobKindJob {
+		if k.Name() != gantryv1beta1.JobKindJob {
 			name := k.Name()
 			apis = append(apis, optionalAPI{gvk: k.GroupVersionKind(), watches: []watched{{k.New(), jobChanged}},
 				found: func(r *Reconciler) { r.kinds[name] = true }})
@@ -128,7 +128,7 @@ func (d *discovery) rediscover(ctx context.Context, r *Reconciler) error {
 		}
 		if len(d.missing) < before {
 			select {
-			case d.found <- event.GenericEvent{Object: &gantryv1alpha1.CapacityReport{}}:
+			case d.found <- event.GenericEvent{Object: &gantryv1beta1.CapacityReport{}}:
 			default: // a pass is already asked for
 			}
 		}

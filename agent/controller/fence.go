@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -42,7 +42,7 @@ func ReadHubLease(lease *coordinationv1.Lease, seen LeaseSighting, now time.Time
 	if lease.ResourceVersion != seen.ResourceVersion {
 		seen = LeaseSighting{ResourceVersion: lease.ResourceVersion, At: now}
 	}
-	if lease.Annotations[gantryv1alpha1.FailoverPolicyAnnotation] != string(gantryv1alpha1.FailoverFence) ||
+	if lease.Annotations[gantryv1beta1.FailoverPolicyAnnotation] != string(gantryv1beta1.FailoverFence) ||
 		lease.Spec.LeaseDurationSeconds == nil || *lease.Spec.LeaseDurationSeconds <= 0 {
 		return HubLease{}, seen
 	}
@@ -58,8 +58,8 @@ func ReadHubLease(lease *coordinationv1.Lease, seen LeaseSighting, now time.Time
 func (l HubLease) lapsed(now time.Time) bool { return l.Fence && !now.Before(l.Deadline) }
 
 // SuspendedByFence tells whether the agent suspended job, of copy w's kind, because the hub's lease lapsed.
-func SuspendedByFence(w *gantryv1alpha1.Workload, job client.Object) bool {
-	return job.GetAnnotations()[gantryv1alpha1.SuspendedByAnnotation] == gantryv1alpha1.SuspendedByFence &&
+func SuspendedByFence(w *gantryv1beta1.Workload, job client.Object) bool {
+	return job.GetAnnotations()[gantryv1beta1.SuspendedByAnnotation] == gantryv1beta1.SuspendedByFence &&
 		jobkind.Of(w).State(job).Suspended
 }
 
@@ -68,15 +68,15 @@ func SuspendedByFence(w *gantryv1alpha1.Workload, job client.Object) bool {
 // place when it comes back and the cluster is still the winner), and the copy says so. Once the lease is
 // renewed and the hub resumed the Job, the copy says that too. It reports whether the fence holds the
 // Job stopped (another suspension, such as Kueue's while it waits to admit the job, is not the fence's).
-func (p *Plan) fence(in Input, c *gantryv1alpha1.Workload, job client.Object) bool {
+func (p *Plan) fence(in Input, c *gantryv1beta1.Workload, job client.Object) bool {
 	suspended := jobkind.Of(c).State(job).Suspended
-	cur := meta.FindStatusCondition(c.Status.Conditions, gantryv1alpha1.WorkloadSuspended)
+	cur := meta.FindStatusCondition(c.Status.Conditions, gantryv1beta1.WorkloadSuspended)
 	switch {
 	case in.HubLease.lapsed(in.Now):
 		if !SuspendedByFence(c, job) {
 			p.Suspend = append(p.Suspend, job)
 		}
-		p.setOther(c, cur, conditionOf(c, gantryv1alpha1.WorkloadSuspended, metav1.ConditionTrue, gantryv1alpha1.ReasonHubLeaseExpired,
+		p.setOther(c, cur, conditionOf(c, gantryv1beta1.WorkloadSuspended, metav1.ConditionTrue, gantryv1beta1.ReasonHubLeaseExpired,
 			fmt.Sprintf("the hub did not renew its lease for %s (failover policy Fence): the Job is suspended and its pods deleted until the hub resumes or removes it",
 				in.HubLease.Timeout), in.Now))
 		return true
@@ -84,7 +84,7 @@ func (p *Plan) fence(in Input, c *gantryv1alpha1.Workload, job client.Object) bo
 		p.wakeAt(in.Now, in.HubLease.Deadline)
 	}
 	if cur != nil && cur.Status == metav1.ConditionTrue && !suspended {
-		p.setOther(c, cur, conditionOf(c, gantryv1alpha1.WorkloadSuspended, metav1.ConditionFalse, gantryv1alpha1.ReasonResumed,
+		p.setOther(c, cur, conditionOf(c, gantryv1beta1.WorkloadSuspended, metav1.ConditionFalse, gantryv1beta1.ReasonResumed,
 			"the hub renewed its lease and resumed the Job", in.Now))
 	}
 	return SuspendedByFence(c, job)
@@ -92,7 +92,7 @@ func (p *Plan) fence(in Input, c *gantryv1alpha1.Workload, job client.Object) bo
 
 // setOther plans to write a condition other than Admitted, unless the copy already shows its status and
 // reason.
-func (p *Plan) setOther(c *gantryv1alpha1.Workload, cur *metav1.Condition, want metav1.Condition) {
+func (p *Plan) setOther(c *gantryv1beta1.Workload, cur *metav1.Condition, want metav1.Condition) {
 	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/kueue"
 )
 
@@ -16,7 +16,7 @@ import (
 // message: the job's pods wait for Kueue to admit it, not for the scheduler. Empty when the job does
 // not go through Kueue, or Kueue admitted it.
 func kueueVerdict(in Input, job client.Object) string {
-	queue := job.GetLabels()[gantryv1alpha1.KueueQueueNameLabel]
+	queue := job.GetLabels()[gantryv1beta1.KueueQueueNameLabel]
 	if queue == "" {
 		return ""
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/kueue"
 )
 
@@ -43,14 +43,14 @@ func TestPlacementTimeoutSaysWhatKueueSaidOfTheJob(t *testing.T) {
 			job.UID = "job-a-uid"
 			if tc.queue != "" {
 				// Kueue's webhook suspends a job of its LocalQueue until Kueue admits it.
-				job.Labels[gantryv1alpha1.KueueQueueNameLabel] = tc.queue
+				job.Labels[gantryv1beta1.KueueQueueNameLabel] = tc.queue
 				job.Spec.Suspend = ptr.To(true)
 			}
-			in := Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")}, Copies: []*gantryv1alpha1.Workload{c}, Jobs: jobs(job),
+			in := Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")}, Copies: []*gantryv1beta1.Workload{c}, Jobs: jobs(job),
 				Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
 				Kueue:      kueueWith(tc.workloads), Now: now, PlacementTimeout: timeout}
 			plan := Decide(in)
-			if len(plan.Updates) != 1 || plan.Updates[0].Condition.Reason != gantryv1alpha1.ReasonPlacementTimeout {
+			if len(plan.Updates) != 1 || plan.Updates[0].Condition.Reason != gantryv1beta1.ReasonPlacementTimeout {
 				t.Fatalf("updates %+v, want the copy given up", plan.Updates)
 			}
 			if msg := plan.Updates[0].Condition.Message; !strings.Contains(msg, tc.want) || !strings.HasPrefix(msg, "2 of 2 pods not placed") {
@@ -64,7 +64,7 @@ func TestPlacementTimeoutSaysWhatKueueSaidOfTheJob(t *testing.T) {
 func TestKueueSaysNothingOfAJobItAdmitted(t *testing.T) {
 	job := agenttest.MakeJob("a", "ns").Workload("hub-a").Obj()
 	job.UID = "job-a-uid"
-	job.Labels[gantryv1alpha1.KueueQueueNameLabel] = "team"
+	job.Labels[gantryv1beta1.KueueQueueNameLabel] = "team"
 	admitted := kueueWorkload("job-a-1f2e3", []metav1.Condition{{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"}})
 	if v := kueueVerdict(Input{Kueue: kueueWith(map[types.UID]*kueue.Workload{"job-a-uid": admitted})}, job); v != "" {
 		t.Errorf("verdict %q for an admitted job, want none", v)

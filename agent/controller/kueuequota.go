@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/kueue"
 )
 
@@ -202,7 +202,7 @@ func reservedOf(cq *kueue.ClusterQueue) map[flavorResource]int64 {
 
 // kueueDemand is what a copy's pods take of Kueue's quota, per pod set: Kueue counts each pod's
 // requests (and one pods per pod where a ClusterQueue has quota for pods).
-func kueueDemand(ps gantryv1alpha1.PodSet) map[corev1.ResourceName]int64 {
+func kueueDemand(ps gantryv1beta1.PodSet) map[corev1.ResourceName]int64 {
 	d := map[corev1.ResourceName]int64{corev1.ResourcePods: 1000 * int64(ps.Count)}
 	for r, q := range ps.Requests {
 		d[r] += int64(ps.Count) * q.MilliValue()
@@ -212,8 +212,8 @@ func kueueDemand(ps gantryv1alpha1.PodSet) map[corev1.ResourceName]int64 {
 
 // queueOf resolves a copy's LocalQueue to its ClusterQueue, or says why the copy cannot go through it
 // now.
-func (kq *kueueQuotas) queueOf(c *gantryv1alpha1.Workload) (*kueue.ClusterQueue, string) {
-	name := c.Annotations[gantryv1alpha1.KueueLocalQueueAnnotation]
+func (kq *kueueQuotas) queueOf(c *gantryv1beta1.Workload) (*kueue.ClusterQueue, string) {
+	name := c.Annotations[gantryv1beta1.KueueLocalQueueAnnotation]
 	lq := kq.state.LocalQueues[types.NamespacedName{Namespace: c.Namespace, Name: name}]
 	switch {
 	case lq == nil:
@@ -248,7 +248,7 @@ type kueueCharge struct {
 // them even with nothing used (or the queue has no quota for a resource they request). The charge is
 // of the flavors chosen, or, where none holds them, of the first that matches: the best guess of what
 // Kueue will count once it admits the job.
-func (kq *kueueQuotas) judge(c *gantryv1alpha1.Workload) (charge kueueCharge, fits, never bool, msg string) {
+func (kq *kueueQuotas) judge(c *gantryv1beta1.Workload) (charge kueueCharge, fits, never bool, msg string) {
 	cq, why := kq.queueOf(c)
 	if cq == nil {
 		return kueueCharge{}, false, false, why
@@ -302,7 +302,7 @@ func uncovered(cq *kueue.ClusterQueue, demand map[corev1.ResourceName]int64) (co
 // pickFlavor is the first flavor of the group that matches the pod set's node selector and holds need
 // beside what the job already takes (taken); else the first that matches, with why none holds it and
 // whether none ever could.
-func (kq *kueueQuotas) pickFlavor(node *quotaNode, queue string, g kueue.ResourceGroup, ps gantryv1alpha1.PodSet,
+func (kq *kueueQuotas) pickFlavor(node *quotaNode, queue string, g kueue.ResourceGroup, ps gantryv1beta1.PodSet,
 	need map[corev1.ResourceName]int64, taken map[flavorResource]int64) (flavor string, fits, never bool, msg string) {
 	keys := map[string]bool{}
 	for _, f := range g.Flavors {
@@ -390,7 +390,7 @@ func kueueLeft(in Input, cs copyStates) *kueueQuotas {
 	}
 	kq := newKueueQuotas(in.Kueue)
 	for _, c := range cs.admitted {
-		if c.Annotations[gantryv1alpha1.KueueLocalQueueAnnotation] == "" {
+		if c.Annotations[gantryv1beta1.KueueLocalQueueAnnotation] == "" {
 			continue
 		}
 		job := in.Jobs[client.ObjectKeyFromObject(c)]
@@ -414,14 +414,14 @@ func kueueReserved(st *Kueue, job client.Object) bool {
 // ThroughKueue says whether any copy goes through a LocalQueue of the worker's Kueue or any job waits
 // in one: only then does a pass need Kueue's objects, which the reconciler then reads. Without such a
 // copy nothing is judged by Kueue, and without such a job nothing quotes it.
-func ThroughKueue(copies []*gantryv1alpha1.Workload, jobs map[types.NamespacedName]client.Object) bool {
+func ThroughKueue(copies []*gantryv1beta1.Workload, jobs map[types.NamespacedName]client.Object) bool {
 	for _, c := range copies {
-		if c.Annotations[gantryv1alpha1.KueueLocalQueueAnnotation] != "" {
+		if c.Annotations[gantryv1beta1.KueueLocalQueueAnnotation] != "" {
 			return true
 		}
 	}
 	for _, j := range jobs {
-		if j.GetLabels()[gantryv1alpha1.KueueQueueNameLabel] != "" {
+		if j.GetLabels()[gantryv1beta1.KueueQueueNameLabel] != "" {
 			return true
 		}
 	}

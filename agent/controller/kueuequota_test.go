@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gantry-dev/gantry/agent/agenttest"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/kueue"
 )
 
@@ -19,9 +19,9 @@ import (
 // given as name, nominal, and holding reserved.
 func clusterQueue(name, cohort string, flavors ...kueueFlavor) *kueue.ClusterQueue {
 	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ClusterQueueSpec{CohortName: cohort}}
-	g := kueue.ResourceGroup{CoveredResources: []corev1.ResourceName{gantryv1alpha1.GPUResource}}
+	g := kueue.ResourceGroup{CoveredResources: []corev1.ResourceName{gantryv1beta1.GPUResource}}
 	for _, f := range flavors {
-		q := kueue.ResourceQuota{Name: gantryv1alpha1.GPUResource, NominalQuota: resource.MustParse(f.nominal)}
+		q := kueue.ResourceQuota{Name: gantryv1beta1.GPUResource, NominalQuota: resource.MustParse(f.nominal)}
 		if f.borrow != "" {
 			q.BorrowingLimit = ptr.To(resource.MustParse(f.borrow))
 		}
@@ -30,7 +30,7 @@ func clusterQueue(name, cohort string, flavors ...kueueFlavor) *kueue.ClusterQue
 		}
 		g.Flavors = append(g.Flavors, kueue.FlavorQuotas{Name: f.name, Resources: []kueue.ResourceQuota{q}})
 		cq.Status.FlavorsReservation = append(cq.Status.FlavorsReservation, kueue.FlavorUsage{Name: f.name,
-			Resources: []kueue.ResourceUsage{{Name: gantryv1alpha1.GPUResource, Total: resource.MustParse(f.reserved)}}})
+			Resources: []kueue.ResourceUsage{{Name: gantryv1beta1.GPUResource, Total: resource.MustParse(f.reserved)}}})
 	}
 	cq.Spec.ResourceGroups = []kueue.ResourceGroup{g}
 	return cq
@@ -65,9 +65,9 @@ func flavor(name string, labels ...string) *kueue.ResourceFlavor {
 	return f
 }
 
-func inKueue(w *agenttest.CopyWrapper) *gantryv1alpha1.Workload {
+func inKueue(w *agenttest.CopyWrapper) *gantryv1beta1.Workload {
 	c := w.Obj()
-	c.Annotations = map[string]string{gantryv1alpha1.KueueLocalQueueAnnotation: "team"}
+	c.Annotations = map[string]string{gantryv1beta1.KueueLocalQueueAnnotation: "team"}
 	return c
 }
 
@@ -77,7 +77,7 @@ func TestKueueAccountingJudgesAsKueueDoes(t *testing.T) {
 	}
 	cases := map[string]struct {
 		kueue *Kueue
-		copy  *gantryv1alpha1.Workload
+		copy  *gantryv1beta1.Workload
 		// want: "fits", else "never: ..." or "wait: ..." with a part of the message.
 		want string
 	}{
@@ -152,18 +152,18 @@ func TestDecideAdmitsThroughKueueWithinItsQueue(t *testing.T) {
 		want map[string]string
 	}{
 		"two fit the queue, the third waits though the nodes hold it": {
-			in: Input{Nodes: nodes, Kueue: queue(), Copies: []*gantryv1alpha1.Workload{
+			in: Input{Nodes: nodes, Kueue: queue(), Copies: []*gantryv1beta1.Workload{
 				inKueue(copyOf("a", 0, 1, "8")), inKueue(copyOf("b", 1, 1, "8")), inKueue(copyOf("c", 2, 1, "8"))}},
 			want: map[string]string{"ns/a": "True/Fits", "ns/b": "True/Fits", "ns/c": "False/KueueQueueFull"}},
 		"one admitted before, not counted by Kueue yet, takes its part": {
-			in: Input{Nodes: nodes, Kueue: queue(), Copies: []*gantryv1alpha1.Workload{
+			in: Input{Nodes: nodes, Kueue: queue(), Copies: []*gantryv1beta1.Workload{
 				inKueue(copyOf("a", 0, 2, "8").Admitted()), inKueue(copyOf("b", 1, 1, "8"))}},
 			want: map[string]string{"ns/b": "False/KueueQueueFull"}},
 		"a worker that runs no Kueue": {
-			in:   Input{Nodes: nodes, Copies: []*gantryv1alpha1.Workload{inKueue(copyOf("a", 0, 1, "8"))}},
+			in:   Input{Nodes: nodes, Copies: []*gantryv1beta1.Workload{inKueue(copyOf("a", 0, 1, "8"))}},
 			want: map[string]string{"ns/a": "False/KueueQuotaTooSmall"}},
 		"a copy not sent through Kueue is not judged by it": {
-			in:   Input{Nodes: nodes, Kueue: queue(), Copies: []*gantryv1alpha1.Workload{copyOf("a", 0, 3, "8").Obj()}},
+			in:   Input{Nodes: nodes, Kueue: queue(), Copies: []*gantryv1beta1.Workload{copyOf("a", 0, 3, "8").Obj()}},
 			want: map[string]string{"ns/a": "True/Fits"}},
 	}
 	for name, tc := range cases {
@@ -183,13 +183,13 @@ func TestDecideAdmitsThroughKueueWithinItsQueue(t *testing.T) {
 func TestThroughKueue(t *testing.T) {
 	plain := copyOf("a", 0, 1, "8").Obj()
 	job := agenttest.MakeJob("a", "ns").Workload("hub-a").Obj()
-	if ThroughKueue([]*gantryv1alpha1.Workload{plain}, jobs(job)) {
+	if ThroughKueue([]*gantryv1beta1.Workload{plain}, jobs(job)) {
 		t.Error("a pass without Kueue's copies or jobs reads Kueue")
 	}
-	if !ThroughKueue([]*gantryv1alpha1.Workload{plain, inKueue(copyOf("b", 0, 1, "8"))}, nil) {
+	if !ThroughKueue([]*gantryv1beta1.Workload{plain, inKueue(copyOf("b", 0, 1, "8"))}, nil) {
 		t.Error("a copy sent through a LocalQueue did not count")
 	}
-	job.Labels[gantryv1alpha1.KueueQueueNameLabel] = "team"
+	job.Labels[gantryv1beta1.KueueQueueNameLabel] = "team"
 	if !ThroughKueue(nil, jobs(job)) {
 		t.Error("a job waiting in a LocalQueue did not count")
 	}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // Outcomes of an Admitted condition the agent wrote, which group its reasons.
@@ -29,26 +29,26 @@ const (
 // The known values of the agent's bounded labels.
 var (
 	// Results are the values of the result label: Admitted or the reason the copy was not admitted.
-	Results = []string{"Admitted", gantryv1alpha1.ReasonInsufficientResources, gantryv1alpha1.ReasonHeldForStarvingGang,
-		gantryv1alpha1.ReasonPreviousJobPresent, gantryv1alpha1.ReasonKueueQueueFull, gantryv1alpha1.ReasonNeverFits,
-		gantryv1alpha1.ReasonNoEligibleNode, gantryv1alpha1.ReasonJobNameConflict, gantryv1alpha1.ReasonKindNotServed,
-		gantryv1alpha1.ReasonClassNotFound, gantryv1alpha1.ReasonNamespaceQuotaTooSmall, gantryv1alpha1.ReasonKueueQuotaTooSmall,
-		gantryv1alpha1.ReasonReservationExpired, gantryv1alpha1.ReasonPlacementTimeout}
+	Results = []string{"Admitted", gantryv1beta1.ReasonInsufficientResources, gantryv1beta1.ReasonHeldForStarvingGang,
+		gantryv1beta1.ReasonPreviousJobPresent, gantryv1beta1.ReasonKueueQueueFull, gantryv1beta1.ReasonNeverFits,
+		gantryv1beta1.ReasonNoEligibleNode, gantryv1beta1.ReasonJobNameConflict, gantryv1beta1.ReasonKindNotServed,
+		gantryv1beta1.ReasonClassNotFound, gantryv1beta1.ReasonNamespaceQuotaTooSmall, gantryv1beta1.ReasonKueueQuotaTooSmall,
+		gantryv1beta1.ReasonReservationExpired, gantryv1beta1.ReasonPlacementTimeout}
 	Outcomes = []string{OutcomeAdmitted, OutcomeWaiting, OutcomeRejected, OutcomeReleased, OutcomeOther}
 )
 
 // admissionOutcome groups the reason of an Admitted condition.
 func admissionOutcome(reason string) string {
 	switch reason {
-	case gantryv1alpha1.ReasonFits:
+	case gantryv1beta1.ReasonFits:
 		return OutcomeAdmitted
-	case gantryv1alpha1.ReasonInsufficientResources, gantryv1alpha1.ReasonHeldForStarvingGang, gantryv1alpha1.ReasonPreviousJobPresent,
-		gantryv1alpha1.ReasonKueueQueueFull:
+	case gantryv1beta1.ReasonInsufficientResources, gantryv1beta1.ReasonHeldForStarvingGang, gantryv1beta1.ReasonPreviousJobPresent,
+		gantryv1beta1.ReasonKueueQueueFull:
 		return OutcomeWaiting
-	case gantryv1alpha1.ReasonReservationExpired, gantryv1alpha1.ReasonPlacementTimeout:
+	case gantryv1beta1.ReasonReservationExpired, gantryv1beta1.ReasonPlacementTimeout:
 		return OutcomeReleased
 	}
-	if gantryv1alpha1.RejectsCluster(reason) {
+	if gantryv1beta1.RejectsCluster(reason) {
 		return OutcomeRejected
 	}
 	return OutcomeOther

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gantry-dev/gantry/agent/agenttest"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // Every result the agent writes falls in a known outcome, and reasons it never writes do not.
@@ -19,7 +19,7 @@ func TestAdmissionOutcome(t *testing.T) {
 	for _, r := range Results {
 		reason := r
 		if r == "Admitted" {
-			reason = gantryv1alpha1.ReasonFits
+			reason = gantryv1beta1.ReasonFits
 		}
 		if got := admissionOutcome(reason); got == OutcomeOther {
 			t.Errorf("result %s has no outcome", r)
@@ -53,12 +53,12 @@ func TestDecideTimesPlacements(t *testing.T) {
 		wantPlacing map[types.UID]time.Time
 		wantPlaced  map[types.UID]time.Duration
 	}{
-		"admitted in this pass":               {in: Input{Now: now, Nodes: nodes, Copies: []*gantryv1alpha1.Workload{pending}}, wantPlacing: admittedAt},
-		"one of two pods bound":               {in: Input{Now: now.Add(2 * time.Second), Nodes: nodes, Copies: []*gantryv1alpha1.Workload{admitted}, Jobs: job, Pods: bound(1), Placing: admittedAt}, wantPlacing: admittedAt},
-		"all bound":                           {in: Input{Now: now.Add(3 * time.Second), Nodes: nodes, Copies: []*gantryv1alpha1.Workload{admitted}, Jobs: job, Pods: bound(2), Placing: admittedAt}, wantPlaced: map[types.UID]time.Duration{"copy-a": 3 * time.Second}},
-		"all bound, seen before":              {in: Input{Now: now.Add(4 * time.Second), Nodes: nodes, Copies: []*gantryv1alpha1.Workload{admitted}, Jobs: job, Pods: bound(2)}},
-		"after a restart: from the condition": {in: Input{Now: now.Add(5 * time.Second), Nodes: nodes, Copies: []*gantryv1alpha1.Workload{admitted}, Jobs: job, Pods: bound(1)}, wantPlacing: admittedAt},
-		"the Job finished": {in: Input{Now: now.Add(5 * time.Second), Nodes: nodes, Copies: []*gantryv1alpha1.Workload{admitted}, Placing: admittedAt,
+		"admitted in this pass":               {in: Input{Now: now, Nodes: nodes, Copies: []*gantryv1beta1.Workload{pending}}, wantPlacing: admittedAt},
+		"one of two pods bound":               {in: Input{Now: now.Add(2 * time.Second), Nodes: nodes, Copies: []*gantryv1beta1.Workload{admitted}, Jobs: job, Pods: bound(1), Placing: admittedAt}, wantPlacing: admittedAt},
+		"all bound":                           {in: Input{Now: now.Add(3 * time.Second), Nodes: nodes, Copies: []*gantryv1beta1.Workload{admitted}, Jobs: job, Pods: bound(2), Placing: admittedAt}, wantPlaced: map[types.UID]time.Duration{"copy-a": 3 * time.Second}},
+		"all bound, seen before":              {in: Input{Now: now.Add(4 * time.Second), Nodes: nodes, Copies: []*gantryv1beta1.Workload{admitted}, Jobs: job, Pods: bound(2)}},
+		"after a restart: from the condition": {in: Input{Now: now.Add(5 * time.Second), Nodes: nodes, Copies: []*gantryv1beta1.Workload{admitted}, Jobs: job, Pods: bound(1)}, wantPlacing: admittedAt},
+		"the Job finished": {in: Input{Now: now.Add(5 * time.Second), Nodes: nodes, Copies: []*gantryv1beta1.Workload{admitted}, Placing: admittedAt,
 			Jobs: jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Finished(batchv1.JobComplete).Obj())}},
 	} {
 		plan := Decide(tc.in)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // podGroupNameMax keeps a PodGroup's name a valid label value (gantry.dev/pod-group on its pods).
@@ -26,7 +26,7 @@ const podGroupNameMax = 63
 // copy's topology key when it names one. The copy owns it, so the garbage collector removes it on every
 // path that removes the copy (withdrawal, eviction, fence, deletion). Nil when fewer than two pods would
 // join (one pod is bound whole anyway), or when they name different PriorityClasses.
-func GangPodGroup(c *gantryv1alpha1.Workload) *schedulingv1beta1.PodGroup {
+func GangPodGroup(c *gantryv1beta1.Workload) *schedulingv1beta1.PodGroup {
 	var members int32
 	var classes []string
 	for _, ps := range c.Spec.PodSets {
@@ -46,12 +46,12 @@ func GangPodGroup(c *gantryv1alpha1.Workload) *schedulingv1beta1.PodGroup {
 			Name:      PodGroupName(c),
 			Namespace: c.Namespace,
 			Labels: map[string]string{
-				gantryv1alpha1.WorkloadUIDLabel:   c.Labels[gantryv1alpha1.WorkloadUIDLabel],
-				gantryv1alpha1.DispatchEpochLabel: c.Labels[gantryv1alpha1.DispatchEpochLabel],
-				gantryv1alpha1.JobNameLabel:       c.Labels[gantryv1alpha1.JobNameLabel],
+				gantryv1beta1.WorkloadUIDLabel:   c.Labels[gantryv1beta1.WorkloadUIDLabel],
+				gantryv1beta1.DispatchEpochLabel: c.Labels[gantryv1beta1.DispatchEpochLabel],
+				gantryv1beta1.JobNameLabel:       c.Labels[gantryv1beta1.JobNameLabel],
 			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: gantryv1alpha1.GroupVersion.String(),
+				APIVersion: gantryv1beta1.GroupVersion.String(),
 				Kind:       "Workload",
 				Name:       c.Name,
 				UID:        c.UID,
@@ -74,7 +74,7 @@ func GangPodGroup(c *gantryv1alpha1.Workload) *schedulingv1beta1.PodGroup {
 // PodGroupName names copy c's PodGroup: the copy's name, shortened to fit a label value, and a hash of
 // its UID, so that the copy of a later dispatch never meets the PodGroup of an earlier one the garbage
 // collector has not removed yet.
-func PodGroupName(c *gantryv1alpha1.Workload) string {
+func PodGroupName(c *gantryv1beta1.Workload) string {
 	sum := sha256.Sum256([]byte(c.UID))
 	suffix := "-" + hex.EncodeToString(sum[:4])
 	name := c.Name
@@ -87,7 +87,7 @@ func PodGroupName(c *gantryv1alpha1.Workload) string {
 // gangToLoosen is the PodGroup of admitted copy c to lower to a quorum of one, or nil: once the gang's
 // pods were all placed, a pod that comes after them (the replacement of a failed pod, a Job's next wave)
 // would otherwise wait for a quorum of pods that have finished, which the scheduler no longer counts.
-func gangToLoosen(in Input, c *gantryv1alpha1.Workload, progress Progress, pods []*corev1.Pod) *schedulingv1beta1.PodGroup {
+func gangToLoosen(in Input, c *gantryv1beta1.Workload, progress Progress, pods []*corev1.Pod) *schedulingv1beta1.PodGroup {
 	if c.Status.Admission == nil || c.Status.Admission.PodGroup == "" || !progress.Done() {
 		return nil
 	}
@@ -96,7 +96,7 @@ func gangToLoosen(in Input, c *gantryv1alpha1.Workload, progress Progress, pods 
 		return nil
 	}
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" && !IsTerminal(pod) && pod.DeletionTimestamp == nil && pod.Labels[gantryv1alpha1.PodGroupLabel] == pg.Name {
+		if pod.Spec.NodeName == "" && !IsTerminal(pod) && pod.DeletionTimestamp == nil && pod.Labels[gantryv1beta1.PodGroupLabel] == pg.Name {
 			return pg
 		}
 	}
@@ -106,7 +106,7 @@ func gangToLoosen(in Input, c *gantryv1alpha1.Workload, progress Progress, pods 
 // gangMissing is copy c's PodGroup when its admission names one the cluster does not hold while pods
 // of the gang may still need it (a create that failed, or someone removed it): made again, else those
 // pods would wait for it until the placement timeout.
-func gangMissing(in Input, c *gantryv1alpha1.Workload, progress Progress) *schedulingv1beta1.PodGroup {
+func gangMissing(in Input, c *gantryv1beta1.Workload, progress Progress) *schedulingv1beta1.PodGroup {
 	if in.PodGroups == nil || c.Status.Admission == nil || c.Status.Admission.PodGroup == "" || progress.Done() {
 		return nil
 	}
@@ -121,7 +121,7 @@ func gangMissing(in Input, c *gantryv1alpha1.Workload, progress Progress) *sched
 
 // gangVerdict is what the scheduler last said of admitted copy c's PodGroup when it could not place the
 // gang ("PodGroup NAME: REASON: MESSAGE"); empty when it said nothing of the kind.
-func gangVerdict(in Input, c *gantryv1alpha1.Workload) string {
+func gangVerdict(in Input, c *gantryv1beta1.Workload) string {
 	if c.Status.Admission == nil || c.Status.Admission.PodGroup == "" {
 		return ""
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 func TestGangPodGroup(t *testing.T) {
@@ -24,7 +24,7 @@ func TestGangPodGroup(t *testing.T) {
 		PodSet("launcher", 1, "cpu", "1").
 		PodSet("workers", 3, "nvidia.com/gpu", "8").
 		PodSet("submitter", 1, "cpu", "1").Deferred().Obj()
-	c.Labels[gantryv1alpha1.JobNameLabel] = "train"
+	c.Labels[gantryv1beta1.JobNameLabel] = "train"
 	c.Spec.TopologyKey = "topology.kubernetes.io/zone"
 	for i := range c.Spec.PodSets[:2] {
 		c.Spec.PodSets[i].PriorityClassName = "research-high"
@@ -34,11 +34,11 @@ func TestGangPodGroup(t *testing.T) {
 			Name:      PodGroupName(c),
 			Namespace: "team-a",
 			Labels: map[string]string{
-				gantryv1alpha1.WorkloadUIDLabel:   "hub-train",
-				gantryv1alpha1.DispatchEpochLabel: "1",
-				gantryv1alpha1.JobNameLabel:       "train",
+				gantryv1beta1.WorkloadUIDLabel:   "hub-train",
+				gantryv1beta1.DispatchEpochLabel: "1",
+				gantryv1beta1.JobNameLabel:       "train",
 			},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "gantry.dev/v1alpha1", Kind: "Workload", Name: "train",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "gantry.dev/v1beta1", Kind: "Workload", Name: "train",
 				UID: "copy-train", Controller: ptr.To(true)}},
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
@@ -52,7 +52,7 @@ func TestGangPodGroup(t *testing.T) {
 		t.Errorf("GangPodGroup (-want +got):\n%s", diff)
 	}
 
-	for name, c := range map[string]*gantryv1alpha1.Workload{
+	for name, c := range map[string]*gantryv1beta1.Workload{
 		"one pod":                         copyOf("one", 0, 1, "8").Obj(),
 		"one pod and a deferred pod set":  copyOf("two", 0, 1, "8").PodSet("submitter", 1, "cpu", "1").Deferred().Obj(),
 		"no pod set that is not deferred": agenttest.MakeCopy("d", "ns").PodSet("later", 4, "cpu", "1").Deferred().Obj(),
@@ -68,7 +68,7 @@ func TestGangPodGroup(t *testing.T) {
 func TestPodGroupName(t *testing.T) {
 	long := strings.Repeat("a", 60) + "-b." + strings.Repeat("c", 100)
 	seen := map[string]bool{}
-	for _, c := range []*gantryv1alpha1.Workload{
+	for _, c := range []*gantryv1beta1.Workload{
 		agenttest.MakeCopy("train", "ns").Obj(),
 		agenttest.MakeCopy("train", "ns").UID("copy-train-epoch-2").Obj(),
 		agenttest.MakeCopy(long, "ns").Obj(),
@@ -96,9 +96,9 @@ func TestPodGroupName(t *testing.T) {
 // pod that comes after them lowers the quorum to one.
 func TestDecidePodGroups(t *testing.T) {
 	gang := func() *agenttest.CopyWrapper { return copyOf("a", 0, 2, "8") }
-	admitted := func() *gantryv1alpha1.Workload {
+	admitted := func() *gantryv1beta1.Workload {
 		c := gang().Admitted().Obj()
-		c.Status.Admission = &gantryv1alpha1.Admission{PodGroup: PodGroupName(c)}
+		c.Status.Admission = &gantryv1beta1.Admission{PodGroup: PodGroupName(c)}
 		return c
 	}
 	pgKey := types.NamespacedName{Namespace: "ns", Name: PodGroupName(gang().Obj())}
@@ -109,7 +109,7 @@ func TestDecidePodGroups(t *testing.T) {
 	}
 	member := func(name string) *agenttest.PodWrapper {
 		p := gpuPod(name, "hub-a", "8")
-		p.Labels[gantryv1alpha1.PodGroupLabel] = pgKey.Name
+		p.Labels[gantryv1beta1.PodGroupLabel] = pgKey.Name
 		return p
 	}
 	twoNodes := []*corev1.Node{gpuNode("n1"), gpuNode("n2")}
@@ -122,37 +122,37 @@ func TestDecidePodGroups(t *testing.T) {
 		wantMadeAgain, wantLoosen []string
 	}{
 		"served: the admission makes the gang's PodGroup": {
-			in:              Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{gang().Obj()}, PodGroups: none},
+			in:              Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{gang().Obj()}, PodGroups: none},
 			wantGangOnAdmit: true,
 		},
 		"not served: the admission makes none": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{gang().Obj()}},
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{gang().Obj()}},
 		},
 		"missing while pods wait: made again": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admitted()}, Jobs: job, Placements: placement,
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admitted()}, Jobs: job, Placements: placement,
 				Pods: []*corev1.Pod{member("a-0").Obj(), member("a-1").Obj()}, PodGroups: none},
 			wantMadeAgain: []string{pgKey.Name},
 		},
 		"missing once the gang was placed: nothing waits for it": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admitted()}, Jobs: job, Placements: placement,
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admitted()}, Jobs: job, Placements: placement,
 				Pods: []*corev1.Pod{member("a-0").Node("n1").Obj(), member("a-1").Node("n2").Obj()}, PodGroups: none},
 		},
 		"placed whole, then a replacement waits: the quorum goes to one": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admitted()}, Jobs: job, Placements: placement,
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admitted()}, Jobs: job, Placements: placement,
 				Pods: []*corev1.Pod{member("a-0").Node("n1").Phase(corev1.PodSucceeded).Obj(), member("a-1").Node("n2").Phase(corev1.PodFailed).Obj(),
 					member("a-2").Obj()}, PodGroups: pgWith(2)},
 			wantLoosen: []string{pgKey.Name},
 		},
 		"still being placed: the quorum holds": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admitted()}, Jobs: job, Placements: placement,
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admitted()}, Jobs: job, Placements: placement,
 				Pods: []*corev1.Pod{member("a-0").Node("n1").Obj(), member("a-1").Obj()}, PodGroups: pgWith(2)},
 		},
 		"placed whole and nothing waits: no write": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admitted()}, Jobs: job, Placements: placement,
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admitted()}, Jobs: job, Placements: placement,
 				Pods: []*corev1.Pod{member("a-0").Node("n1").Obj(), member("a-1").Node("n2").Obj()}, PodGroups: pgWith(2)},
 		},
 		"lowered already: no write": {
-			in: Input{Nodes: twoNodes, Copies: []*gantryv1alpha1.Workload{admitted()}, Jobs: job, Placements: placement,
+			in: Input{Nodes: twoNodes, Copies: []*gantryv1beta1.Workload{admitted()}, Jobs: job, Placements: placement,
 				Pods:      []*corev1.Pod{member("a-0").Node("n1").Phase(corev1.PodSucceeded).Obj(), member("a-1").Node("n2").Obj(), member("a-2").Obj()},
 				PodGroups: pgWith(1)},
 		},
@@ -196,23 +196,23 @@ func names(pgs []*schedulingv1beta1.PodGroup) []string {
 func TestPlacementTimeoutSaysWhatTheSchedulerSaidOfTheGang(t *testing.T) {
 	const timeout = 5 * time.Minute
 	c := copyOf("a", 0, 2, "8").Admitted().Obj()
-	c.Status.Admission = &gantryv1alpha1.Admission{PodGroup: PodGroupName(c)}
+	c.Status.Admission = &gantryv1beta1.Admission{PodGroup: PodGroupName(c)}
 	pg := GangPodGroup(c)
 	pg.Status.Conditions = []metav1.Condition{{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse,
 		Reason: schedulingv1beta1.PodGroupReasonUnschedulable, Message: "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"}}
 	member := func(name string) *corev1.Pod {
 		p := gpuPod(name, "hub-a", "8").Unschedulable("pod group is unschedulable").Obj()
-		p.Labels[gantryv1alpha1.PodGroupLabel] = pg.Name
+		p.Labels[gantryv1beta1.PodGroupLabel] = pg.Name
 		return p
 	}
-	in := Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")}, Copies: []*gantryv1alpha1.Workload{c},
+	in := Input{Nodes: []*corev1.Node{gpuNode("n1"), gpuNode("n2")}, Copies: []*gantryv1beta1.Workload{c},
 		Jobs:       jobs(agenttest.MakeJob("a", "ns").Workload("hub-a").Created(now.Add(-timeout - time.Second)).Obj()),
 		Pods:       []*corev1.Pod{member("a-0"), member("a-1")},
 		Placements: map[types.UID]admission.Placement{"copy-a": gpuPlacement("n1", 1, "n2", 1)},
 		PodGroups:  map[types.NamespacedName]*schedulingv1beta1.PodGroup{client.ObjectKeyFromObject(pg): pg},
 		Now:        now, PlacementTimeout: timeout}
 	plan := Decide(in)
-	if len(plan.Updates) != 1 || plan.Updates[0].Condition.Reason != gantryv1alpha1.ReasonPlacementTimeout {
+	if len(plan.Updates) != 1 || plan.Updates[0].Condition.Reason != gantryv1beta1.ReasonPlacementTimeout {
 		t.Fatalf("updates %+v, want the copy given up", plan.Updates)
 	}
 	want := "PodGroup " + pg.Name + ": Unschedulable: minCount (2) cannot be satisfied"

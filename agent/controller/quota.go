@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -60,7 +60,7 @@ func newNamespaceQuotas(quotas []*corev1.ResourceQuota) namespaceQuotas {
 // and, per pod set, the pods not created yet (toCreate; nil for all of them) with their requests, under
 // every name a quota may give them (pods, count/pods, requests.<name>, and cpu, memory and
 // ephemeral-storage alone).
-func quotaDemand(c *gantryv1alpha1.Workload, classes map[string]*nodev1.RuntimeClass, jobCreated bool, toCreate map[string]int32) map[corev1.ResourceName]int64 {
+func quotaDemand(c *gantryv1beta1.Workload, classes map[string]*nodev1.RuntimeClass, jobCreated bool, toCreate map[string]int32) map[corev1.ResourceName]int64 {
 	d := map[corev1.ResourceName]int64{}
 	if !jobCreated {
 		gr := jobkind.Of(c).Resource().GroupResource()
@@ -142,20 +142,20 @@ func quotasLeft(in Input, cs copyStates, podsByCopy map[string][]*corev1.Pod) na
 		if owned && JobFinished(c, job) {
 			continue
 		}
-		nq.charge(c.Namespace, quotaDemand(c, in.RuntimeClasses, owned, podsToCreate(c, podsByCopy[c.Namespace+"/"+c.Labels[gantryv1alpha1.WorkloadUIDLabel]])))
+		nq.charge(c.Namespace, quotaDemand(c, in.RuntimeClasses, owned, podsToCreate(c, podsByCopy[c.Namespace+"/"+c.Labels[gantryv1beta1.WorkloadUIDLabel]])))
 	}
 	return nq
 }
 
 // podsToCreate counts, per pod set of c, the pods its Job has yet to create: those the quota's usage
 // does not count yet (pods that ended count no more, and are made anew if the job goes on).
-func podsToCreate(c *gantryv1alpha1.Workload, pods []*corev1.Pod) map[string]int32 {
+func podsToCreate(c *gantryv1beta1.Workload, pods []*corev1.Pod) map[string]int32 {
 	out := make(map[string]int32, len(c.Spec.PodSets))
 	for _, ps := range c.Spec.PodSets {
 		out[ps.Name] = ps.Count
 	}
 	for _, pod := range pods {
-		if name := pod.Labels[gantryv1alpha1.PodSetLabel]; !IsTerminal(pod) && out[name] > 0 {
+		if name := pod.Labels[gantryv1beta1.PodSetLabel]; !IsTerminal(pod) && out[name] > 0 {
 			out[name]--
 		}
 	}

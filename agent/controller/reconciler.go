@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gantry-dev/gantry/agent/admission"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/expectations"
 	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/pace"
@@ -114,11 +114,11 @@ type Reconciler struct {
 	placements map[types.UID]admission.Placement
 	placing    map[types.UID]time.Time // admitted copies whose pods were not all bound, with when admitted
 	assumed    *expectations.Written[types.UID, metav1.Condition]
-	lastReport *expectations.Written[string, gantryv1alpha1.CapacityReportStatus]
+	lastReport *expectations.Written[string, gantryv1beta1.CapacityReportStatus]
 	leaseSeen  LeaseSighting
 	// kinds are the kinds of jobs the cluster serves (batch Jobs always; others once their API is found:
 	// optionalAPIs).
-	kinds map[gantryv1alpha1.JobKind]bool
+	kinds map[gantryv1beta1.JobKind]bool
 	// podGroups: the cluster serves the PodGroup API (GangScheduling).
 	podGroups bool
 	// kueue: the cluster serves Kueue's Workloads.
@@ -147,8 +147,8 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, clk clock.Clo
 		opts:       opts,
 		placements: map[types.UID]admission.Placement{},
 		assumed:    expectations.NewWritten[types.UID, metav1.Condition](),
-		lastReport: expectations.NewWritten[string, gantryv1alpha1.CapacityReportStatus](),
-		kinds:      map[gantryv1alpha1.JobKind]bool{gantryv1alpha1.JobKindJob: true},
+		lastReport: expectations.NewWritten[string, gantryv1beta1.CapacityReportStatus](),
+		kinds:      map[gantryv1beta1.JobKind]bool{gantryv1beta1.JobKindJob: true},
 	}, nil
 }
 
@@ -171,14 +171,14 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			q.Add(passRequest)
 			return nil
 		})).
-		Watches(&gantryv1alpha1.Workload{}, enqueue, builder.WithPredicates(copyChanged)).
+		Watches(&gantryv1beta1.Workload{}, enqueue, builder.WithPredicates(copyChanged)).
 		Watches(&corev1.Node{}, enqueue, builder.WithPredicates(nodeChanged)).
 		Watches(&corev1.Pod{}, enqueue, builder.WithPredicates(podChanged)).
 		Watches(&coordinationv1.Lease{}, enqueue).
 		Watches(&schedulingv1.PriorityClass{}, enqueue, builder.WithPredicates(createdOrDeleted)).
 		Watches(&nodev1.RuntimeClass{}, enqueue, builder.WithPredicates(createdOrDeleted)).
 		Watches(&corev1.ResourceQuota{}, enqueue, builder.WithPredicates(quotaChanged)).
-		Watches(&gantryv1alpha1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
+		Watches(&gantryv1beta1.CapacityReport{}, enqueue, builder.WithPredicates(reportChanged(r.opts.ClusterName)))
 	d := &discovery{mgr: mgr, enqueue: enqueue, found: make(chan event.GenericEvent, 1), missing: optionalAPIs()}
 	b = b.WatchesRawSource(source.Channel(d.found, enqueue))
 	var err error
@@ -247,8 +247,8 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 	if err := r.client.List(ctx, &pods, noCopy); err != nil {
 		return Input{}, fmt.Errorf("listing pods: %w", err)
 	}
-	var copies gantryv1alpha1.WorkloadList
-	if err := r.client.List(ctx, &copies, client.HasLabels{gantryv1alpha1.WorkloadUIDLabel}, noCopy); err != nil {
+	var copies gantryv1beta1.WorkloadList
+	if err := r.client.List(ctx, &copies, client.HasLabels{gantryv1beta1.WorkloadUIDLabel}, noCopy); err != nil {
 		return Input{}, fmt.Errorf("listing workload copies: %w", err)
 	}
 	hubLease, err := r.hubLease(ctx)
@@ -267,7 +267,7 @@ func (r *Reconciler) read(ctx context.Context) (Input, error) {
 		HubLease:   hubLease,
 		Nodes:      make([]*corev1.Node, len(nodes.Items)),
 		Pods:       make([]*corev1.Pod, len(pods.Items)),
-		Copies:     make([]*gantryv1alpha1.Workload, len(copies.Items)),
+		Copies:     make([]*gantryv1beta1.Workload, len(copies.Items)),
 		Jobs:       map[types.NamespacedName]client.Object{},
 		Kinds:      r.kinds,
 		Placements: r.placements,
@@ -324,7 +324,7 @@ func (r *Reconciler) readPodGroups(ctx context.Context) (map[types.NamespacedNam
 		return nil, nil
 	}
 	var list schedulingv1beta1.PodGroupList
-	if err := r.client.List(ctx, &list, client.HasLabels{gantryv1alpha1.WorkloadUIDLabel}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &list, client.HasLabels{gantryv1beta1.WorkloadUIDLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing PodGroups: %w", err)
 	}
 	byName := make(map[types.NamespacedName]*schedulingv1beta1.PodGroup, len(list.Items))
@@ -397,7 +397,7 @@ func (r *Reconciler) classes(ctx context.Context) (priority map[string]bool, run
 
 // keepBehind forgets the written conditions of copies that are gone or that the cache shows past the
 // version the write replaced.
-func keepBehind(assumed *expectations.Written[types.UID, metav1.Condition], copies []*gantryv1alpha1.Workload) {
+func keepBehind(assumed *expectations.Written[types.UID, metav1.Condition], copies []*gantryv1beta1.Workload) {
 	version := make(map[types.UID]string, len(copies))
 	for _, c := range copies {
 		version[c.UID] = c.ResourceVersion
@@ -411,7 +411,7 @@ func keepBehind(assumed *expectations.Written[types.UID, metav1.Condition], copi
 // hubLease reads the hub's Lease from the cache and keeps the sighting of its last change.
 func (r *Reconciler) hubLease(ctx context.Context) (HubLease, error) {
 	var lease coordinationv1.Lease
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: gantryv1alpha1.GantryNamespace, Name: gantryv1alpha1.HubLeaseName}, &lease)
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: gantryv1beta1.GantryNamespace, Name: gantryv1beta1.HubLeaseName}, &lease)
 	found := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return HubLease{}, fmt.Errorf("reading the hub's lease: %w", err)
@@ -435,7 +435,7 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 
 	// The writes are independent, so they go out together: a burst of copies is answered in one round
 	// trip's time, not one per copy.
-	written := make([]*gantryv1alpha1.Workload, len(plan.Updates))
+	written := make([]*gantryv1beta1.Workload, len(plan.Updates))
 	writeErrs := make([]error, len(plan.Updates))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, parallelWrites)
@@ -491,7 +491,7 @@ func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 			continue
 		}
 		logger.V(2).Info("Workload copy not admitted", "workload", klog.KObj(c), "reason", u.Condition.Reason, "message", u.Condition.Message)
-		if gantryv1alpha1.RejectsCluster(u.Condition.Reason) {
+		if gantryv1beta1.RejectsCluster(u.Condition.Reason) {
 			r.recorder.Eventf(c, nil, corev1.EventTypeWarning, u.Condition.Reason, "Reject", "%s", u.Condition.Message)
 		}
 	}
@@ -504,12 +504,12 @@ func (r *Reconciler) suspend(ctx context.Context, jobs []client.Object) error {
 	var errs []error
 	for _, job := range jobs {
 		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:%q}},"spec":{"suspend":true}}`,
-			job.GetUID(), gantryv1alpha1.SuspendedByAnnotation, gantryv1alpha1.SuspendedByFence)
+			job.GetUID(), gantryv1beta1.SuspendedByAnnotation, gantryv1beta1.SuspendedByFence)
 		err := r.client.Patch(ctx, job.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, []byte(patch)))
 		switch {
 		case err == nil:
 			log.FromContext(ctx).Info("Suspended a Job of the hub, whose lease lapsed", "job", klog.KObj(job))
-			r.recorder.Eventf(job, nil, corev1.EventTypeWarning, gantryv1alpha1.ReasonHubLeaseExpired, "Suspend",
+			r.recorder.Eventf(job, nil, corev1.EventTypeWarning, gantryv1beta1.ReasonHubLeaseExpired, "Suspend",
 				"The hub's lease on this cluster lapsed (failover policy Fence): the Job is suspended until the hub resumes or removes it")
 		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
 			errs = append(errs, fmt.Errorf("suspending job %s: %w", klog.KObj(job), err))
@@ -520,13 +520,13 @@ func (r *Reconciler) suspend(ctx context.Context, jobs []client.Object) error {
 
 // createPodGroup makes the PodGroup of a copy being admitted. One there already is the copy's (its name
 // is the copy's own); a failure is logged and said on the copy, and the next passes make it again.
-func (r *Reconciler) createPodGroup(ctx context.Context, c *gantryv1alpha1.Workload, pg *schedulingv1beta1.PodGroup) {
+func (r *Reconciler) createPodGroup(ctx context.Context, c *gantryv1beta1.Workload, pg *schedulingv1beta1.PodGroup) {
 	err := r.client.Create(ctx, pg.DeepCopy())
 	if err == nil || apierrors.IsAlreadyExists(err) {
 		return
 	}
 	log.FromContext(ctx).Error(err, "Could not make the gang's PodGroup; its pods wait for it", "workload", klog.KObj(c), "podGroup", pg.Name)
-	r.recorder.Eventf(c, nil, corev1.EventTypeWarning, gantryv1alpha1.ReasonPodGroupNotCreated, "Admit",
+	r.recorder.Eventf(c, nil, corev1.EventTypeWarning, gantryv1beta1.ReasonPodGroupNotCreated, "Admit",
 		"Could not make PodGroup %s, which the gang's pods wait for (made again at the next pass): %v", pg.Name, err)
 }
 
@@ -587,7 +587,7 @@ var clusterQueueChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) 
 var createdOrDeleted = predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 
 func isCopy(o client.Object) bool {
-	_, ok := o.GetLabels()[gantryv1alpha1.WorkloadUIDLabel]
+	_, ok := o.GetLabels()[gantryv1beta1.WorkloadUIDLabel]
 	return ok
 }
 
@@ -624,7 +624,7 @@ var podChanged = predicate.Funcs{
 			return false
 		}
 		return o.Spec.NodeName != n.Spec.NodeName || IsTerminal(o) != IsTerminal(n) ||
-			o.Labels[gantryv1alpha1.WorkloadUIDLabel] != n.Labels[gantryv1alpha1.WorkloadUIDLabel] ||
+			o.Labels[gantryv1beta1.WorkloadUIDLabel] != n.Labels[gantryv1beta1.WorkloadUIDLabel] ||
 			!equality.Semantic.DeepEqual(PodRequests(o), PodRequests(n))
 	},
 	GenericFunc: func(event.GenericEvent) bool { return true },
@@ -642,7 +642,7 @@ var jobChanged = predicate.Funcs{
 			return true
 		}
 		o, n := e.ObjectOld, e.ObjectNew
-		return o.GetLabels()[gantryv1alpha1.WorkloadUIDLabel] != n.GetLabels()[gantryv1alpha1.WorkloadUIDLabel] ||
+		return o.GetLabels()[gantryv1beta1.WorkloadUIDLabel] != n.GetLabels()[gantryv1beta1.WorkloadUIDLabel] ||
 			k.State(o).Finished != k.State(n).Finished
 	},
 }

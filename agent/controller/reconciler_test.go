@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/gantry-dev/gantry/agent/agenttest"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 func testScheme(t *testing.T) *runtime.Scheme {
@@ -30,7 +30,7 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := gantryv1alpha1.AddToScheme(s); err != nil {
+	if err := gantryv1beta1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -53,7 +53,7 @@ func TestReconcilerPass(t *testing.T) {
 	clk := clocktesting.NewFakeClock(start)
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).
 		WithObjects(gpuNode("n1"), copyOf("a", 0, 1, "4").Obj(), copyOf("big", 1, 1, "16").Obj()).
-		WithStatusSubresource(&gantryv1alpha1.Workload{}, &gantryv1alpha1.CapacityReport{}).
+		WithStatusSubresource(&gantryv1beta1.Workload{}, &gantryv1beta1.CapacityReport{}).
 		Build()
 	recorder := events.NewFakeRecorder(10)
 	r, err := NewReconciler(c, recorder, clk, Options{ClusterName: "worker-1"})
@@ -72,9 +72,9 @@ func TestReconcilerPass(t *testing.T) {
 			t.Errorf("pass at %s: requeue after %s, want %s", clk.Now().Sub(start), res.RequeueAfter, wantRequeue)
 		}
 	}
-	report := func() *gantryv1alpha1.CapacityReport {
+	report := func() *gantryv1beta1.CapacityReport {
 		t.Helper()
-		var rep gantryv1alpha1.CapacityReport
+		var rep gantryv1beta1.CapacityReport
 		if err := c.Get(ctx, client.ObjectKey{Name: "worker-1"}, &rep); err != nil {
 			t.Fatal(err)
 		}
@@ -82,30 +82,30 @@ func TestReconcilerPass(t *testing.T) {
 	}
 	admitted := func(name string) *metav1.Condition {
 		t.Helper()
-		var w gantryv1alpha1.Workload
+		var w gantryv1beta1.Workload
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: name}, &w); err != nil {
 			t.Fatal(err)
 		}
-		return meta.FindStatusCondition(w.Status.Conditions, gantryv1alpha1.WorkloadAdmitted)
+		return meta.FindStatusCondition(w.Status.Conditions, gantryv1beta1.WorkloadAdmitted)
 	}
 	wantGPU := func(free int64) {
 		t.Helper()
 		// One 8-GPU node: free/k pods of k GPUs fit.
-		var shapes []gantryv1alpha1.GPUShapeCount
+		var shapes []gantryv1beta1.GPUShapeCount
 		for _, k := range []int64{1, 2, 4, 8} {
-			shapes = append(shapes, gantryv1alpha1.GPUShapeCount{GPUs: k, Pods: int32(free / k)})
+			shapes = append(shapes, gantryv1beta1.GPUShapeCount{GPUs: k, Pods: int32(free / k)})
 		}
-		want := []gantryv1alpha1.GPUProductCapacity{{Product: "NVIDIA-A100", Nodes: 1, Allocatable: 8, Free: free, LargestFreeOnNode: free, LargestAllocatableOnNode: 8, Shapes: shapes}}
+		want := []gantryv1beta1.GPUProductCapacity{{Product: "NVIDIA-A100", Nodes: 1, Allocatable: 8, Free: free, LargestFreeOnNode: free, LargestAllocatableOnNode: 8, Shapes: shapes}}
 		if diff := cmp.Diff(want, report().Status.Capacity.GPUProducts); diff != "" {
 			t.Errorf("GPU products (-want +got):\n%s", diff)
 		}
 	}
 
 	pass(30 * time.Second)
-	if cond := admitted("a"); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != gantryv1alpha1.ReasonFits {
+	if cond := admitted("a"); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != gantryv1beta1.ReasonFits {
 		t.Errorf("copy a: Admitted condition %+v, want True/Fits", cond)
 	}
-	if cond := admitted("big"); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != gantryv1alpha1.ReasonNeverFits || cond.Message == "" {
+	if cond := admitted("big"); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != gantryv1beta1.ReasonNeverFits || cond.Message == "" {
 		t.Errorf("copy big: Admitted condition %+v, want False/NeverFits with a message", cond)
 	}
 	if got := counterValue(t, "Admitted", OutcomeAdmitted) - admittedBefore; got != 1 {
@@ -168,10 +168,10 @@ func TestReconcilerPass(t *testing.T) {
 
 func TestReportDue(t *testing.T) {
 	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-	capacity := gantryv1alpha1.CapacitySummary{Nodes: 2, ReadyNodes: 2}
-	want := gantryv1alpha1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}
+	capacity := gantryv1beta1.CapacitySummary{Nodes: 2, ReadyNodes: 2}
+	want := gantryv1beta1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}
 	cases := map[string]struct {
-		cur gantryv1alpha1.CapacityReportStatus
+		cur gantryv1beta1.CapacityReportStatus
 		// saidNothing: cur has no conditions; the others show those wanted.
 		saidNothing bool
 		now         time.Time
@@ -179,7 +179,7 @@ func TestReportDue(t *testing.T) {
 		nextWant    time.Duration
 	}{
 		"never written": {
-			cur: gantryv1alpha1.CapacityReportStatus{}, now: at, due: true, nextWant: 30 * time.Second,
+			cur: gantryv1beta1.CapacityReportStatus{}, now: at, due: true, nextWant: 30 * time.Second,
 		},
 		"fresh and equal": {
 			cur: want, now: at.Add(12 * time.Second), due: false, nextWant: 18 * time.Second,
@@ -188,21 +188,21 @@ func TestReportDue(t *testing.T) {
 			cur: want, now: at.Add(30 * time.Second), due: true, nextWant: 30 * time.Second,
 		},
 		"capacity changed right after a report": {
-			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at),
-				Capacity: gantryv1alpha1.CapacitySummary{Nodes: 2, ReadyNodes: 1}},
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at),
+				Capacity: gantryv1beta1.CapacitySummary{Nodes: 2, ReadyNodes: 1}},
 			now: at.Add(time.Second), due: false, nextWant: 4 * time.Second,
 		},
 		"capacity changed": {
-			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at),
-				Capacity: gantryv1alpha1.CapacitySummary{Nodes: 2, ReadyNodes: 1}},
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at),
+				Capacity: gantryv1beta1.CapacitySummary{Nodes: 2, ReadyNodes: 1}},
 			now: at.Add(5 * time.Second), due: true, nextWant: 30 * time.Second,
 		},
 		"cluster name changed": {
-			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "old", HeartbeatTime: metav1.NewTime(at), Capacity: capacity},
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "old", HeartbeatTime: metav1.NewTime(at), Capacity: capacity},
 			now: at.Add(time.Second), due: true, nextWant: 30 * time.Second,
 		},
 		"written by an agent that said nothing of gang scheduling": {
-			cur: gantryv1alpha1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}, saidNothing: true,
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}, saidNothing: true,
 			now: at.Add(time.Second), due: true, nextWant: 30 * time.Second,
 		},
 	}
@@ -225,7 +225,7 @@ func TestReportDue(t *testing.T) {
 func TestGangSchedulingCondition(t *testing.T) {
 	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	served := GangSchedulingCondition(nil, true, at)
-	if served.Status != metav1.ConditionTrue || served.Reason != gantryv1alpha1.ReasonPodGroupsServed {
+	if served.Status != metav1.ConditionTrue || served.Reason != gantryv1beta1.ReasonPodGroupsServed {
 		t.Errorf("served: %+v", served)
 	}
 	later := GangSchedulingCondition([]metav1.Condition{served}, true, at.Add(time.Hour))
@@ -233,7 +233,7 @@ func TestGangSchedulingCondition(t *testing.T) {
 		t.Errorf("the transition time moved without a transition: %v", later.LastTransitionTime)
 	}
 	gone := GangSchedulingCondition([]metav1.Condition{served}, false, at.Add(time.Hour))
-	if gone.Status != metav1.ConditionFalse || gone.Reason != gantryv1alpha1.ReasonNoPodGroupAPI || !gone.LastTransitionTime.Time.Equal(at.Add(time.Hour)) {
+	if gone.Status != metav1.ConditionFalse || gone.Reason != gantryv1beta1.ReasonNoPodGroupAPI || !gone.LastTransitionTime.Time.Equal(at.Add(time.Hour)) {
 		t.Errorf("not served any more: %+v", gone)
 	}
 }
@@ -281,14 +281,14 @@ func TestPredicates(t *testing.T) {
 		"pod terminates":             {podChanged.Update(updateEvent(running, done)), true},
 		"bound pod deleted":          {podChanged.Delete(deleteEvent(running)), true},
 		"unbound pod deleted":        {podChanged.Delete(deleteEvent(pending)), false},
-		"workload without label":     {copyChanged.Create(createEvent(&gantryv1alpha1.Workload{})), false},
+		"workload without label":     {copyChanged.Create(createEvent(&gantryv1beta1.Workload{})), false},
 		"copy created":               {copyChanged.Create(createEvent(copyOf("a", 0, 1, "1").Obj())), true},
 		"copy deleted":               {copyChanged.Delete(deleteEvent(copyOf("a", 0, 1, "1").Obj())), true},
 		"copy's status written":      {copyChanged.Update(updateEvent(copyOf("a", 0, 1, "1").Obj(), copyOf("a", 0, 1, "1").Admitted().Obj())), false},
 		"copy's spec changed":        {copyChanged.Update(updateEvent(copyOf("a", 0, 1, "1").Obj(), withGeneration(copyOf("a", 0, 1, "1").Obj(), 2))), true},
-		"report deleted":             {reportChanged("w").Delete(deleteEvent(&gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "w"}})), true},
-		"report updated":             {reportChanged("w").Update(updateEvent(&gantryv1alpha1.CapacityReport{}, &gantryv1alpha1.CapacityReport{})), false},
-		"other cluster report gone":  {reportChanged("w").Delete(deleteEvent(&gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "x"}})), false},
+		"report deleted":             {reportChanged("w").Delete(deleteEvent(&gantryv1beta1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "w"}})), true},
+		"report updated":             {reportChanged("w").Update(updateEvent(&gantryv1beta1.CapacityReport{}, &gantryv1beta1.CapacityReport{})), false},
+		"other cluster report gone":  {reportChanged("w").Delete(deleteEvent(&gantryv1beta1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: "x"}})), false},
 	}
 	for name, tc := range cases {
 		if tc.got != tc.want {
@@ -297,7 +297,7 @@ func TestPredicates(t *testing.T) {
 	}
 }
 
-func withGeneration(c *gantryv1alpha1.Workload, g int64) *gantryv1alpha1.Workload {
+func withGeneration(c *gantryv1beta1.Workload, g int64) *gantryv1beta1.Workload {
 	c.Generation = g
 	return c
 }
@@ -321,7 +321,7 @@ func TestPassesUnderTheManagerArePaced(t *testing.T) {
 	start := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(start)
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(gpuNode("n1")).
-		WithStatusSubresource(&gantryv1alpha1.Workload{}, &gantryv1alpha1.CapacityReport{}).Build()
+		WithStatusSubresource(&gantryv1beta1.Workload{}, &gantryv1beta1.CapacityReport{}).Build()
 	r, err := NewReconciler(c, events.NewFakeRecorder(10), clk, Options{ClusterName: "worker-1"})
 	if err != nil {
 		t.Fatal(err)

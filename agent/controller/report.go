@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gantry-dev/gantry/agent/admission"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // DefaultHeartbeatInterval is how often the agent rewrites its CapacityReport when nothing changed.
@@ -27,10 +27,10 @@ const MinReportInterval = 5 * time.Second
 
 // CapacityFromSummary converts an admission summary to the API's CapacitySummary, with what the
 // admitted copies ask for of each resource (milli-units).
-func CapacityFromSummary(s admission.Summary, admitted map[corev1.ResourceName]int64) gantryv1alpha1.CapacitySummary {
-	out := gantryv1alpha1.CapacitySummary{Nodes: s.Nodes, ReadyNodes: s.ReadyNodes}
+func CapacityFromSummary(s admission.Summary, admitted map[corev1.ResourceName]int64) gantryv1beta1.CapacitySummary {
+	out := gantryv1beta1.CapacitySummary{Nodes: s.Nodes, ReadyNodes: s.ReadyNodes}
 	for _, r := range s.Resources {
-		out.Resources = append(out.Resources, gantryv1alpha1.ResourceCapacity{
+		out.Resources = append(out.Resources, gantryv1beta1.ResourceCapacity{
 			Name:              r.Name,
 			Allocatable:       r.Allocatable,
 			Free:              r.Free,
@@ -39,7 +39,7 @@ func CapacityFromSummary(s admission.Summary, admitted map[corev1.ResourceName]i
 		})
 	}
 	for _, p := range s.GPUProducts {
-		gp := gantryv1alpha1.GPUProductCapacity{
+		gp := gantryv1beta1.GPUProductCapacity{
 			Product:           p.Product,
 			Nodes:             p.Nodes,
 			Allocatable:       p.Allocatable,
@@ -49,7 +49,7 @@ func CapacityFromSummary(s admission.Summary, admitted map[corev1.ResourceName]i
 			LargestAllocatableOnNode: p.LargestAllocatableOnNode,
 		}
 		for _, sh := range p.Shapes {
-			gp.Shapes = append(gp.Shapes, gantryv1alpha1.GPUShapeCount{GPUs: sh.GPUs, Pods: sh.Pods})
+			gp.Shapes = append(gp.Shapes, gantryv1beta1.GPUShapeCount{GPUs: sh.GPUs, Pods: sh.Pods})
 		}
 		out.GPUProducts = append(out.GPUProducts, gp)
 	}
@@ -60,10 +60,10 @@ func CapacityFromSummary(s admission.Summary, admitted map[corev1.ResourceName]i
 // PodGroup API or not, its transition time kept from cur's conditions.
 func GangSchedulingCondition(cur []metav1.Condition, served bool, now time.Time) metav1.Condition {
 	if served {
-		return servedCondition(cur, gantryv1alpha1.ClusterGangScheduling, metav1.ConditionTrue, gantryv1alpha1.ReasonPodGroupsServed,
+		return servedCondition(cur, gantryv1beta1.ClusterGangScheduling, metav1.ConditionTrue, gantryv1beta1.ReasonPodGroupsServed,
 			"the cluster serves scheduling.k8s.io/v1beta1 PodGroups: its scheduler binds a gang's pods all or none", now)
 	}
-	return servedCondition(cur, gantryv1alpha1.ClusterGangScheduling, metav1.ConditionFalse, gantryv1alpha1.ReasonNoPodGroupAPI,
+	return servedCondition(cur, gantryv1beta1.ClusterGangScheduling, metav1.ConditionFalse, gantryv1beta1.ReasonNoPodGroupAPI,
 		"the cluster does not serve scheduling.k8s.io/v1beta1 PodGroups: its scheduler binds a gang's pods one by one", now)
 }
 
@@ -71,10 +71,10 @@ func GangSchedulingCondition(cur []metav1.Condition, served bool, now time.Time)
 // transition time kept from cur's conditions.
 func KueueCondition(cur []metav1.Condition, served bool, now time.Time) metav1.Condition {
 	if served {
-		return servedCondition(cur, gantryv1alpha1.ClusterKueue, metav1.ConditionTrue, gantryv1alpha1.ReasonKueueServed,
+		return servedCondition(cur, gantryv1beta1.ClusterKueue, metav1.ConditionTrue, gantryv1beta1.ReasonKueueServed,
 			"the cluster serves Kueue's API (kueue.x-k8s.io/v1beta2): a job sent through one of its LocalQueues is admitted within what its ClusterQueue has left", now)
 	}
-	return servedCondition(cur, gantryv1alpha1.ClusterKueue, metav1.ConditionFalse, gantryv1alpha1.ReasonNoKueueAPI,
+	return servedCondition(cur, gantryv1beta1.ClusterKueue, metav1.ConditionFalse, gantryv1beta1.ReasonNoKueueAPI,
 		"the cluster does not serve Kueue's API (kueue.x-k8s.io/v1beta2): jobs sent through a LocalQueue (WorkerCluster spec.kueue) are refused here", now)
 }
 
@@ -91,7 +91,7 @@ func servedCondition(cur []metav1.Condition, typ string, status metav1.Condition
 // ReportDue tells whether a report showing cur must be rewritten to show want at now: when its cluster
 // name, capacity or conditions differ, or its heartbeat is interval old. It also returns how long until the next
 // heartbeat falls due if nothing changes.
-func ReportDue(cur gantryv1alpha1.CapacityReportStatus, want gantryv1alpha1.CapacityReportStatus, now time.Time, interval time.Duration) (bool, time.Duration) {
+func ReportDue(cur gantryv1beta1.CapacityReportStatus, want gantryv1beta1.CapacityReportStatus, now time.Time, interval time.Duration) (bool, time.Duration) {
 	if cur.HeartbeatTime.IsZero() || cur.ClusterName != want.ClusterName || !equality.Semantic.DeepEqual(cur.Conditions, want.Conditions) {
 		return true, interval
 	}
@@ -112,19 +112,19 @@ func ReportDue(cur gantryv1alpha1.CapacityReportStatus, want gantryv1alpha1.Capa
 
 // syncReport brings the cluster's CapacityReport up to date with capacity, creating it when it is
 // missing. It returns when the next heartbeat is due.
-func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1alpha1.CapacitySummary) (time.Duration, error) {
+func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1beta1.CapacitySummary) (time.Duration, error) {
 	logger := log.FromContext(ctx)
 	now := r.clock.Now()
-	want := gantryv1alpha1.CapacityReportStatus{
+	want := gantryv1beta1.CapacityReportStatus{
 		ClusterName:   r.opts.ClusterName,
 		HeartbeatTime: metav1.NewTime(now).Rfc3339Copy(),
 		Capacity:      capacity,
 	}
-	report := &gantryv1alpha1.CapacityReport{}
+	report := &gantryv1beta1.CapacityReport{}
 	err := r.client.Get(ctx, client.ObjectKey{Name: r.opts.ClusterName}, report)
 	switch {
 	case apierrors.IsNotFound(err):
-		report = &gantryv1alpha1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: r.opts.ClusterName}}
+		report = &gantryv1beta1.CapacityReport{ObjectMeta: metav1.ObjectMeta{Name: r.opts.ClusterName}}
 		if err := r.client.Create(ctx, report); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// The cache is behind; its create event queues the next pass.

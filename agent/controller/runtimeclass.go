@@ -8,7 +8,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 
 	"github.com/gantry-dev/gantry/agent/admission"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // withRuntimeClasses is the gang of copy c as its pods reach this cluster's scheduler: the RuntimeClass
@@ -16,7 +16,7 @@ import (
 // scheduling's node selector and tolerations to each pod. A node selector of the class that conflicts
 // with the pod set's own makes the API server refuse the pods, which the hub finds before it creates
 // the job (its dry run of the pods); here the pod set's own value stands.
-func withRuntimeClasses(g admission.Gang, c *gantryv1alpha1.Workload, classes map[string]*nodev1.RuntimeClass) admission.Gang {
+func withRuntimeClasses(g admission.Gang, c *gantryv1beta1.Workload, classes map[string]*nodev1.RuntimeClass) admission.Gang {
 	for i, ps := range c.Spec.PodSets {
 		rc := classes[ps.RuntimeClassName]
 		if rc == nil || i >= len(g.PodSets) {

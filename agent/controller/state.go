@@ -14,7 +14,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/gantry-dev/gantry/agent/admission"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -37,23 +37,23 @@ func UsesNode(pod *corev1.Pod) bool {
 }
 
 // IsCopy tells whether w is a Workload copy dispatched by the hub.
-func IsCopy(w *gantryv1alpha1.Workload) bool {
-	_, ok := w.Labels[gantryv1alpha1.WorkloadUIDLabel]
+func IsCopy(w *gantryv1beta1.Workload) bool {
+	_, ok := w.Labels[gantryv1beta1.WorkloadUIDLabel]
 	return ok
 }
 
 // IsAdmitted tells whether the Admitted condition of copy w is True.
-func IsAdmitted(w *gantryv1alpha1.Workload) bool {
-	return meta.IsStatusConditionTrue(w.Status.Conditions, gantryv1alpha1.WorkloadAdmitted)
+func IsAdmitted(w *gantryv1beta1.Workload) bool {
+	return meta.IsStatusConditionTrue(w.Status.Conditions, gantryv1beta1.WorkloadAdmitted)
 }
 
 // GangKey is the admission key of copy w: "namespace/name".
-func GangKey(w *gantryv1alpha1.Workload) string {
+func GangKey(w *gantryv1beta1.Workload) string {
 	return w.Namespace + "/" + w.Name
 }
 
 // GangFromCopy is the gang copy w asks admission for: all its pod sets, with their counts.
-func GangFromCopy(w *gantryv1alpha1.Workload) admission.Gang {
+func GangFromCopy(w *gantryv1beta1.Workload) admission.Gang {
 	g := admission.Gang{
 		Key:          GangKey(w),
 		Priority:     w.Spec.Priority,
@@ -80,11 +80,11 @@ func GangFromCopy(w *gantryv1alpha1.Workload) admission.Gang {
 // AdmissionOf is what copy w records of its placement p: the GPU product chosen for each pod set, the
 // topology domain and the PodGroup its gang joins (podGroup, empty for none), which the hub then holds
 // the Job to. Nil when none of them was chosen.
-func AdmissionOf(w *gantryv1alpha1.Workload, p admission.Placement, podGroup string) *gantryv1alpha1.Admission {
-	a := &gantryv1alpha1.Admission{PodGroup: podGroup}
+func AdmissionOf(w *gantryv1beta1.Workload, p admission.Placement, podGroup string) *gantryv1beta1.Admission {
+	a := &gantryv1beta1.Admission{PodGroup: podGroup}
 	chosen := false
 	for _, ps := range w.Spec.PodSets {
-		psa := gantryv1alpha1.PodSetAdmission{Name: ps.Name}
+		psa := gantryv1beta1.PodSetAdmission{Name: ps.Name}
 		for _, as := range p {
 			if as.PodSet == ps.Name {
 				psa.GPUProduct = as.GPUProduct
@@ -105,8 +105,8 @@ func AdmissionOf(w *gantryv1alpha1.Workload, p admission.Placement, podGroup str
 
 // JobKey is the namespace and name of the Job the hub creates for a copy if it wins: the hub Job's name,
 // which the copy carries in the gantry.dev/job-name label.
-func JobKey(w *gantryv1alpha1.Workload) types.NamespacedName {
-	name := w.Labels[gantryv1alpha1.JobNameLabel]
+func JobKey(w *gantryv1beta1.Workload) types.NamespacedName {
+	name := w.Labels[gantryv1beta1.JobNameLabel]
 	if name == "" {
 		name = w.Name
 	}
@@ -115,14 +115,14 @@ func JobKey(w *gantryv1alpha1.Workload) types.NamespacedName {
 
 // OwnsJob tells whether job was created by Gantry for copy w: it carries w's gantry.dev/workload-uid
 // label with the same value.
-func OwnsJob(w *gantryv1alpha1.Workload, job client.Object) bool {
-	want := w.Labels[gantryv1alpha1.WorkloadUIDLabel]
-	got, ok := job.GetLabels()[gantryv1alpha1.WorkloadUIDLabel]
+func OwnsJob(w *gantryv1beta1.Workload, job client.Object) bool {
+	want := w.Labels[gantryv1beta1.WorkloadUIDLabel]
+	got, ok := job.GetLabels()[gantryv1beta1.WorkloadUIDLabel]
 	return ok && got == want
 }
 
 // JobFinished tells whether job, of copy w's kind, has ended.
-func JobFinished(w *gantryv1alpha1.Workload, job client.Object) bool {
+func JobFinished(w *gantryv1beta1.Workload, job client.Object) bool {
 	return jobkind.Of(w).State(job).Finished
 }
 
@@ -150,7 +150,7 @@ func (p Progress) Done() bool {
 // left; a pod whose requests match a pod set that has none left is a replacement and changes nothing. A
 // pod that matches no pod set goes to the first pod set that still has pods left. Pods are taken in
 // name order, so the result does not depend on the order of pods.
-func ProgressOf(w *gantryv1alpha1.Workload, pods []*corev1.Pod) Progress {
+func ProgressOf(w *gantryv1beta1.Workload, pods []*corev1.Pod) Progress {
 	p := Progress{Left: make(map[string]int32, len(w.Spec.PodSets)), Bound: map[string]map[string]int32{}}
 	for _, ps := range w.Spec.PodSets {
 		p.Left[ps.Name] = ps.Count
@@ -181,8 +181,8 @@ func ProgressOf(w *gantryv1alpha1.Workload, pods []*corev1.Pod) Progress {
 // attribute picks the pod set that pod counts against, or "" when it counts against none. A pod that
 // names its pod set (gantry.dev/pod-set, on the pods of the jobs Gantry creates) counts against that
 // one while it has pods left.
-func attribute(sets []gantryv1alpha1.PodSet, left map[string]int32, pod *corev1.Pod) string {
-	if name, ok := pod.Labels[gantryv1alpha1.PodSetLabel]; ok {
+func attribute(sets []gantryv1beta1.PodSet, left map[string]int32, pod *corev1.Pod) string {
+	if name, ok := pod.Labels[gantryv1beta1.PodSetLabel]; ok {
 		if _, known := left[name]; known {
 			if left[name] > 0 {
 				return name
@@ -285,7 +285,7 @@ func TrimPlacement(p admission.Placement, progress Progress) admission.Placement
 // are dropped.
 // heldToAdmission narrows gang g to the choices recorded when it was admitted (a), so that placing it
 // again, after a restart lost its placement, keeps the product and domain its Job is pinned to.
-func heldToAdmission(g admission.Gang, a *gantryv1alpha1.Admission) admission.Gang {
+func heldToAdmission(g admission.Gang, a *gantryv1beta1.Admission) admission.Gang {
 	if a == nil {
 		return g
 	}

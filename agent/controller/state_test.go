@@ -12,7 +12,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/admission"
 	"github.com/gantry-dev/gantry/agent/agenttest"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 
@@ -85,7 +85,7 @@ func TestGangFromCopy(t *testing.T) {
 	created := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	c := agenttest.MakeCopy("train", "team-a").Priority(7).Created(created).
 		PodSet("launcher", 1, "cpu", "1").
-		PodSet("workers", 4, "nvidia.com/gpu", "8").NodeSelector(gantryv1alpha1.GPUProductLabel, "H100").Obj()
+		PodSet("workers", 4, "nvidia.com/gpu", "8").NodeSelector(gantryv1beta1.GPUProductLabel, "H100").Obj()
 	c.Spec.PodSets[1].Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
 	affinity := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 		{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r1"}}}}}}
@@ -100,7 +100,7 @@ func TestGangFromCopy(t *testing.T) {
 		PodSets: []admission.PodSet{
 			{Name: "launcher", Count: 1, Requests: res("cpu", "1")},
 			{Name: "workers", Count: 4, Requests: res("nvidia.com/gpu", "8"),
-				NodeSelector:     map[string]string{gantryv1alpha1.GPUProductLabel: "H100"},
+				NodeSelector:     map[string]string{gantryv1beta1.GPUProductLabel: "H100"},
 				Tolerations:      []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
 				RequiredAffinity: affinity,
 				GPUProducts:      []string{"H100", "A100"}},
@@ -120,8 +120,8 @@ func TestAdmissionOf(t *testing.T) {
 		{PodSet: "workers", Node: "n2", Count: 1, GPUProduct: "A100", Domain: "zone-b"},
 		{PodSet: "workers", Node: "n3", Count: 1, GPUProduct: "A100", Domain: "zone-b"},
 	}
-	want := &gantryv1alpha1.Admission{
-		PodSets:        []gantryv1alpha1.PodSetAdmission{{Name: "launcher"}, {Name: "workers", GPUProduct: "A100"}},
+	want := &gantryv1beta1.Admission{
+		PodSets:        []gantryv1beta1.PodSetAdmission{{Name: "launcher"}, {Name: "workers", GPUProduct: "A100"}},
 		TopologyDomain: "zone-b",
 	}
 	if diff := cmp.Diff(want, AdmissionOf(c, placement, "")); diff != "" {
@@ -131,7 +131,7 @@ func TestAdmissionOf(t *testing.T) {
 	if got := AdmissionOf(c, plain, ""); got != nil {
 		t.Errorf("AdmissionOf a placement without choices = %+v, want nil", got)
 	}
-	want = &gantryv1alpha1.Admission{PodSets: []gantryv1alpha1.PodSetAdmission{{Name: "launcher"}, {Name: "workers"}}, PodGroup: "train-1a2b3c4d"}
+	want = &gantryv1beta1.Admission{PodSets: []gantryv1beta1.PodSetAdmission{{Name: "launcher"}, {Name: "workers"}}, PodGroup: "train-1a2b3c4d"}
 	if diff := cmp.Diff(want, AdmissionOf(c, plain, "train-1a2b3c4d")); diff != "" {
 		t.Errorf("AdmissionOf a gang with a PodGroup (-want +got):\n%s", diff)
 	}
@@ -296,7 +296,7 @@ func TestCapacityFromSummary(t *testing.T) {
 		Nodes:      3,
 		ReadyNodes: 2,
 		Resources: []admission.ResourceCapacity{{
-			Name:              gantryv1alpha1.GPUResource,
+			Name:              gantryv1beta1.GPUResource,
 			Allocatable:       resource.MustParse("16"),
 			Free:              resource.MustParse("6"),
 			LargestFreeOnNode: resource.MustParse("4"),
@@ -307,26 +307,26 @@ func TestCapacityFromSummary(t *testing.T) {
 			Shapes: []admission.ShapeCount{{GPUs: 1, Pods: 6}, {GPUs: 2, Pods: 3}, {GPUs: 4, Pods: 1}, {GPUs: 8, Pods: 0}},
 		}},
 	}
-	want := gantryv1alpha1.CapacitySummary{
+	want := gantryv1beta1.CapacitySummary{
 		Nodes:      3,
 		ReadyNodes: 2,
-		Resources: []gantryv1alpha1.ResourceCapacity{{
-			Name:              gantryv1alpha1.GPUResource,
+		Resources: []gantryv1beta1.ResourceCapacity{{
+			Name:              gantryv1beta1.GPUResource,
 			Allocatable:       resource.MustParse("16"),
 			Free:              resource.MustParse("6"),
 			LargestFreeOnNode: resource.MustParse("4"),
 			Admitted:          ptr.To(resource.MustParse("10")),
 		}},
-		GPUProducts: []gantryv1alpha1.GPUProductCapacity{{
+		GPUProducts: []gantryv1beta1.GPUProductCapacity{{
 			Product: "NVIDIA-A100", Nodes: 2, Allocatable: 16, Free: 6, LargestFreeOnNode: 4,
-			Shapes: []gantryv1alpha1.GPUShapeCount{{GPUs: 1, Pods: 6}, {GPUs: 2, Pods: 3}, {GPUs: 4, Pods: 1}, {GPUs: 8, Pods: 0}},
+			Shapes: []gantryv1beta1.GPUShapeCount{{GPUs: 1, Pods: 6}, {GPUs: 2, Pods: 3}, {GPUs: 4, Pods: 1}, {GPUs: 8, Pods: 0}},
 		}},
 	}
-	admitted := map[corev1.ResourceName]int64{gantryv1alpha1.GPUResource: 10000, corev1.ResourceCPU: 4000} // no CPU on the nodes
+	admitted := map[corev1.ResourceName]int64{gantryv1beta1.GPUResource: 10000, corev1.ResourceCPU: 4000} // no CPU on the nodes
 	if diff := cmp.Diff(want, CapacityFromSummary(s, admitted), quantityCmp); diff != "" {
 		t.Errorf("CapacityFromSummary (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(gantryv1alpha1.CapacitySummary{}, CapacityFromSummary(admission.Summary{}, nil)); diff != "" {
+	if diff := cmp.Diff(gantryv1beta1.CapacitySummary{}, CapacityFromSummary(admission.Summary{}, nil)); diff != "" {
 		t.Errorf("CapacityFromSummary of an empty cluster (-want +got):\n%s", diff)
 	}
 }
@@ -335,7 +335,7 @@ func TestHeldToAdmission(t *testing.T) {
 	g := admission.Gang{Key: "ns/w", TopologyKey: "zone", PodSets: []admission.PodSet{
 		{Name: "main", Count: 2, GPUProducts: []string{"H100", "A100"}, NodeSelector: map[string]string{"pool": "gpu"}},
 	}}
-	a := &gantryv1alpha1.Admission{PodSets: []gantryv1alpha1.PodSetAdmission{{Name: "main", GPUProduct: "A100"}}, TopologyDomain: "zone-b"}
+	a := &gantryv1beta1.Admission{PodSets: []gantryv1beta1.PodSetAdmission{{Name: "main", GPUProduct: "A100"}}, TopologyDomain: "zone-b"}
 	got := heldToAdmission(g, a)
 	want := []admission.PodSet{{Name: "main", Count: 2, GPUProducts: []string{"A100"},
 		NodeSelector: map[string]string{"pool": "gpu", "zone": "zone-b"}}}

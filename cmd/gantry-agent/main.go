@@ -27,7 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gantry-dev/gantry/agent/controller"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/leadership"
 	"github.com/gantry-dev/gantry/internal/memlimit"
@@ -148,7 +148,7 @@ func run(o *options) error {
 	cfg.DisableCompression = true
 
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gantryv1alpha1.AddToScheme, jobkind.AddToScheme, kueue.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gantryv1beta1.AddToScheme, jobkind.AddToScheme, kueue.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}

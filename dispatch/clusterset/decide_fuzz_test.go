@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // Over any selection and any WorkerClusters: only the set's own are changed or removed; a removed one

@@ -10,7 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 

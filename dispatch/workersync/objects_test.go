@@ -11,7 +11,7 @@ import (
 
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 func TestNewRemoteJob(t *testing.T) {

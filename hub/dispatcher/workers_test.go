@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/utils/ptr"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/hubtest"

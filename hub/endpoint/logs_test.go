@@ -27,7 +27,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/hub/remote"
 )
 

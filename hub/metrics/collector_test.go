@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 var now = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // FenceMargin is added to a cluster's failover timeout before the hub dispatches its jobs elsewhere under

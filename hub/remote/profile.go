@@ -15,7 +15,7 @@ import (
 	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	profileaccess "sigs.k8s.io/cluster-inventory-api/pkg/access"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/workerconfig"
 )
 

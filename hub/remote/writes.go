@@ -47,7 +47,7 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // resourceOf is the resource, with its subresource, a request path of the Kubernetes API names:
-// "workloads/status" for /apis/gantry.dev/v1alpha1/namespaces/ns/workloads/w/status; empty when the
+// "workloads/status" for /apis/gantry.dev/v1beta1/namespaces/ns/workloads/w/status; empty when the
 // path is not one of a resource.
 func resourceOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")

@@ -12,13 +12,13 @@ import (
 
 func TestResourceOf(t *testing.T) {
 	for path, want := range map[string]string{
-		"/apis/gantry.dev/v1alpha1/namespaces/ns/workloads":          "workloads",
-		"/apis/gantry.dev/v1alpha1/namespaces/ns/workloads/w/status": "workloads/status",
+		"/apis/gantry.dev/v1beta1/namespaces/ns/workloads":          "workloads",
+		"/apis/gantry.dev/v1beta1/namespaces/ns/workloads/w/status": "workloads/status",
 		"/apis/batch/v1/namespaces/ns/jobs/train":                    "jobs",
 		"/api/v1/namespaces":        "namespaces",
 		"/api/v1/namespaces/team-a": "namespaces",
 		"/apis/coordination.k8s.io/v1/namespaces/gantry-system/leases/gantry-hub": "leases",
-		"/apis/gantry.dev/v1alpha1/workerclusters/w1/status":                      "workerclusters/status",
+		"/apis/gantry.dev/v1beta1/workerclusters/w1/status":                      "workerclusters/status",
 		"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews":                   "selfsubjectrulesreviews",
 		"/readyz": "",
 		"/apis":   "",
@@ -55,8 +55,8 @@ func TestCountWrites(t *testing.T) {
 	before := writesTo(t, "count-a")
 	send("count-a", answer{code: 201}, http.MethodPost, "/apis/batch/v1/namespaces/ns/jobs")
 	send("count-a", answer{code: 409}, http.MethodPost, "/apis/batch/v1/namespaces/ns/jobs")
-	send("count-a", answer{code: 200}, http.MethodPut, "/apis/gantry.dev/v1alpha1/namespaces/ns/workloads/w/status")
-	send("count-a", answer{err: errors.New("timeout")}, http.MethodDelete, "/apis/gantry.dev/v1alpha1/namespaces/ns/workloads/w")
+	send("count-a", answer{code: 200}, http.MethodPut, "/apis/gantry.dev/v1beta1/namespaces/ns/workloads/w/status")
+	send("count-a", answer{err: errors.New("timeout")}, http.MethodDelete, "/apis/gantry.dev/v1beta1/namespaces/ns/workloads/w")
 	send("count-a", answer{code: 200}, http.MethodGet, "/apis/batch/v1/namespaces/ns/jobs")
 	send("count-a", answer{code: 201}, http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
 	send("count-a", answer{code: 201}, http.MethodPost, "/apis/example.com/v1/namespaces/ns/widgets")

@@ -5,7 +5,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/hub/metrics"
 )
 

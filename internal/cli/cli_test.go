@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")

@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	nsmanifest "github.com/gantry-dev/gantry/deploy/namespace"
 	workermanifest "github.com/gantry-dev/gantry/deploy/worker"
 	"github.com/gantry-dev/gantry/dispatch"

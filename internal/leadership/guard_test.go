@@ -65,7 +65,7 @@ func TestGuardWritesOnlyWithinTheTermOfTheLastRenewal(t *testing.T) {
 
 	send := func(method string) error {
 		body := &closeTracker{Reader: strings.NewReader("{}")}
-		req, _ := http.NewRequest(method, "https://hub.invalid/apis/gantry.dev/v1alpha1/workloads", body)
+		req, _ := http.NewRequest(method, "https://hub.invalid/apis/gantry.dev/v1beta1/workloads", body)
 		_, err := rt.RoundTrip(req)
 		if err != nil && !body.closed {
 			t.Errorf("%s refused without closing its body", method)

@@ -9,7 +9,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // ClusterRow is one worker cluster as kubectl gantry clusters shows it.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 

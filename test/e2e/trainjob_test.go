@@ -23,7 +23,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/jobkind"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"

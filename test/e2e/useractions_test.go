@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 )
 
@@ -25,12 +25,18 @@ import (
 // elsewhere, and a Queue of it that the namespace's jobs name.
 func ownQueue(t *testing.T, ns string, gpus int64) {
 	t.Helper()
+	ownQueueOn(t, ns, "worker-1", gpus)
+}
+
+// ownQueueOn gives the namespace a GlobalQueue of its own with quota on one cluster only.
+func ownQueueOn(t *testing.T, ns, cluster string, gpus int64) {
+	t.Helper()
 	ctx := context.Background()
 	gq := &gantry.GlobalQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
 		Spec: gantry.GlobalQueueSpec{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
-			Clusters: []gantry.ClusterQuota{{Name: "worker-1", Quota: corev1.ResourceList{
+			Clusters: []gantry.ClusterQuota{{Name: cluster, Quota: corev1.ResourceList{
 				gantry.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("64")}}},
 		},
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/gantry-dev/gantry/apis/v1alpha1"
+	"github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/internal/helmchart"
 	"github.com/gantry-dev/gantry/internal/hubtest"
@@ -123,12 +123,12 @@ func serverVersion(w *cluster) (string, error) {
 func agentReportsWithoutGangs(t *testing.T, name string) {
 	t.Helper()
 	eventually(t, name+" connected, its agent ready, no gangs", func() error {
-		var wc v1alpha1.WorkerCluster
+		var wc v1beta1.WorkerCluster
 		if err := hubEnv.client.Get(context.Background(), types.NamespacedName{Name: name}, &wc); err != nil {
 			return err
 		}
-		for typ, want := range map[string]metav1.ConditionStatus{v1alpha1.ClusterConnected: metav1.ConditionTrue,
-			v1alpha1.ClusterAgentReady: metav1.ConditionTrue, v1alpha1.ClusterGangScheduling: metav1.ConditionFalse} {
+		for typ, want := range map[string]metav1.ConditionStatus{v1beta1.ClusterConnected: metav1.ConditionTrue,
+			v1beta1.ClusterAgentReady: metav1.ConditionTrue, v1beta1.ClusterGangScheduling: metav1.ConditionFalse} {
 			if c := apimeta.FindStatusCondition(wc.Status.Conditions, typ); c == nil || c.Status != want {
 				return fmt.Errorf("%s: %+v, want %s", typ, c, want)
 			}

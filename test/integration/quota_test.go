@@ -8,7 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/hubtest"
 )
 

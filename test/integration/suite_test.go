@@ -37,7 +37,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	agentcontroller "github.com/gantry-dev/gantry/agent/controller"
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/remote"

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gantry-dev/gantry/agent/controller"
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/workerconfig"
 	"github.com/gantry-dev/gantry/test/scale/memworker"
 	"github.com/gantry-dev/gantry/test/testcluster"

@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/dispatch"
 )
 

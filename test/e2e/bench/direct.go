@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/test/e2e/testbed"
 	"github.com/gantry-dev/gantry/test/scrape"
 )

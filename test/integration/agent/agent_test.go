@@ -32,7 +32,7 @@ import (
 
 	"github.com/gantry-dev/gantry/agent/agenttest"
 	"github.com/gantry-dev/gantry/agent/controller"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 const (
@@ -98,7 +98,7 @@ func startAgent(t *testing.T) client.Client {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := gantryv1alpha1.AddToScheme(scheme); err != nil {
+	if err := gantryv1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -162,11 +162,11 @@ func createNode(t *testing.T, c client.Client, node *corev1.Node) {
 
 // admitted returns the Admitted condition of copy name, or an error if it has none.
 func admitted(c client.Client, name string) (*metav1.Condition, error) {
-	var w gantryv1alpha1.Workload
+	var w gantryv1beta1.Workload
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &w); err != nil {
 		return nil, err
 	}
-	cond := meta.FindStatusCondition(w.Status.Conditions, gantryv1alpha1.WorkloadAdmitted)
+	cond := meta.FindStatusCondition(w.Status.Conditions, gantryv1beta1.WorkloadAdmitted)
 	if cond == nil {
 		return nil, fmt.Errorf("copy %s has no Admitted condition yet", name)
 	}
@@ -197,14 +197,14 @@ func expectAdmitted(t *testing.T, c client.Client, name string, status metav1.Co
 func expectGPUs(t *testing.T, c client.Client, nodeFree1, nodeFree2, admitted int64) {
 	t.Helper()
 	free, largest := nodeFree1+nodeFree2, max(nodeFree1, nodeFree2)
-	var shapes []gantryv1alpha1.GPUShapeCount
+	var shapes []gantryv1beta1.GPUShapeCount
 	for _, k := range []int64{1, 2, 4, 8} {
-		shapes = append(shapes, gantryv1alpha1.GPUShapeCount{GPUs: k, Pods: int32(nodeFree1/k + nodeFree2/k)})
+		shapes = append(shapes, gantryv1beta1.GPUShapeCount{GPUs: k, Pods: int32(nodeFree1/k + nodeFree2/k)})
 	}
-	want := []gantryv1alpha1.GPUProductCapacity{{Product: product, Nodes: 2, Allocatable: 16, Free: free,
+	want := []gantryv1beta1.GPUProductCapacity{{Product: product, Nodes: 2, Allocatable: 16, Free: free,
 		LargestFreeOnNode: largest, LargestAllocatableOnNode: 8, Shapes: shapes}}
 	waitFor(t, fmt.Sprintf("CapacityReport with %d GPUs free (%d on one node)", free, largest), func() error {
-		var rep gantryv1alpha1.CapacityReport
+		var rep gantryv1beta1.CapacityReport
 		if err := c.Get(context.Background(), client.ObjectKey{Name: clusterName}, &rep); err != nil {
 			return err
 		}
@@ -217,9 +217,9 @@ func expectGPUs(t *testing.T, c client.Client, nodeFree1, nodeFree2, admitted in
 		if diff := cmp.Diff(want, rep.Status.Capacity.GPUProducts); diff != "" {
 			return errors.New("GPU products (-want +got):\n" + diff)
 		}
-		i := slices.IndexFunc(rep.Status.Capacity.Resources, func(r gantryv1alpha1.ResourceCapacity) bool { return r.Name == gantryv1alpha1.GPUResource })
+		i := slices.IndexFunc(rep.Status.Capacity.Resources, func(r gantryv1beta1.ResourceCapacity) bool { return r.Name == gantryv1beta1.GPUResource })
 		if i < 0 || rep.Status.Capacity.Resources[i].Admitted == nil || rep.Status.Capacity.Resources[i].Admitted.Value() != admitted {
-			return fmt.Errorf("resources %+v: want %s with %d admitted", rep.Status.Capacity.Resources, gantryv1alpha1.GPUResource, admitted)
+			return fmt.Errorf("resources %+v: want %s with %d admitted", rep.Status.Capacity.Resources, gantryv1beta1.GPUResource, admitted)
 		}
 		return nil
 	})
@@ -238,25 +238,25 @@ func TestAgent(t *testing.T) {
 
 	// A copy that fits is admitted, and its reservation, and what it asks for, show in the report.
 	create(t, c, agenttest.MakeCopy("big", namespace).PodSet("main", 2, "nvidia.com/gpu", "6").Obj())
-	cond := expectAdmitted(t, c, "big", metav1.ConditionTrue, gantryv1alpha1.ReasonFits)
+	cond := expectAdmitted(t, c, "big", metav1.ConditionTrue, gantryv1beta1.ReasonFits)
 	t.Logf("big: %s", cond.Message)
 	expectGPUs(t, c, 2, 2, 12)
 
 	// A second copy no longer fits beside the first one's reservation.
 	create(t, c, agenttest.MakeCopy("small", namespace).PodSet("main", 1, "nvidia.com/gpu", "4").Obj())
-	cond = expectAdmitted(t, c, "small", metav1.ConditionFalse, gantryv1alpha1.ReasonInsufficientResources)
+	cond = expectAdmitted(t, c, "small", metav1.ConditionFalse, gantryv1beta1.ReasonInsufficientResources)
 	t.Logf("small: %s", cond.Message)
 
 	// A pod bigger than every node never fits.
 	create(t, c, agenttest.MakeCopy("huge", namespace).PodSet("main", 1, "nvidia.com/gpu", "16").Obj())
-	cond = expectAdmitted(t, c, "huge", metav1.ConditionFalse, gantryv1alpha1.ReasonNeverFits)
+	cond = expectAdmitted(t, c, "huge", metav1.ConditionFalse, gantryv1beta1.ReasonNeverFits)
 	t.Logf("huge: %s", cond.Message)
 
 	// A Job that Gantry did not create holds the copy's name: the copy is rejected, the Job left alone.
 	foreign := agenttest.MakeJob("taken", namespace).Obj()
 	create(t, c, foreign)
 	create(t, c, agenttest.MakeCopy("taken", namespace).PodSet("main", 1, "cpu", "1").Obj())
-	cond = expectAdmitted(t, c, "taken", metav1.ConditionFalse, gantryv1alpha1.ReasonJobNameConflict)
+	cond = expectAdmitted(t, c, "taken", metav1.ConditionFalse, gantryv1beta1.ReasonJobNameConflict)
 	t.Logf("taken: %s", cond.Message)
 
 	// A pod of the admitted copy binds: it is usage now, and no longer reserved; free capacity is the same.
@@ -277,7 +277,7 @@ func TestAgent(t *testing.T) {
 	if err := c.Delete(ctx, agenttest.MakeCopy("big", namespace).Obj()); err != nil {
 		t.Fatal(err)
 	}
-	expectAdmitted(t, c, "small", metav1.ConditionTrue, gantryv1alpha1.ReasonFits)
+	expectAdmitted(t, c, "small", metav1.ConditionTrue, gantryv1beta1.ReasonFits)
 	expectGPUs(t, c, 4, 2, 4)
 
 	// The pod goes away: its GPUs are free again.
@@ -287,7 +287,7 @@ func TestAgent(t *testing.T) {
 	expectGPUs(t, c, 8, 4, 4)
 
 	// Permanent rejections stay, and the foreign Job was never touched.
-	for name, reason := range map[string]string{"huge": gantryv1alpha1.ReasonNeverFits, "taken": gantryv1alpha1.ReasonJobNameConflict} {
+	for name, reason := range map[string]string{"huge": gantryv1beta1.ReasonNeverFits, "taken": gantryv1beta1.ReasonJobNameConflict} {
 		if cond, err := admitted(c, name); err != nil || cond.Status != metav1.ConditionFalse || cond.Reason != reason {
 			t.Errorf("copy %s: %+v, %v; want Admitted=False %s", name, cond, err, reason)
 		}
@@ -296,10 +296,10 @@ func TestAgent(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), job); err != nil {
 		t.Fatal(err)
 	}
-	if job.ResourceVersion != foreign.ResourceVersion || job.Labels[gantryv1alpha1.WorkloadUIDLabel] != "" {
+	if job.ResourceVersion != foreign.ResourceVersion || job.Labels[gantryv1beta1.WorkloadUIDLabel] != "" {
 		t.Errorf("the foreign Job changed: resourceVersion %s -> %s, labels %v", foreign.ResourceVersion, job.ResourceVersion, job.Labels)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "big"}, &gantryv1alpha1.Workload{}); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "big"}, &gantryv1beta1.Workload{}); !apierrors.IsNotFound(err) {
 		t.Errorf("copy big: %v, want it gone", err)
 	}
 }

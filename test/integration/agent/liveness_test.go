@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/agent/agenttest"
-	gantryv1alpha1 "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 // updateNode changes node name with change, spec and status, as the kubelet and the node lifecycle
@@ -70,9 +70,9 @@ func TestAgentWaitsForNodesAndEarlierJobs(t *testing.T) {
 	// After a network blip gpu-2 is not Ready: a copy that needs both nodes waits for it; one that
 	// would not fit even with both is rejected.
 	create(t, c, agenttest.MakeCopy("pair", namespace).PodSet("main", 2, "nvidia.com/gpu", "8").Obj())
-	expectMessage(t, c, "pair", gantryv1alpha1.ReasonInsufficientResources, "gpu-2 (not Ready)")
+	expectMessage(t, c, "pair", gantryv1beta1.ReasonInsufficientResources, "gpu-2 (not Ready)")
 	create(t, c, agenttest.MakeCopy("huge", namespace).PodSet("main", 3, "nvidia.com/gpu", "8").Obj())
-	expectAdmitted(t, c, "huge", metav1.ConditionFalse, gantryv1alpha1.ReasonNeverFits)
+	expectAdmitted(t, c, "huge", metav1.ConditionFalse, gantryv1beta1.ReasonNeverFits)
 
 	// gpu-2 is Ready again, but a person cordoned it meanwhile: the copy still waits, naming the cordon.
 	updateNode(t, c, "gpu-2", func(n *corev1.Node) {
@@ -80,30 +80,30 @@ func TestAgentWaitsForNodesAndEarlierJobs(t *testing.T) {
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
 	})
-	expectMessage(t, c, "pair", gantryv1alpha1.ReasonInsufficientResources, "gpu-2 (cordoned)")
+	expectMessage(t, c, "pair", gantryv1beta1.ReasonInsufficientResources, "gpu-2 (cordoned)")
 
 	// Uncordoned: the copy is admitted.
 	updateNode(t, c, "gpu-2", func(n *corev1.Node) {
 		n.Spec.Unschedulable = false
 		n.Spec.Taints = nil
 	})
-	expectAdmitted(t, c, "pair", metav1.ConditionTrue, gantryv1alpha1.ReasonFits)
+	expectAdmitted(t, c, "pair", metav1.ConditionTrue, gantryv1beta1.ReasonFits)
 
 	// The Job Gantry created for an earlier Workload of the same name is still here: the copy waits.
 	earlier := agenttest.MakeJob("rerun", namespace).Workload("hub-rerun-before").Obj()
 	create(t, c, earlier)
 	create(t, c, agenttest.MakeCopy("rerun", namespace).PodSet("main", 1, "cpu", "1").Obj())
-	expectMessage(t, c, "rerun", gantryv1alpha1.ReasonPreviousJobPresent, `"hub-rerun-before"`)
+	expectMessage(t, c, "rerun", gantryv1beta1.ReasonPreviousJobPresent, `"hub-rerun-before"`)
 
 	// The hub deletes it: the copy is admitted.
 	if err := c.Delete(ctx, earlier, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	expectAdmitted(t, c, "rerun", metav1.ConditionTrue, gantryv1alpha1.ReasonFits)
+	expectAdmitted(t, c, "rerun", metav1.ConditionTrue, gantryv1beta1.ReasonFits)
 
 	// The rejection stays; the Job is gone for good.
-	if cond, err := admitted(c, "huge"); err != nil || cond.Reason != gantryv1alpha1.ReasonNeverFits {
-		t.Errorf("copy huge: %+v, %v; want still %s", cond, err, gantryv1alpha1.ReasonNeverFits)
+	if cond, err := admitted(c, "huge"); err != nil || cond.Reason != gantryv1beta1.ReasonNeverFits {
+		t.Errorf("copy huge: %+v, %v; want still %s", cond, err, gantryv1beta1.ReasonNeverFits)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(earlier), &batchv1.Job{}); err == nil {
 		t.Error("the earlier Job is still there")

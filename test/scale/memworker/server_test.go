@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gantry "github.com/gantry-dev/gantry/apis/v1alpha1"
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
 func startServer(t *testing.T, o Options) *Server {
@@ -336,7 +336,7 @@ func TestDiscoveryAnswersInThePlainForm(t *testing.T) {
 			found[list.GroupVersion+" "+r.Name] = true
 		}
 	}
-	for _, want := range []string{"gantry.dev/v1alpha1 workloads", "gantry.dev/v1alpha1 workloads/status", "gantry.dev/v1alpha1 capacityreports", "batch/v1 jobs"} {
+	for _, want := range []string{"gantry.dev/v1beta1 workloads", "gantry.dev/v1beta1 workloads/status", "gantry.dev/v1beta1 capacityreports", "batch/v1 jobs"} {
 		if !found[want] {
 			t.Errorf("discovery lacks %s: %v", want, found)
 		}

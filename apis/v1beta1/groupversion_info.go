@@ -1,10 +1,10 @@
-// Package v1alpha1 holds Gantry's API: the hub's registry of worker clusters, its global and namespaced
+// Package v1beta1 holds Gantry's API: the hub's registry of worker clusters, its global and namespaced
 // queues, the Workload that stands for one submitted job, and the capacity report an agent publishes in
 // its own cluster.
 //
 // +kubebuilder:object:generate=true
 // +groupName=gantry.dev
-package v1alpha1
+package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +14,7 @@ import (
 
 var (
 	// GroupVersion is the group and version of every Gantry kind.
-	GroupVersion = schema.GroupVersion{Group: "gantry.dev", Version: "v1alpha1"}
+	GroupVersion = schema.GroupVersion{Group: "gantry.dev", Version: "v1beta1"}
 
 	// SchemeBuilder registers Gantry's kinds with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
