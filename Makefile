@@ -8,7 +8,7 @@ CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 GO_TEST_FLAGS ?=
 
-.PHONY: all build generate manifests verify lint fmt vet test test-unit test-integration test-e2e bench bench-scale bench-dispatch dev-up dev-down demo tools images push krew kind-up kind-e2e kind-down
+.PHONY: all build generate manifests verify lint fmt vet test test-unit test-integration test-e2e bench bench-scale bench-dispatch dev-up dev-down demo tools images push release krew kind-up kind-e2e kind-down
 
 all: build
 
@@ -25,6 +25,13 @@ krew:
 # an index of linux/amd64 and linux/arm64, built without a container engine; equal commits give equal bytes.
 images:
 	go run ./hack/images -out bin/images
+
+# release makes release VERSION from the commit checked out (clean tree, a CHANGELOG.md section "## VERSION"):
+# bin/release/VERSION/ holds the images, the chart packaged with that version, install-hub.yaml and
+# install-worker.yaml, RELEASE-NOTES.md and SHA256SUMS; the tag VERSION is made on the commit. With REGISTRY,
+# the images and the chart are pushed there and the chart pulls its images from there.
+release:
+	go run ./hack/release -version "$${VERSION:?set VERSION, e.g. v0.3.0}" $(if $(REGISTRY),-registry "$(REGISTRY)")
 
 # push pushes those archives to $(REGISTRY)/gantry-hub:<version> and $(REGISTRY)/gantry-agent:<version>.
 push:

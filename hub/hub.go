@@ -37,6 +37,8 @@ import (
 type Options struct {
 	// Namespace holds the workers' kubeconfig Secrets.
 	Namespace string
+	// Version is the hub's version, which each agent's is checked against (the version-skew policy).
+	Version string
 	// Remote tunes connections to workers.
 	Remote remote.Options
 	// Providers are the access providers of ClusterProfiles (--clusterprofile-provider-file); nil when
@@ -122,7 +124,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	}
 	if err := (&workercluster.Reconciler{
 		Client: mgr.GetClient(), Access: h.Access, Connections: h.Connections,
-		Clock: opts.Clock, Reports: h.reportEvents, WatchProfiles: watchProfiles,
+		Clock: opts.Clock, Reports: h.reportEvents, WatchProfiles: watchProfiles, HubVersion: opts.Version,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the workercluster controller: %w", err)
 	}

@@ -26,7 +26,7 @@ func CacheOptions(clusterName string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&gantryv1beta1.Workload{}:       {Label: labels.NewSelector().Add(*isCopy)},
 			&gantryv1beta1.CapacityReport{}: {Field: fields.OneTermEqualSelector("metadata.name", clusterName)},
-			&corev1.Node{}:                   {Transform: stripNode},
+			&corev1.Node{}:                  {Transform: stripNode},
 			// The hub's lease, which says whether the hub still reaches this cluster (failover policy Fence).
 			&coordinationv1.Lease{}: {
 				Namespaces: map[string]cache.Config{gantryv1beta1.GantryNamespace: {}},

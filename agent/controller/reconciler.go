@@ -57,6 +57,8 @@ var passRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "
 type Options struct {
 	// ClusterName names the cluster's CapacityReport and is written into it. Required.
 	ClusterName string
+	// Version is the agent's version, written into the CapacityReport for the hub's version-skew check.
+	Version string
 	// HeartbeatInterval is how often the CapacityReport is rewritten when nothing changed.
 	// Defaults to DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration

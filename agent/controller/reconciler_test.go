@@ -169,7 +169,7 @@ func TestReconcilerPass(t *testing.T) {
 func TestReportDue(t *testing.T) {
 	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	capacity := gantryv1beta1.CapacitySummary{Nodes: 2, ReadyNodes: 2}
-	want := gantryv1beta1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}
+	want := gantryv1beta1.CapacityReportStatus{ClusterName: "w", AgentVersion: "v0.3.0", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}
 	cases := map[string]struct {
 		cur gantryv1beta1.CapacityReportStatus
 		// saidNothing: cur has no conditions; the others show those wanted.
@@ -188,21 +188,25 @@ func TestReportDue(t *testing.T) {
 			cur: want, now: at.Add(30 * time.Second), due: true, nextWant: 30 * time.Second,
 		},
 		"capacity changed right after a report": {
-			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at),
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", AgentVersion: "v0.3.0", HeartbeatTime: metav1.NewTime(at),
 				Capacity: gantryv1beta1.CapacitySummary{Nodes: 2, ReadyNodes: 1}},
 			now: at.Add(time.Second), due: false, nextWant: 4 * time.Second,
 		},
 		"capacity changed": {
-			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at),
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", AgentVersion: "v0.3.0", HeartbeatTime: metav1.NewTime(at),
 				Capacity: gantryv1beta1.CapacitySummary{Nodes: 2, ReadyNodes: 1}},
 			now: at.Add(5 * time.Second), due: true, nextWant: 30 * time.Second,
 		},
 		"cluster name changed": {
-			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "old", HeartbeatTime: metav1.NewTime(at), Capacity: capacity},
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "old", AgentVersion: "v0.3.0", HeartbeatTime: metav1.NewTime(at), Capacity: capacity},
+			now: at.Add(time.Second), due: true, nextWant: 30 * time.Second,
+		},
+		"written by an agent of another version": {
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", AgentVersion: "v0.2.0", HeartbeatTime: metav1.NewTime(at), Capacity: capacity},
 			now: at.Add(time.Second), due: true, nextWant: 30 * time.Second,
 		},
 		"written by an agent that said nothing of gang scheduling": {
-			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}, saidNothing: true,
+			cur: gantryv1beta1.CapacityReportStatus{ClusterName: "w", AgentVersion: "v0.3.0", HeartbeatTime: metav1.NewTime(at), Capacity: capacity}, saidNothing: true,
 			now: at.Add(time.Second), due: true, nextWant: 30 * time.Second,
 		},
 	}

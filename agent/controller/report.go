@@ -89,10 +89,11 @@ func servedCondition(cur []metav1.Condition, typ string, status metav1.Condition
 }
 
 // ReportDue tells whether a report showing cur must be rewritten to show want at now: when its cluster
-// name, capacity or conditions differ, or its heartbeat is interval old. It also returns how long until the next
+// name, agent version, capacity or conditions differ, or its heartbeat is interval old. It also returns how long until the next
 // heartbeat falls due if nothing changes.
 func ReportDue(cur gantryv1beta1.CapacityReportStatus, want gantryv1beta1.CapacityReportStatus, now time.Time, interval time.Duration) (bool, time.Duration) {
-	if cur.HeartbeatTime.IsZero() || cur.ClusterName != want.ClusterName || !equality.Semantic.DeepEqual(cur.Conditions, want.Conditions) {
+	if cur.HeartbeatTime.IsZero() || cur.ClusterName != want.ClusterName || cur.AgentVersion != want.AgentVersion ||
+		!equality.Semantic.DeepEqual(cur.Conditions, want.Conditions) {
 		return true, interval
 	}
 	age := now.Sub(cur.HeartbeatTime.Time)
@@ -117,6 +118,7 @@ func (r *Reconciler) syncReport(ctx context.Context, capacity gantryv1beta1.Capa
 	now := r.clock.Now()
 	want := gantryv1beta1.CapacityReportStatus{
 		ClusterName:   r.opts.ClusterName,
+		AgentVersion:  r.opts.Version,
 		HeartbeatTime: metav1.NewTime(now).Rfc3339Copy(),
 		Capacity:      capacity,
 	}

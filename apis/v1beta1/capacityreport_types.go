@@ -71,6 +71,10 @@ type GPUShapeCount struct {
 type CapacityReportStatus struct {
 	// ClusterName is the name the agent was started with.
 	ClusterName string `json:"clusterName,omitempty"`
+	// AgentVersion is the version of the agent that writes the report (gantry-agent --version); empty
+	// from agents older than v0.3.0.
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
 	// HeartbeatTime is when the agent last confirmed the report; a stale heartbeat means no agent.
 	// +optional
 	HeartbeatTime metav1.Time `json:"heartbeatTime,omitempty"`
@@ -89,6 +93,7 @@ type CapacityReportStatus struct {
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=`.status.capacity.readyNodes`
 // +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.heartbeatTime`
+// +kubebuilder:printcolumn:name="Agent Version",type=string,JSONPath=`.status.agentVersion`,priority=1
 
 // CapacityReport lives in a worker cluster: the agent publishes what the cluster can hold and the hub reads
 // it through its connection, so workers need no credentials for the hub.

@@ -261,6 +261,16 @@ const (
 	ReasonRightsUnknown    = "RightsUnknown"
 	ReasonNoCapacityReport = "NoCapacityReport"
 	ReasonReportStale      = "ReportStale"
+
+	// ClusterAgentVersionSupported says whether the version of the cluster's agent and the hub's are
+	// within the version-skew policy (the agent's minor release is the hub's, the one before or the one
+	// after). It is a warning for an upgrade under way; the cluster is used either way.
+	ClusterAgentVersionSupported = "AgentVersionSupported"
+	ReasonWithinSkewPolicy       = "WithinSkewPolicy"
+	ReasonOutsideSkewPolicy      = "OutsideSkewPolicy"
+	// ReasonVersionUnknown: the hub or the agent is not a release (a development build), or the agent
+	// is from before agents reported their version.
+	ReasonVersionUnknown = "VersionUnknown"
 )
 
 // Condition type and reasons of a WorkerClusterSet.

@@ -155,7 +155,8 @@ type ClusterProfileReference struct {
 
 // WorkerClusterStatus is what the hub observed of the cluster.
 type WorkerClusterStatus struct {
-	// Conditions: Connected and AgentReady.
+	// Conditions: Connected, AgentReady, LeastPrivilege, AgentVersionSupported, and what its agent reports
+	// (GangScheduling, Kueue).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -164,6 +165,11 @@ type WorkerClusterStatus struct {
 	// Capacity is the latest summary the cluster's agent published.
 	// +optional
 	Capacity *CapacitySummary `json:"capacity,omitempty"`
+
+	// AgentVersion is the version of the cluster's agent, as its capacity report says; empty when no
+	// agent reports one.
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -177,6 +183,7 @@ type WorkerClusterStatus struct {
 // +kubebuilder:printcolumn:name="Kueue",type=string,JSONPath=`.spec.kueue.localQueue`,priority=1
 // +kubebuilder:printcolumn:name="Failover",type=string,JSONPath=`.spec.failover.policy`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Agent Version",type=string,JSONPath=`.status.agentVersion`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // WorkerCluster registers a cluster that runs Gantry jobs.

@@ -174,8 +174,9 @@ func run(o *options) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 
+	agentVersion, _ := version.Get()
 	r, err := controller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder(controller.ControllerName), clock.RealClock{},
-		controller.Options{ClusterName: o.clusterName, ReservationTTL: o.reservation, StarvationTimeout: o.starvation, PlacementTimeout: o.placement,
+		controller.Options{ClusterName: o.clusterName, Version: agentVersion, ReservationTTL: o.reservation, StarvationTimeout: o.starvation, PlacementTimeout: o.placement,
 			PassGap: passGapOption(o.passGap)})
 	if err != nil {
 		return err

@@ -104,9 +104,11 @@ func main() {
 	log := ctrl.Log.WithName("setup")
 	memlimit.Setup(log)
 
+	hubVersion, _ := version.Get()
 	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr, leaderElect, election, qps, burst, endpointOpts,
 		hub.Options{
 			Namespace:       namespace,
+			Version:         hubVersion,
 			WorkloadWorkers: workloadWorker,
 			Providers:       providers,
 			Remote: remote.Options{AllowInsecureKubeconfigs: allowInsecure, AllowLoopback: allowLoopback,

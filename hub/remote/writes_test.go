@@ -12,13 +12,13 @@ import (
 
 func TestResourceOf(t *testing.T) {
 	for path, want := range map[string]string{
-		"/apis/gantry.dev/v1beta1/namespaces/ns/workloads":          "workloads",
-		"/apis/gantry.dev/v1beta1/namespaces/ns/workloads/w/status": "workloads/status",
-		"/apis/batch/v1/namespaces/ns/jobs/train":                    "jobs",
-		"/api/v1/namespaces":        "namespaces",
-		"/api/v1/namespaces/team-a": "namespaces",
+		"/apis/gantry.dev/v1beta1/namespaces/ns/workloads":                        "workloads",
+		"/apis/gantry.dev/v1beta1/namespaces/ns/workloads/w/status":               "workloads/status",
+		"/apis/batch/v1/namespaces/ns/jobs/train":                                 "jobs",
+		"/api/v1/namespaces":                                                      "namespaces",
+		"/api/v1/namespaces/team-a":                                               "namespaces",
 		"/apis/coordination.k8s.io/v1/namespaces/gantry-system/leases/gantry-hub": "leases",
-		"/apis/gantry.dev/v1beta1/workerclusters/w1/status":                      "workerclusters/status",
+		"/apis/gantry.dev/v1beta1/workerclusters/w1/status":                       "workerclusters/status",
 		"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews":                   "selfsubjectrulesreviews",
 		"/readyz": "",
 		"/apis":   "",

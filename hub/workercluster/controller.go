@@ -3,7 +3,9 @@
 package workercluster
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/internal/version"
 )
 
 // Timing of health checks, reconnects and agent heartbeats.
@@ -64,6 +67,8 @@ type Reconciler struct {
 	Reports chan event.GenericEvent
 	// WatchProfiles watches ClusterProfiles, whose CRD the hub's API server serves.
 	WatchProfiles bool
+	// HubVersion is the hub's version, which each agent's is judged against; empty for none.
+	HubVersion string
 
 	mu       sync.Mutex
 	failures map[string]failures
@@ -198,6 +203,7 @@ func (r *Reconciler) observeAgent(ctx context.Context, name string, status *gant
 	}
 	observeReported(newest, status, gantry.ClusterGangScheduling)
 	observeReported(newest, status, gantry.ClusterKueue)
+	r.observeAgentVersion(newest, status)
 	switch {
 	case newest == nil:
 		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionFalse, gantry.ReasonNoCapacityReport, "no agent has published a CapacityReport in the cluster")
@@ -208,6 +214,33 @@ func (r *Reconciler) observeAgent(ctx context.Context, name string, status *gant
 	default:
 		setCondition(status, 0, gantry.ClusterAgentReady, metav1.ConditionTrue, gantry.ReasonAgentReporting, "agent "+newest.Status.ClusterName+" is reporting")
 		status.Capacity = newest.Status.Capacity.DeepCopy()
+	}
+}
+
+// observeAgentVersion shows the agent's version and whether it and the hub's are within the
+// version-skew policy; nothing while no agent reports.
+func (r *Reconciler) observeAgentVersion(report *gantry.CapacityReport, status *gantry.WorkerClusterStatus) {
+	if report == nil {
+		status.AgentVersion = ""
+		apimeta.RemoveStatusCondition(&status.Conditions, gantry.ClusterAgentVersionSupported)
+		return
+	}
+	agent := report.Status.AgentVersion
+	status.AgentVersion = agent
+	shown := agent
+	if shown == "" {
+		shown = "an agent older than v0.3.0, which does not report its version,"
+	}
+	switch version.SkewOf(r.HubVersion, agent) {
+	case version.SkewSupported:
+		setCondition(status, 0, gantry.ClusterAgentVersionSupported, metav1.ConditionTrue, gantry.ReasonWithinSkewPolicy,
+			fmt.Sprintf("agent %s and hub %s are within one minor release of each other", agent, r.HubVersion))
+	case version.SkewUnsupported:
+		setCondition(status, 0, gantry.ClusterAgentVersionSupported, metav1.ConditionFalse, gantry.ReasonOutsideSkewPolicy,
+			fmt.Sprintf("agent %s and hub %s are more than one minor release apart; upgrade the older one (docs/upgrading.md)", agent, r.HubVersion))
+	default:
+		setCondition(status, 0, gantry.ClusterAgentVersionSupported, metav1.ConditionUnknown, gantry.ReasonVersionUnknown,
+			fmt.Sprintf("the cluster runs %s and the hub %s: not both releases, so the version-skew policy cannot be judged", shown, cmp.Or(r.HubVersion, "an unknown version")))
 	}
 }
 

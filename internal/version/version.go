@@ -4,7 +4,9 @@ package version
 
 import (
 	"fmt"
+	"regexp"
 	"runtime/debug"
+	"strconv"
 )
 
 // Version and Commit are set at link time:
@@ -45,4 +47,34 @@ func fromBuildInfo(version, commit string, read func() (*debug.BuildInfo, bool))
 		}
 	}
 	return version, commit
+}
+
+// releaseVersion reads the major and minor release of a version: v0.3.0, v0.3.1-rc.1, or a build
+// after a release as git describe names it (v0.3.0-5-gabc1234) count as 0.3.
+var releaseVersion = regexp.MustCompile(`^v(\d+)\.(\d+)\.\d+`)
+
+// Skew is how two versions stand to the version-skew policy (docs/upgrading.md): a hub works with
+// agents of its own minor release, the one before and the one after.
+type Skew int
+
+const (
+	// SkewUnknown: one of them is not a release (a development build, or an agent from before
+	// versions were reported).
+	SkewUnknown Skew = iota
+	SkewSupported
+	SkewUnsupported
+)
+
+// SkewOf judges the versions of a hub and an agent against the policy.
+func SkewOf(hub, agent string) Skew {
+	h, a := releaseVersion.FindStringSubmatch(hub), releaseVersion.FindStringSubmatch(agent)
+	if h == nil || a == nil {
+		return SkewUnknown
+	}
+	hMinor, _ := strconv.Atoi(h[2])
+	aMinor, _ := strconv.Atoi(a[2])
+	if h[1] != a[1] || hMinor-aMinor > 1 || aMinor-hMinor > 1 {
+		return SkewUnsupported
+	}
+	return SkewSupported
 }

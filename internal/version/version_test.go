@@ -40,3 +40,26 @@ func TestString(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+func TestSkewOf(t *testing.T) {
+	for _, c := range []struct {
+		hub, agent string
+		want       Skew
+	}{
+		{"v0.3.0", "v0.3.2", SkewSupported},
+		{"v0.3.0", "v0.2.9", SkewSupported},
+		{"v0.3.0", "v0.4.0-rc.1", SkewSupported},
+		{"v0.3.0-5-gabc1234", "v0.2.0", SkewSupported},
+		{"v0.3.0", "v0.1.0", SkewUnsupported},
+		{"v0.3.0", "v0.5.0", SkewUnsupported},
+		{"v1.3.0", "v0.3.0", SkewUnsupported},
+		{"v0.10.0", "v0.9.0", SkewSupported},
+		{"dev", "v0.3.0", SkewUnknown},
+		{"v0.3.0", "", SkewUnknown},
+		{"v0.3.0", "abc1234", SkewUnknown},
+	} {
+		if got := SkewOf(c.hub, c.agent); got != c.want {
+			t.Errorf("SkewOf(%q, %q) = %v, want %v", c.hub, c.agent, got, c.want)
+		}
+	}
+}

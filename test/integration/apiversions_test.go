@@ -30,7 +30,7 @@ func TestTheEarlierAPIVersionIsStillServed(t *testing.T) {
 		"metadata": map[string]any{"name": "written-as-v1alpha1"},
 		"spec": map[string]any{
 			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"team": "a"}},
-			"clusters": []any{map[string]any{"name": "worker-1", "quota": map[string]any{gantry.GPUResource: "4"}}},
+			"clusters":          []any{map[string]any{"name": "worker-1", "quota": map[string]any{gantry.GPUResource: "4"}}},
 		},
 	}}
 	if err := old.Create(ctx, gq); err != nil {
