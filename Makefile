@@ -42,11 +42,12 @@ push:
 generate:
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/... paths=./internal/kueue/...
 
-# manifests generates the CRDs, copies them into the chart, and renders the kustomize bases and overlays
-# of deploy/ from the chart.
+# manifests generates the CRDs and the API reference written from them (docs/api-reference.md), copies the
+# CRDs into the chart, and renders the kustomize bases and overlays of deploy/ from the chart.
 manifests:
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=deploy/crd
 	go run ./hack/crdversions -dir deploy/crd -served v1alpha1
+	go run ./hack/apidocs -crds deploy/crd -out docs/api-reference.md
 	rm -f deploy/charts/gantry/crds/*.yaml && cp deploy/crd/gantry.dev_*.yaml deploy/charts/gantry/crds/
 	go run ./hack/manifests -chart deploy/charts/gantry -out deploy
 
@@ -59,8 +60,8 @@ vet:
 # verify regenerates every generated file and fails when the checked-in copy differs.
 verify: generate manifests lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@git diff --exit-code -- apis internal/kueue deploy || { echo "generated files are out of date: run make generate manifests"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- apis internal/kueue deploy)" || { echo "untracked generated files:"; git ls-files --others --exclude-standard -- apis internal/kueue deploy; exit 1; }
+	@git diff --exit-code -- apis internal/kueue deploy docs/api-reference.md || { echo "generated files are out of date: run make generate manifests"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- apis internal/kueue deploy docs/api-reference.md)" || { echo "untracked generated files:"; git ls-files --others --exclude-standard -- apis internal/kueue deploy docs/api-reference.md; exit 1; }
 	@go mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 
 lint:
