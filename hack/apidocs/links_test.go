@@ -265,3 +265,35 @@ func TestLinksAndAnchorsOfAPage(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryAlertHasARunbook checks that docs/operating.md has a section for each alert of the chart's
+// PrometheusRule, whose anchor is the alert's name in lower case.
+func TestEveryAlertHasARunbook(t *testing.T) {
+	rule, err := os.ReadFile(filepath.Join(root, "deploy", "charts", "gantry", "templates", "monitoring", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(root, "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := Anchors(string(page))
+	alerts := regexp.MustCompile(`(?m)alert:\s*(.+?)\s*$`).FindAllStringSubmatch(string(rule), -1)
+	if len(alerts) == 0 {
+		t.Fatal("no alerts found in the chart's PrometheusRule")
+	}
+	for _, m := range alerts {
+		names := []string{m[1]}
+		if strings.Contains(m[1], "{{") { // Gantry{{ $title }}Down: one alert per program
+			names = nil
+			for _, title := range []string{"Hub", "Agent"} {
+				names = append(names, regexp.MustCompile(`\{\{[^}]*\}\}`).ReplaceAllString(m[1], title))
+			}
+		}
+		for _, name := range names {
+			if !anchors[strings.ToLower(name)] {
+				t.Errorf("docs/operating.md has no runbook section %q for the alert %s", "### "+name, name)
+			}
+		}
+	}
+}
