@@ -38,16 +38,26 @@ func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("no %s, nor Workload, named %s in namespace %s on the hub", strings.Join(kinds, ", "), e.Ref.Name, e.Namespace)
 }
 
-// Explain reads what the hub knows of the referenced job (or Workload) in ns and tells it
+// Explain reads what the hub knows of the referenced job (or Workload) in ns and tells it in plain
+// words (Explanation).
+func Explain(ctx context.Context, c client.Reader, ns string, ref view.JobRef, now time.Time, warn func(string)) ([]string, error) {
+	e, err := Explanation(ctx, c, ns, ref, now, warn)
+	if err != nil {
+		return nil, err
+	}
+	return e.Lines(now), nil
+}
+
+// Explanation reads what the hub knows of the referenced job (or Workload) in ns and explains it
 // (view.Explain). What the reader may not read is left out and said; warn hears how positions were
 // counted.
-func Explain(ctx context.Context, c client.Reader, ns string, ref view.JobRef, now time.Time, warn func(string)) ([]string, error) {
+func Explanation(ctx context.Context, c client.Reader, ns string, ref view.JobRef, now time.Time, warn func(string)) (*view.Explanation, error) {
 	wl, err := findWorkload(ctx, c, ns, ref)
 	if err != nil {
 		return nil, err
 	}
 	if wl == nil {
-		return explainWithoutWorkload(ctx, c, ns, ref, now)
+		return explainWithoutWorkload(ctx, c, ns, ref)
 	}
 	f := view.Facts{Workload: wl, Now: now}
 	note := func(kind string, err error) error {
@@ -75,7 +85,8 @@ func Explain(ctx context.Context, c client.Reader, ns string, ref view.JobRef, n
 		return nil, err
 	}
 	f.Position = positions[ns+"/"+wl.Name]
-	return view.Explain(f), nil
+	e := view.Explain(f)
+	return &e, nil
 }
 
 // ignoreAbsent ignores what is not there: an object not found, or a kind the hub does not serve (its
@@ -172,7 +183,7 @@ func readClusters(ctx context.Context, c client.Reader, f *view.Facts) error {
 }
 
 // explainWithoutWorkload tells about a job the hub has no Workload for, from its events.
-func explainWithoutWorkload(ctx context.Context, c client.Reader, ns string, ref view.JobRef, now time.Time) ([]string, error) {
+func explainWithoutWorkload(ctx context.Context, c client.Reader, ns string, ref view.JobRef) (*view.Explanation, error) {
 	kind, job, err := findJob(ctx, c, ns, ref)
 	if err != nil {
 		return nil, err
@@ -182,10 +193,8 @@ func explainWithoutWorkload(ctx context.Context, c client.Reader, ns string, ref
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("listing events in %s on the hub: %w", ns, err)
 	}
-	if err != nil {
-		return view.ExplainWithoutWorkload(kind, job, nil, false, now), nil
-	}
-	return view.ExplainWithoutWorkload(kind, job, events.Items, true, now), nil
+	e := view.ExplainWithoutWorkload(kind, job, events.Items, err == nil)
+	return &e, nil
 }
 
 // findJob reads the referenced job in ns: of the kind named, else of whichever kind has a job of that

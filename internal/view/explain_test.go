@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
@@ -182,7 +183,8 @@ func TestExplain(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := Explain(tc.facts)
+			e := Explain(tc.facts)
+			got := e.Lines(tc.facts.Now)
 			for _, line := range tc.want {
 				if !hasLine(got, line) {
 					t.Errorf("no line %q in:\n%s", line, strings.Join(got, "\n"))
@@ -201,6 +203,12 @@ func hasLine(lines []string, want string) bool {
 	return false
 }
 
+// withoutWorkload is the text of ExplainWithoutWorkload at now.
+func withoutWorkload(k jobkind.Kind, job client.Object, events []eventsv1.Event, eventsRead bool, now time.Time) []string {
+	e := ExplainWithoutWorkload(k, job, events, eventsRead)
+	return e.Lines(now)
+}
+
 func TestExplainWithoutWorkload(t *testing.T) {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad", Labels: map[string]string{gantry.QueueLabel: "qa"},
 		CreationTimestamp: metav1.NewTime(t0)}}
@@ -208,17 +216,17 @@ func TestExplainWithoutWorkload(t *testing.T) {
 		Reason: "InvalidJob", Note: "gantry.dev/gpu-products names a product twice", EventTime: metav1.NewMicroTime(t0)}
 	other := refused
 	other.Regarding.Name = "good"
-	got := ExplainWithoutWorkload(jobkind.Job{}, job, []eventsv1.Event{other, refused}, true, t0.Add(time.Minute))
+	got := withoutWorkload(jobkind.Job{}, job, []eventsv1.Event{other, refused}, true, t0.Add(time.Minute))
 	want := "    60s ago: InvalidJob: gantry.dev/gpu-products names a product twice"
 	if !hasLine(got, want) || len(got) != 3 || got[0] != "Job a/bad has no Workload on the hub." {
 		t.Errorf("got:\n%s\nwant the one warning on the Job: %q", strings.Join(got, "\n"), want)
 	}
 	unlabelled := job.DeepCopy()
 	unlabelled.Labels = nil
-	if got := ExplainWithoutWorkload(jobkind.Job{}, unlabelled, nil, true, t0); !strings.Contains(strings.Join(got, "\n"), "does not dispatch it") {
+	if got := withoutWorkload(jobkind.Job{}, unlabelled, nil, true, t0); !strings.Contains(strings.Join(got, "\n"), "does not dispatch it") {
 		t.Errorf("a Job without queue label: got %q", got)
 	}
-	if got := strings.Join(ExplainWithoutWorkload(jobkind.Job{}, job, nil, false, t0), "\n"); !strings.Contains(got, "kubectl describe job bad -n a") ||
+	if got := strings.Join(withoutWorkload(jobkind.Job{}, job, nil, false, t0), "\n"); !strings.Contains(got, "kubectl describe job bad -n a") ||
 		strings.Contains(got, "not taken it up") {
 		t.Errorf("without events: got %q, want a pointer to the Job's events and no guess", got)
 	}
@@ -232,12 +240,36 @@ func TestExplainWithoutWorkloadOfAJobSet(t *testing.T) {
 		Reason: "InvalidJob", Note: "replicated job workers: no containers", EventTime: metav1.NewMicroTime(t0)}
 	onJob := onJobSet
 	onJob.Regarding.Kind, onJob.Note = "Job", "about a Job of that name"
-	got := ExplainWithoutWorkload(jobkind.JobSet{}, js, []eventsv1.Event{onJob, onJobSet}, true, t0.Add(time.Minute))
+	got := withoutWorkload(jobkind.JobSet{}, js, []eventsv1.Event{onJob, onJobSet}, true, t0.Add(time.Minute))
 	want := []string{"JobSet a/bad has no Workload on the hub.", "  The hub refused it:", "    60s ago: InvalidJob: replicated job workers: no containers"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if got := strings.Join(ExplainWithoutWorkload(jobkind.JobSet{}, js, nil, false, t0), "\n"); !strings.Contains(got, "kubectl describe jobset bad -n a") {
+	if got := strings.Join(withoutWorkload(jobkind.JobSet{}, js, nil, false, t0), "\n"); !strings.Contains(got, "kubectl describe jobset bad -n a") {
 		t.Errorf("without events: got %q, want a pointer to the JobSet's events", got)
+	}
+}
+
+// What the text says is what the Explanation holds: the verdicts, with the numbers, for -o json and yaml.
+func TestExplanationHoldsTheVerdictsAndTheirNumbers(t *testing.T) {
+	q := resource.MustParse
+	wl := with(workload("team-a", "train", "qa", 0, 2, 4), pending(gantry.ReasonWaitingForCapacity, "waiting for GPUs"))
+	f := fleetFacts(wl)
+	f.GlobalQueue.Spec.Cohort = "research"
+	got := Explain(f)
+	want := []ClusterVerdict{
+		{Name: "w1", Verdict: VerdictBlockedByQuota, Cohort: "research", Quota: &QuotaCheck{Resource: gantry.GPUResource,
+			Needs: q("8"), Quota: q("16"), Used: q("8"), Reserved: q("4"), Left: q("4")}},
+		{Name: "w2", Verdict: VerdictBlockedByCapacity, Capacity: &CapacityCheck{GPUs: 8, GPUsPerPod: 4, ReportsGPUs: true,
+			Products: []GPURoom{{Product: "H100", Free: 2, Allocatable: 32, LargestFreeOnNode: 2}}}},
+	}
+	quantities := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+	if diff := cmp.Diff(want, got.Clusters, quantities); diff != "" {
+		t.Errorf("clusters (-want +got):\n%s", diff)
+	}
+	if got.APIVersion != ExplanationAPIVersion || got.Kind != ExplanationKind || got.State.State != StatePending ||
+		got.State.Reason != gantry.ReasonWaitingForCapacity || *got.State.Position != (Position{GlobalQueue: "gpus", Index: 2, Of: 5}) ||
+		got.Queue.GlobalQueue != "gpus" || !*got.Queue.Exists || !*got.Queue.GlobalQueueExists {
+		t.Errorf("header or state: %+v %+v %+v", got, got.State, got.Queue)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,25 +17,17 @@ import (
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
-// jobStatusLines tell what the hub mirrored back of its job from the cluster it runs on: how far it
-// got, as its kind reads its status, with the kind's own counts, then the conditions that hold.
-func jobStatusLines(f Facts) []string {
-	if f.Job == nil {
+// jobProgress is what the hub mirrored back of its job from the cluster it runs on: how far it got, as
+// its kind reads its status, with the kind's own counts, and the conditions that hold; nil without a job.
+func jobProgress(job client.Object) *JobProgress {
+	if job == nil {
 		return nil
 	}
-	k, ok := jobkind.ForObject(f.Job)
+	k, ok := jobkind.ForObject(job)
 	if !ok {
 		return nil
 	}
-	line := fmt.Sprintf("  %s: %s", k.Name(), progress(k.State(f.Job)))
-	if detail := statusDetail(f.Job); detail != "" {
-		line += "; " + detail
-	}
-	lines := []string{line}
-	for _, c := range trueConditions(f.Job) {
-		lines = append(lines, fmt.Sprintf("  %s %s %s ago: %s", k.Name(), c.Type, since(f.Now, c.Time), strings.TrimSpace(c.Reason+" "+c.Message)))
-	}
-	return lines
+	return &JobProgress{Progress: progress(k.State(job)), Detail: statusDetail(job), Conditions: trueConditions(job)}
 }
 
 // progress says how far a job got. Its suspension is left out: the hub's object is held by Gantry (for
@@ -43,13 +36,13 @@ func jobStatusLines(f Facts) []string {
 func progress(st jobkind.State) string {
 	switch {
 	case st.Finished && st.Succeeded:
-		return "succeeded"
+		return ProgressSucceeded
 	case st.Finished:
-		return "failed"
+		return ProgressFailed
 	case st.Started:
-		return "running"
+		return ProgressRunning
 	}
-	return "not started"
+	return ProgressNotStarted
 }
 
 // statusDetail is what a kind's status counts, for the kinds that count: empty for the others.
@@ -92,22 +85,16 @@ func dashIfEmpty(s string) string {
 	return s
 }
 
-// heldCondition is a condition of a job's status that is True.
-type heldCondition struct {
-	Type, Reason, Message string
-	Time                  time.Time
-}
-
 // trueConditions are the True conditions of obj's status.conditions, in their order. Every kind's
 // conditions have the fields of Kubernetes' API conventions (batch Job's included), so they are read
 // the same way for all.
-func trueConditions(obj client.Object) []heldCondition {
+func trueConditions(obj client.Object) []JobCondition {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil
 	}
 	list, _, _ := unstructured.NestedSlice(u, "status", "conditions")
-	var out []heldCondition
+	var out []JobCondition
 	for _, item := range list {
 		c, ok := item.(map[string]any)
 		if !ok || c["status"] != "True" {
@@ -115,7 +102,7 @@ func trueConditions(obj client.Object) []heldCondition {
 		}
 		str := func(key string) string { s, _ := c[key].(string); return s }
 		t, _ := time.Parse(time.RFC3339, str("lastTransitionTime"))
-		out = append(out, heldCondition{Type: str("type"), Reason: str("reason"), Message: str("message"), Time: t})
+		out = append(out, JobCondition{Type: str("type"), Reason: str("reason"), Message: str("message"), Time: metav1.NewTime(t)})
 	}
 	return out
 }

@@ -13,6 +13,8 @@ import (
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	ray "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // What the hub mirrored back of a job, of each kind: how far it got as its kind reads it, the kind's
@@ -65,7 +67,9 @@ func TestJobStatusLines(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := jobStatusLines(Facts{Job: tc.job, Now: t0.Add(time.Hour)})
+			k, _ := jobkind.ForObject(tc.job)
+			e := Explanation{Job: JobIdentity{Kind: string(k.Name())}, JobStatus: jobProgress(tc.job)}
+			got := e.jobStatusLines(t0.Add(time.Hour))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -86,9 +86,10 @@ func reasonOf(c *metav1.Condition) string {
 
 // Position is where a pending workload stands in its GlobalQueue.
 type Position struct {
-	GlobalQueue string
+	GlobalQueue string `json:"globalQueue"`
 	// Index counts from 1; Of is how many pending workloads the queue holds.
-	Index, Of int
+	Index int `json:"index"`
+	Of    int `json:"of"`
 }
 
 func (p Position) String() string {
