@@ -23,6 +23,8 @@ type QueueIndex struct {
 	// has none or an invalid one).
 	Selects    map[string]labels.Selector
 	Namespaces map[string]labels.Set
+	// Held holds the GlobalQueues that are held, true for those also drained (spec.drainWhileHeld).
+	Held map[string]bool
 }
 
 // Resolve returns the GlobalQueue the Queue names, and why its workloads cannot be dispatched under it
@@ -40,6 +42,14 @@ func (x *QueueIndex) Resolve(q QueueRef) (string, *QueueProblem) {
 	case !sel.Matches(x.Namespaces[q.Namespace]):
 		return gq, &QueueProblem{gantry.ReasonNamespaceNotSelected,
 			fmt.Sprintf("namespace %s is not selected by the namespaceSelector of GlobalQueue %q", q.Namespace, gq)}
+	}
+	if drained, held := x.Held[gq]; held {
+		if drained {
+			return gq, &QueueProblem{gantry.ReasonQueueDrained,
+				fmt.Sprintf("GlobalQueue %q is held and drained: what waits in it is finished, and its job marked Failed", gq)}
+		}
+		return gq, &QueueProblem{gantry.ReasonQueueHeld,
+			fmt.Sprintf("GlobalQueue %q is held (spec.held): nothing of it is dispatched until it is no longer held", gq)}
 	}
 	return gq, nil
 }

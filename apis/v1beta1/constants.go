@@ -106,6 +106,12 @@ const (
 	ReasonQueueNotFound        = "QueueNotFound"
 	ReasonGlobalQueueNotFound  = "GlobalQueueNotFound"
 	ReasonNamespaceNotSelected = "NamespaceNotSelected"
+	// ReasonQueueHeld: the Workload's GlobalQueue is held (spec.held): nothing of it is dispatched, and
+	// copies sent before are withdrawn, until it is no longer held.
+	ReasonQueueHeld = "QueueHeld"
+	// ReasonQueueDrained: the Workload's GlobalQueue is held and drained (spec.drainWhileHeld): a
+	// Workload without a cluster is finished, and its hub job marked Failed.
+	ReasonQueueDrained = "QueueDrained"
 	ReasonWaitingForQuota      = "WaitingForQuota"
 	ReasonWaitingForCapacity   = "WaitingForCapacity"
 	ReasonNoClusterAvailable   = "NoClusterAvailable"

@@ -19,6 +19,7 @@ const (
 // GlobalQueueSpec holds a queue's clusters and quota.
 // +kubebuilder:validation:XValidation:rule="self.clusters.all(c, self.clusters.exists_one(d, d.name == c.name))",message="each cluster may be listed only once"
 // +kubebuilder:validation:XValidation:rule="has(self.cohort) || self.clusters.all(c, !has(c.borrowingLimit) && !has(c.lendingLimit))",message="borrowingLimit and lendingLimit need a cohort"
+// +kubebuilder:validation:XValidation:rule="!has(self.drainWhileHeld) || !self.drainWhileHeld || (has(self.held) && self.held)",message="drainWhileHeld needs held"
 // +kubebuilder:validation:XValidation:rule="has(self.cohort) || !has(self.preemption) || ((!has(self.preemption.reclaimWithinCohort) || self.preemption.reclaimWithinCohort == 'Never') && (!has(self.preemption.fairSharing) || self.preemption.fairSharing == 'Never'))",message="preemption.reclaimWithinCohort and preemption.fairSharing need a cohort"
 type GlobalQueueSpec struct {
 	// NamespaceSelector selects the namespaces whose Queues may point at this GlobalQueue. An empty selector
@@ -69,6 +70,18 @@ type GlobalQueueSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Preemption PreemptionPolicy `json:"preemption,omitempty"`
+
+	// Held stops the queue from dispatching, for maintenance or before it is removed: nothing of it is
+	// sent to a cluster, and copies sent but not admitted yet are withdrawn; its workloads wait (Pending,
+	// reason QueueHeld) and what runs goes on, keeping its quota. Unset or false: it dispatches.
+	// +optional
+	Held bool `json:"held,omitempty"`
+
+	// DrainWhileHeld also finishes what waits in the held queue, and what is submitted to it while it is
+	// held: each Workload without a cluster ends (Finished, reason QueueDrained) and its job is marked
+	// Failed, so that its owner can submit it elsewhere. What runs goes on. Needs held.
+	// +optional
+	DrainWhileHeld bool `json:"drainWhileHeld,omitempty"`
 }
 
 // PreemptionPolicy says which workloads a queue's pending workload may preempt: on one cluster, the
@@ -269,6 +282,7 @@ type GlobalQueueStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=gq
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.queueingStrategy`
+// +kubebuilder:printcolumn:name="Held",type=boolean,JSONPath=`.spec.held`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingWorkloads`
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedWorkloads`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

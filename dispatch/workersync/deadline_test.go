@@ -82,3 +82,49 @@ func TestDecideAdmissionDeadline(t *testing.T) {
 		})
 	}
 }
+
+// A Workload without a winner whose GlobalQueue is held and drained is finished as QueueDrained and
+// its copies withdrawn; once that is written, its hub job is marked Failed. One with a winner runs on.
+func TestDecideDrainedQueue(t *testing.T) {
+	waiting := func() *hubtest.WorkloadWrapper {
+		return workload().Nominated("", 2, "w1", "w2").Pending(gantry.ReasonQueueDrained, "set by the test").Created(now.Add(-time.Minute))
+	}
+	cases := map[string]struct {
+		wl   *gantry.Workload
+		want outcome
+	}{
+		"waiting: finished as QueueDrained, copies withdrawn": {
+			wl: waiting().Obj(),
+			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2", "Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
+				Changed: []string{"Finished=True/" + gantry.ReasonQueueDrained}, Events: []string{"Warning " + EventFinished}},
+		},
+		"admitted before the drain: it runs on": {
+			wl:   waiting().AdmittedOn("w1").JobCreated().Obj(),
+			want: outcome{Worker: []string{"Delete w2 Copy ns/job-train uid=wl-uid epoch=2"}, HubJob: "mirrored"},
+		},
+		"finished as QueueDrained: the hub job is marked Failed": {
+			wl: waiting().Condition(gantry.WorkloadFinished, metav1.ConditionTrue, gantry.ReasonQueueDrained, "set by the test").Obj(),
+			want: outcome{Worker: []string{"Delete w1 Copy ns/job-train uid=wl-uid epoch=2", "Delete w2 Copy ns/job-train uid=wl-uid epoch=2"},
+				HubJob: "Failed/" + gantry.ReasonQueueDrained},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := view(tc.wl, hubJob(), up("w1").with(copyOf(uid, 2), nil), up("w2").with(copyOf(uid, 2), nil))
+			if tc.wl.Status.ClusterName == "w1" {
+				v.Clusters["w1"] = up("w1").with(copyOf(uid, 2), running(remoteJob(uid, 2)))
+			}
+			v.DrainedBy = "closing"
+			p := Decide(v)
+			if diff := cmp.Diff(tc.want, summarize(v, p)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if len(tc.want.Changed) == 0 {
+				return
+			}
+			if c := apimeta.FindStatusCondition(p.Status.Conditions, gantry.WorkloadFinished); c == nil || !strings.Contains(c.Message, "GlobalQueue closing was held and drained") {
+				t.Errorf("finished: %+v", c)
+			}
+		})
+	}
+}

@@ -42,7 +42,7 @@ func Decide(v View) Plan {
 		finished := apimeta.FindStatusCondition(d.wl.Status.Conditions, gantry.WorkloadFinished)
 		d.failHubJob(finished.Reason, finished.Message) // where the Workload's end was written first
 		d.withdrawFromLosers()                          // without a winner: from every cluster
-	case d.wl.Status.Winner() == "" && d.endIfPastAdmissionDeadline():
+	case d.wl.Status.Winner() == "" && (d.endIfDrained() || d.endIfPastAdmissionDeadline()):
 		d.withdrawFromLosers()
 	case d.wl.Status.Winner() == "":
 		d.syncCopies()
@@ -220,6 +220,17 @@ func (d *decider) endIfPastAdmissionDeadline() bool {
 	// The end is written before the hub job is failed (in the next pass): should the dispatcher record
 	// a winner meanwhile, this write is refused and the job runs, its hub job untouched.
 	d.end(gantry.ReasonInadmissible, msg)
+	return true
+}
+
+// endIfDrained finishes a Workload without a winner whose GlobalQueue is held and drained. As at the
+// admission deadline, the end is written before the hub job is failed (in the next pass): should the
+// dispatcher record a winner meanwhile, this write is refused and the job runs.
+func (d *decider) endIfDrained() bool {
+	if d.v.DrainedBy == "" {
+		return false
+	}
+	d.end(gantry.ReasonQueueDrained, fmt.Sprintf("its GlobalQueue %s was held and drained before a cluster admitted it; it did not run", d.v.DrainedBy))
 	return true
 }
 

@@ -21,7 +21,8 @@ import (
 // objects in the view; the plan writes only the status fields the Workload controller owns
 // (hubtest.WorkloadControllerFields); a TrainJob is suspended only on its way out, pods first, in the same plan; a job
 // of another UID under the hub job's name is never written to nor built from, nor a job whose spec
-// moved on since its Workload was built; the view is never modified.
+// moved on since its Workload was built; a Workload with a winner is never ended for its queue's
+// drain or its admission deadline; the view is never modified.
 func FuzzDecideNeverRunsTwice(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	f.Add([]byte{255, 128, 7, 3, 1, 0, 200, 99, 42, 17, 5, 250, 33, 64})
@@ -107,6 +108,9 @@ func checkPlan(t *testing.T, v View, p Plan) {
 		reason := apimeta.FindStatusCondition(p.Status.Conditions, gantry.WorkloadFinished).Reason
 		if reason == gantry.ReasonRemoteJobLost && p.ConfirmGone != st.ClusterName {
 			t.Fatalf("finished as lost without a live check")
+		}
+		if (reason == gantry.ReasonQueueDrained || reason == gantry.ReasonInadmissible) && winner != "" {
+			t.Fatalf("finished as %s while %s is its winner: its job may run there", reason, winner)
 		}
 	}
 }
@@ -200,6 +204,9 @@ func randomView(b *byteSource) View {
 	}
 	if st := &v.Workload.Status; st.ClusterName != "" && b.next(4) == 0 { // taken back; the dispatcher has not cleared it yet
 		st.Evictions = append(st.Evictions, gantry.Eviction{Cluster: st.ClusterName, Epoch: st.DispatchEpoch, Reason: gantry.ReasonPlacementTimeout, Time: metav1.NewTime(now.Add(-time.Second))})
+	}
+	if b.next(4) == 0 { // drawn last: its GlobalQueue held and drained
+		v.DrainedBy = "closing"
 	}
 	return v
 }

@@ -45,6 +45,9 @@ type View struct {
 	// AdmissionDeadline is how long the Workload may wait for a winner (its job's own, else its
 	// GlobalQueue's); 0 for as long as it takes.
 	AdmissionDeadline time.Duration
+	// DrainedBy names the Workload's GlobalQueue when that is held and drained (spec.drainWhileHeld):
+	// a Workload without a winner is finished. Empty otherwise.
+	DrainedBy string
 }
 
 // Cluster is what the hub knows of one worker cluster for the Workload.

@@ -185,6 +185,13 @@ func parentCycle(name string, parentOf map[string]string) []string {
 }
 
 func activeCondition(gq *gantry.GlobalQueue, snap *dispatch.Snapshot) metav1.Condition {
+	if gq.Spec.Held {
+		msg := "held (spec.held): nothing of it is dispatched; what runs goes on"
+		if gq.Spec.DrainWhileHeld {
+			msg = "held and drained (spec.drainWhileHeld): what waits in it is finished; what runs goes on"
+		}
+		return metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionFalse, Reason: gantry.ReasonQueueHeld, Message: msg}
+	}
 	for _, c := range gq.Spec.Clusters {
 		if _, ok := snap.Clusters[c.Name]; !ok {
 			return metav1.Condition{Type: gantry.QueueActive, Status: metav1.ConditionFalse, Reason: gantry.ReasonUnknownCluster,

@@ -136,18 +136,21 @@ var connectedChanged = predicate.Funcs{
 }
 
 // concernsWorkers says whether the Workload, as it is, may need anything done on the workers or for its
-// hub job: a Workload that waits with no cluster named, is not being deleted, has not finished and has
-// no admission deadline to keep may have only strays of earlier epochs or Workloads on workers, whose
-// own events bring it here. The dispatcher rewrites such Workloads' waiting verdicts, and a hub that
+// hub job: a Workload that waits with no cluster named, is not being deleted, has not finished, has no
+// admission deadline to keep and is in no drained queue may have only strays of earlier epochs or
+// Workloads on workers, whose own events bring it here. The dispatcher rewrites such Workloads' waiting verdicts, and a hub that
 // starts lists every one of a deep queue: neither asks for a reconcile.
 func (r *Reconciler) concernsWorkers(obj client.Object) bool {
 	wl, ok := obj.(*gantry.Workload)
 	if !ok {
 		return true
 	}
-	return wl.DeletionTimestamp != nil || wl.Status.ClusterName != "" || len(wl.Status.NominatedClusters) > 0 ||
-		apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) ||
-		r.admissionDeadline(context.Background(), wl) > 0
+	if wl.DeletionTimestamp != nil || wl.Status.ClusterName != "" || len(wl.Status.NominatedClusters) > 0 ||
+		apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
+		return true
+	}
+	t := r.queueTerms(context.Background(), wl)
+	return t.deadline > 0 || t.drainedBy != ""
 }
 
 // SetupWithManager registers the controller.
@@ -225,7 +228,9 @@ func (r *Reconciler) view(ctx context.Context, wl *gantry.Workload) (workersync.
 	v := workersync.View{Now: r.Clock.Now(), Workload: wl, Clusters: map[string]workersync.Cluster{},
 		FinalizerRemoved: r.expected.IsPending(finalizedKey(wl))}
 	if wl.Status.Winner() == "" && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished) {
-		v.AdmissionDeadline = r.admissionDeadline(ctx, wl) // only a Workload still waiting has one to keep
+		// Only a Workload still waiting has a deadline to keep, or is drained.
+		t := r.queueTerms(ctx, wl)
+		v.AdmissionDeadline, v.DrainedBy = t.deadline, t.drainedBy
 	}
 	if name := workersync.JobNameOf(wl); name != "" {
 		hubJob := jobkind.Of(wl).New()
@@ -345,23 +350,37 @@ func (r *Reconciler) clusterView(ctx context.Context, name string, wl *gantry.Wo
 	return c, nil
 }
 
-// admissionDeadline is how long the Workload may wait for a winner: its job's own, else that of the
-// GlobalQueue its Queue points at now; 0 when neither sets one, or while the queue cannot be read (the
-// dispatcher says why such a Workload waits).
-func (r *Reconciler) admissionDeadline(ctx context.Context, wl *gantry.Workload) time.Duration {
+// queueTerms are what the GlobalQueue its Queue points at now asks of a waiting Workload.
+type queueTerms struct {
+	// deadline is how long it may wait for a winner: its job's own, else its GlobalQueue's; 0 for none.
+	deadline time.Duration
+	// drainedBy names its GlobalQueue when that is held and drained (spec.drainWhileHeld).
+	drainedBy string
+}
+
+// queueTerms reads the Workload's terms; none while its queue cannot be read (the dispatcher says why
+// such a Workload waits).
+func (r *Reconciler) queueTerms(ctx context.Context, wl *gantry.Workload) queueTerms {
+	var t queueTerms
 	if d := wl.Spec.AdmissionDeadline; d != nil {
-		return d.Duration
+		t.deadline = d.Duration
 	}
-	// Read in place, not copied: one field of each is all this needs.
+	// Read in place, not copied: a few fields of each are all this needs.
 	var q gantry.Queue
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &q, client.UnsafeDisableDeepCopy); err != nil {
-		return 0
+		return t
 	}
 	var gq gantry.GlobalQueue
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: q.Spec.GlobalQueue}, &gq, client.UnsafeDisableDeepCopy); err != nil || gq.Spec.AdmissionDeadline == nil {
-		return 0
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: q.Spec.GlobalQueue}, &gq, client.UnsafeDisableDeepCopy); err != nil {
+		return t
 	}
-	return gq.Spec.AdmissionDeadline.Duration
+	if t.deadline == 0 && gq.Spec.AdmissionDeadline != nil {
+		t.deadline = gq.Spec.AdmissionDeadline.Duration
+	}
+	if gq.Spec.Held && gq.Spec.DrainWhileHeld {
+		t.drainedBy = gq.Name
+	}
+	return t
 }
 
 // readRegistration fills in what the WorkerCluster says: whether the operator fenced it, and since when

@@ -440,7 +440,8 @@ func TestAnOrphanIsDeletedOnce(t *testing.T) {
 }
 
 // Only Workloads that may need something done on the workers or for their hub job are reconciled on
-// their own events; a waiting one with nothing named is not, but for an admission deadline to keep.
+// their own events; a waiting one with nothing named is not, but for an admission deadline to keep or
+// a drained queue.
 func TestWhichWorkloadsConcernTheWorkers(t *testing.T) {
 	waiting := func(edit func(*gantry.Workload)) *gantry.Workload {
 		wl, _ := hubObjects("")
@@ -453,6 +454,8 @@ func TestWhichWorkloadsConcernTheWorkers(t *testing.T) {
 	q := hubtest.MakeQueue("q", "ns").GlobalQueue("gq").Obj()
 	gq := hubtest.MakeGlobalQueue("gq").Obj()
 	deadlineGQ := hubtest.MakeGlobalQueue("gq").AdmissionDeadline(time.Hour).Obj()
+	heldGQ := hubtest.MakeGlobalQueue("gq").Held(false).Obj()
+	drainedGQ := hubtest.MakeGlobalQueue("gq").Held(true).Obj()
 	cases := map[string]struct {
 		wl     *gantry.Workload
 		global *gantry.GlobalQueue
@@ -468,6 +471,8 @@ func TestWhichWorkloadsConcernTheWorkers(t *testing.T) {
 		}), global: gq, want: true},
 		"its own admission deadline":     {wl: waiting(func(w *gantry.Workload) { w.Spec.AdmissionDeadline = &metav1.Duration{Duration: time.Hour} }), global: gq, want: true},
 		"its queue's admission deadline": {wl: waiting(nil), global: deadlineGQ, want: true},
+		"its queue held":                 {wl: waiting(nil), global: heldGQ},
+		"its queue held and drained":     {wl: waiting(nil), global: drainedGQ, want: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -459,6 +459,12 @@ func (w *GlobalQueueWrapper) PreferredClusters(clusters ...string) *GlobalQueueW
 }
 
 // AdmissionDeadline sets how long a workload may wait for a cluster.
+// Held holds the queue (spec.held), drained too when drain is set (spec.drainWhileHeld).
+func (w *GlobalQueueWrapper) Held(drain bool) *GlobalQueueWrapper {
+	w.Spec.Held, w.Spec.DrainWhileHeld = true, drain
+	return w
+}
+
 func (w *GlobalQueueWrapper) AdmissionDeadline(d time.Duration) *GlobalQueueWrapper {
 	w.Spec.AdmissionDeadline = &metav1.Duration{Duration: d}
 	return w

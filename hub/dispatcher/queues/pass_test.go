@@ -47,8 +47,12 @@ func fullPass(r Read, wls ...*gantry.Workload) *Pass {
 
 func TestBuildSnapshotResolvesQueues(t *testing.T) {
 	r := Read{
-		GlobalQueues: []gantry.GlobalQueue{*hubtest.MakeGlobalQueue("gq").Select("team", "a").Cluster("w1", gantry.GPUResource, "8").Obj()},
+		GlobalQueues: []gantry.GlobalQueue{*hubtest.MakeGlobalQueue("gq").Select("team", "a").Cluster("w1", gantry.GPUResource, "8").Obj(),
+			*hubtest.MakeGlobalQueue("paused").SelectAll().Cluster("w1", gantry.GPUResource, "8").Held(false).Obj(),
+			*hubtest.MakeGlobalQueue("closing").SelectAll().Cluster("w1", gantry.GPUResource, "8").Held(true).Obj()},
 		Queues: []gantry.Queue{
+			*hubtest.MakeQueue("paused", "team-a").GlobalQueue("paused").Obj(),
+			*hubtest.MakeQueue("closing", "team-a").GlobalQueue("closing").Obj(),
 			*hubtest.MakeQueue("q", "team-a").GlobalQueue("gq").Obj(),
 			*hubtest.MakeQueue("q", "team-b").GlobalQueue("gq").Obj(),
 			*hubtest.MakeQueue("dangling", "team-a").GlobalQueue("gone").Obj(),
@@ -57,7 +61,8 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 		Namespaces: []corev1.Namespace{namespace("team-a", map[string]string{"team": "a"}), namespace("team-b", map[string]string{"team": "b"})},
 	}
 	snap := fullPass(r, hubWorkload("team-a", "ok", "q").Obj(), hubWorkload("team-a", "no-queue", "missing").Obj(),
-		hubWorkload("team-a", "no-global", "dangling").Obj(), hubWorkload("team-b", "not-selected", "q").Obj()).Snapshot()
+		hubWorkload("team-a", "no-global", "dangling").Obj(), hubWorkload("team-b", "not-selected", "q").Obj(),
+		hubWorkload("team-a", "held", "paused").Obj(), hubWorkload("team-a", "drained", "closing").Obj()).Snapshot()
 	if q := snap.Queues["gq"]; q == nil || q.MaxCandidates != gantry.DefaultMaxCandidates || q.Quota["w1"][gantry.GPUResource] != 8000 {
 		t.Errorf("queue %+v", q)
 	}
@@ -74,6 +79,8 @@ func TestBuildSnapshotResolvesQueues(t *testing.T) {
 		"team-a/no-queue":     gantry.ReasonQueueNotFound + `: Queue "missing" not found in namespace team-a`,
 		"team-a/no-global":    gantry.ReasonGlobalQueueNotFound + `: GlobalQueue "gone" of Queue "dangling" not found`,
 		"team-b/not-selected": gantry.ReasonNamespaceNotSelected + `: namespace team-b is not selected by the namespaceSelector of GlobalQueue "gq"`,
+		"team-a/held":         gantry.ReasonQueueHeld + `: GlobalQueue "paused" is held (spec.held): nothing of it is dispatched until it is no longer held`,
+		"team-a/drained":      gantry.ReasonQueueDrained + `: GlobalQueue "closing" is held and drained: what waits in it is finished, and its job marked Failed`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("blocked (-want +got):\n%s", diff)

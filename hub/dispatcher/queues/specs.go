@@ -133,6 +133,12 @@ func newResolver(read *Read, namespaces map[string]labels.Set, queues map[string
 	for i := range read.GlobalQueues {
 		gq := &read.GlobalQueues[i]
 		queues[gq.Name], r.index.Selects[gq.Name] = globalQueueOf(gq)
+		if gq.Spec.Held {
+			if r.index.Held == nil {
+				r.index.Held = map[string]bool{}
+			}
+			r.index.Held[gq.Name] = gq.Spec.DrainWhileHeld
+		}
 	}
 	for _, q := range read.Queues {
 		r.index.GlobalQueueOf[dispatch.QueueRef{Namespace: q.Namespace, Name: q.Name}] = q.Spec.GlobalQueue
