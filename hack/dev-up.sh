@@ -644,6 +644,8 @@ done
 log "hub access to workers configured"
 
 # --- 9. Gantry processes -----------------------------------------------------
+# Their metrics are served over plain HTTP on loopback (--metrics-secure=false), for the tests and
+# benchmarks that read them; installed from the chart they are served over HTTPS to authorized callers.
 if ((!GANTRY)); then
   print_summary
   echo "(--no-gantry: gantry-hub and gantry-agent are not running)"
@@ -656,12 +658,12 @@ pprof() { if [[ -n "${GANTRY_PPROF:-}" ]]; then echo --pprof-bind-address "127.0
 ENDPOINT_ADDR="127.0.0.1:$((PORT_BASE + 9))"
 # shellcheck disable=SC2046,SC2086 # pprof and GANTRY_HUB_FLAGS split into words
 start_process gantry-hub "${PORT_BASE}" "$((PORT_BASE + 1))" \
-  "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system \
+  "${ROOT}/bin/gantry-hub" --kubeconfig "${DEV}/hub.kubeconfig" --namespace gantry-system --metrics-secure=false \
   --allow-loopback-workers --endpoint-bind-address "${ENDPOINT_ADDR}" --endpoint-page $(pprof 0) ${GANTRY_HUB_FLAGS:-}
 for n in "${WORKERS[@]}"; do
   # shellcheck disable=SC2046,SC2086 # pprof and GANTRY_AGENT_FLAGS split into words
   start_process "gantry-agent-${n}" "$((PORT_BASE + 2 * n))" "$((PORT_BASE + 2 * n + 1))" \
-    "${ROOT}/bin/gantry-agent" --kubeconfig "${DEV}/worker-${n}.kubeconfig" \
+    "${ROOT}/bin/gantry-agent" --kubeconfig "${DEV}/worker-${n}.kubeconfig" --metrics-secure=false \
     --cluster-name "worker-${n}" --namespace gantry-system $(pprof "${n}") ${GANTRY_AGENT_FLAGS:-}
 done
 for name in gantry-hub gantry-agent-1 gantry-agent-2; do

@@ -21,16 +21,17 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/kueue"
 	"github.com/gantry-dev/gantry/internal/leadership"
 	"github.com/gantry-dev/gantry/internal/memlimit"
+	"github.com/gantry-dev/gantry/internal/metricsendpoint"
 	"github.com/gantry-dev/gantry/internal/version"
 	"github.com/gantry-dev/gantry/jobkind"
 )
@@ -43,6 +44,8 @@ type options struct {
 	namespace    string
 	clusterName  string
 	metricsAddr  string
+	metricsSec   bool
+	metricsCerts string
 	probeAddr    string
 	pprofAddr    string
 	leaderElect  bool
@@ -68,6 +71,9 @@ func parseFlags(args []string) (*options, error) {
 		"Name of this cluster as registered on the hub (its WorkerCluster). Names the CapacityReport. Required.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
 		`Address the Prometheus metrics endpoint binds to; "0" disables it.`)
+	fs.BoolVar(&o.metricsSec, "metrics-secure", true, metricsendpoint.SecureUsage)
+	fs.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
+		"Directory of the metrics endpoint's certificate (tls.crt, tls.key); empty for a self-signed one.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		"Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
@@ -135,6 +141,7 @@ func run(o *options) error {
 	klog.SetLogger(logger)
 	setupLog := logger.WithName("setup")
 	memlimit.Setup(setupLog)
+	crmetrics.Registry.MustRegister(version.BuildInfo("gantry-agent"))
 
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -166,7 +173,7 @@ func run(o *options) error {
 	mgr, err := manager.New(cfg, election.Apply(manager.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(o.clusterName),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                metricsendpoint.Options(o.metricsAddr, o.metricsSec, o.metricsCerts),
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 	}))

@@ -22,6 +22,7 @@ import (
 	ocm "open-cluster-management.io/api/cluster/v1beta1"
 	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -37,6 +38,7 @@ import (
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/internal/leadership"
 	"github.com/gantry-dev/gantry/internal/memlimit"
+	"github.com/gantry-dev/gantry/internal/metricsendpoint"
 	"github.com/gantry-dev/gantry/internal/version"
 	"github.com/gantry-dev/gantry/jobkind"
 )
@@ -46,6 +48,8 @@ func main() {
 		kubeconfig     string
 		namespace      string
 		metricsAddr    string
+		metricsSecure  bool
+		metricsCertDir string
 		probeAddr      string
 		pprofAddr      string
 		leaderElect    bool
@@ -66,6 +70,8 @@ func main() {
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the hub cluster; in-cluster configuration when empty.")
 	fs.StringVar(&namespace, "namespace", "gantry-system", "Namespace of the workers' kubeconfig Secrets and of the leader election lease.")
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
+	fs.BoolVar(&metricsSecure, "metrics-secure", true, metricsendpoint.SecureUsage)
+	fs.StringVar(&metricsCertDir, "metrics-cert-dir", "", "Directory of the metrics endpoint's certificate (tls.crt, tls.key); empty for a self-signed one.")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
 	fs.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader with a Lease in --namespace, so that only one hub replica dispatches and writes to workers at a time.")
@@ -103,9 +109,10 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	memlimit.Setup(log)
+	crmetrics.Registry.MustRegister(version.BuildInfo("gantry-hub"))
 
 	hubVersion, _ := version.Get()
-	if err := run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr, leaderElect, election, qps, burst, endpointOpts,
+	if err := run(kubeconfig, namespace, metricsendpoint.Options(metricsAddr, metricsSecure, metricsCertDir), probeAddr, pprofAddr, leaderElect, election, qps, burst, endpointOpts,
 		hub.Options{
 			Namespace:       namespace,
 			Version:         hubVersion,
@@ -120,7 +127,7 @@ func main() {
 	}
 }
 
-func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leaderElect bool, timing leadership.Timing,
+func run(kubeconfig, namespace string, metricsOpts metricsserver.Options, probeAddr, pprofAddr string, leaderElect bool, timing leadership.Timing,
 	qps float64, burst int, endpointOpts endpoint.Options, opts hub.Options) error {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
@@ -155,7 +162,7 @@ func run(kubeconfig, namespace, metricsAddr, probeAddr, pprofAddr string, leader
 	}
 	mgr, err := ctrl.NewManager(cfg, election.Apply(ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metricsOpts,
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		Cache: cache.Options{

@@ -22,19 +22,20 @@ const header = "# Rendered from deploy/charts/gantry by make manifests: edit the
 // bases maps a template directory of the chart to the kustomize base rendered from it. The agent's
 // ConfigMap, which names the cluster, and the optional monitoring objects are left to the chart.
 var bases = map[string]string{
-	"templates/namespace.yaml": "namespace",
-	"templates/hub":            "hub",
-	"templates/agent":          "agent",
-	"templates/worker":         "worker",
+	"templates/namespace.yaml":      "namespace",
+	"templates/metrics-reader.yaml": "metrics",
+	"templates/hub":                 "hub",
+	"templates/agent":               "agent",
+	"templates/worker":              "worker",
 }
 
 var skipped = map[string]bool{"templates/agent/config.yaml": true}
 
 // overlays are what a cluster applies with kubectl apply --server-side -k deploy/overlays/<name>.
 var overlays = map[string][]string{
-	"hub":    {"../../namespace", "../../crd", "../../hub"},
-	"worker": {"../../namespace", "../../crd", "../../agent", "../../worker"},
-	"both":   {"../../namespace", "../../crd", "../../hub", "../../agent", "../../worker"},
+	"hub":    {"../../namespace", "../../crd", "../../metrics", "../../hub"},
+	"worker": {"../../namespace", "../../crd", "../../metrics", "../../agent", "../../worker"},
+	"both":   {"../../namespace", "../../crd", "../../metrics", "../../hub", "../../agent", "../../worker"},
 }
 
 // renderValues turn on everything the bases hold; clusterName only satisfies the chart, its ConfigMap

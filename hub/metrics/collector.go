@@ -35,7 +35,7 @@ var (
 	States         = []string{StatePending, StateAdmitted, StateFinished}
 	PendingReasons = []string{ReasonNew, gantry.ReasonWaitingForQuota, gantry.ReasonWaitingForCapacity, gantry.ReasonNoClusterAvailable,
 		gantry.ReasonNoClusterCanHold, gantry.ReasonWaitingForAdmission, gantry.ReasonQueueNotFound, gantry.ReasonGlobalQueueNotFound,
-		gantry.ReasonNamespaceNotSelected, gantry.ReasonEvicted, gantry.ReasonPreempting}
+		gantry.ReasonNamespaceNotSelected, gantry.ReasonQueueHeld, gantry.ReasonQueueDrained, gantry.ReasonEvicted, gantry.ReasonPreempting}
 	ConnectionReasons = []string{gantry.ReasonConnected, gantry.ReasonSecretNotFound, gantry.ReasonInvalidKubeconfig,
 		gantry.ReasonInsecureKubeconfig, gantry.ReasonUnreachable, gantry.ReasonMissingAPI, gantry.ReasonUnauthorized,
 		gantry.ReasonDuplicateCluster, ReasonUnknown}

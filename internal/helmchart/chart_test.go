@@ -147,7 +147,9 @@ func TestRolesRenderTheirParts(t *testing.T) {
 		"RoleBinding gantry-system/gantry-hub-remote", "Service gantry-system/gantry-agent-metrics",
 		"ServiceAccount gantry-system/gantry-agent", "ServiceAccount gantry-system/gantry-hub-remote",
 		"MutatingAdmissionPolicy /gantry-pod-group", "MutatingAdmissionPolicyBinding /gantry-pod-group"}
-	want := map[string][]string{"hub": hub, "agent": agent, "both": append(slices.Clone(hub), agent...)}
+	// What scrapes the metrics of either program is bound to the one reader role.
+	hub, agent = append(hub, "ClusterRole /gantry-metrics-reader"), append(agent, "ClusterRole /gantry-metrics-reader")
+	want := map[string][]string{"hub": hub, "agent": agent, "both": append(slices.Clone(hub), agent[:len(agent)-1]...)}
 	for role, values := range roleValues {
 		got := keys(render(t, values))
 		w := slices.Clone(want[role])

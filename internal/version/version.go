@@ -5,8 +5,11 @@ package version
 import (
 	"fmt"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Version and Commit are set at link time:
@@ -77,4 +80,15 @@ func SkewOf(hub, agent string) Skew {
 		return SkewUnsupported
 	}
 	return SkewSupported
+}
+
+// BuildInfo is the metric gantry_build_info of the program: 1, labelled with the program, its version,
+// commit and Go version, so that a fleet's dashboards show what runs where during an upgrade.
+func BuildInfo(program string) prometheus.Collector {
+	v, c := Get()
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "gantry_build_info",
+		Help:        "1, labelled with the program's version, commit and Go version.",
+		ConstLabels: prometheus.Labels{"program": program, "version": v, "commit": c, "goversion": runtime.Version()},
+	}, func() float64 { return 1 })
 }

@@ -3,6 +3,8 @@ package version
 import (
 	"runtime/debug"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestFromBuildInfo(t *testing.T) {
@@ -61,5 +63,21 @@ func TestSkewOf(t *testing.T) {
 		if got := SkewOf(c.hub, c.agent); got != c.want {
 			t.Errorf("SkewOf(%q, %q) = %v, want %v", c.hub, c.agent, got, c.want)
 		}
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(BuildInfo("gantry-hub"))
+	got, err := reg.Gather()
+	if err != nil || len(got) != 1 || got[0].GetName() != "gantry_build_info" || got[0].GetMetric()[0].GetGauge().GetValue() != 1 {
+		t.Fatalf("gathered %v, %v", got, err)
+	}
+	labels := map[string]string{}
+	for _, l := range got[0].GetMetric()[0].GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if labels["program"] != "gantry-hub" || labels["version"] == "" || labels["goversion"] == "" {
+		t.Errorf("labels %v", labels)
 	}
 }

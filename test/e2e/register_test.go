@@ -239,7 +239,7 @@ func startAgent(t *testing.T, w *testbed.Cluster, kubeconfig string) {
 	}
 	p, err := tb.Start("gantry-agent-"+strings.TrimPrefix(w.Name, "worker-"), []string{
 		binary(t, "gantry-agent"), "--kubeconfig", kubeconfig, "--cluster-name", w.Name,
-		"--namespace", gantry.GantryNamespace, "--metrics-bind-address", addr(), "--health-probe-bind-address", addr(),
+		"--namespace", gantry.GantryNamespace, "--metrics-bind-address", addr(), "--metrics-secure=false", "--health-probe-bind-address", addr(),
 		"--placement-timeout", testbed.PlacementTimeout.String()})
 	if err != nil {
 		t.Fatal(err)

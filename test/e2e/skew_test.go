@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func runAgent(t *testing.T, worker, binary string) (logFrom int64) {
 		logFrom = st.Size()
 	}
 	started := time.Now()
-	replaced, err := tb.Start(name, append([]string{binary}, proc.Args[1:]...))
+	replaced, err := tb.Start(name, append([]string{binary}, withoutNewerFlags(proc.Args[1:])...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +117,20 @@ func runAgent(t *testing.T, worker, binary string) (logFrom int64) {
 		return nil
 	})
 	return logFrom
+}
+
+// newerFlags are the agent's flags the previous release does not know; it serves its metrics over
+// plain HTTP, as the testbed asks of this one.
+var newerFlags = []string{"--metrics-secure"}
+
+func withoutNewerFlags(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !slices.ContainsFunc(newerFlags, func(f string) bool { return a == f || strings.HasPrefix(a, f+"=") }) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // errorsLogged are the lines at level error in the log after offset.

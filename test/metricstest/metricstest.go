@@ -13,6 +13,7 @@ import (
 
 	agentcontroller "github.com/gantry-dev/gantry/agent/controller"
 	hubmetrics "github.com/gantry-dev/gantry/hub/metrics"
+	"github.com/gantry-dev/gantry/internal/version"
 )
 
 // Prefix starts the name of every metric Gantry defines; the others come from the libraries.
@@ -22,7 +23,7 @@ const Prefix = "gantry_"
 // definitions.
 func Gather() ([]*dto.MetricFamily, error) {
 	reg := prometheus.NewPedanticRegistry()
-	for _, c := range append(hubmetrics.Examples(), agentcontroller.MetricExamples()...) {
+	for _, c := range append(append(hubmetrics.Examples(), agentcontroller.MetricExamples()...), version.BuildInfo("gantry-hub")) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering %v: %w", c, err)
 		}

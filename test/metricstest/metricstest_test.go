@@ -25,6 +25,11 @@ var labels = map[string]string{
 	"policy":       "Wait or Fence",
 	"result":       "Admitted or a reason of the agent",
 	"outcome":      "admitted, waiting, rejected, released",
+	// gantry_build_info's, one value each per process.
+	"program":   "gantry-hub or gantry-agent",
+	"version":   "the program's version",
+	"commit":    "the commit it was built from",
+	"goversion": "the Go version it was built with",
 }
 
 func TestPromlintFindsNoProblem(t *testing.T) {

@@ -236,7 +236,7 @@ func startHub(bin, logDir, kubeconfig, memLimit string) (*process, error) {
 	}
 	p, err := startProcess("gantry-hub", filepath.Join(bin, "gantry-hub"), logDir, env,
 		"--kubeconfig", kubeconfig, "--namespace", systemNamespace, "--leader-elect=false", "--allow-loopback-workers",
-		"--metrics-bind-address", addr(0), "--health-probe-bind-address", addr(1), "--pprof-bind-address", addr(2))
+		"--metrics-bind-address", addr(0), "--metrics-secure=false", "--health-probe-bind-address", addr(1), "--pprof-bind-address", addr(2))
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +256,7 @@ func startAgent(bin, logDir string, w *apiServer) (*process, error) {
 	}
 	p, err := startProcess("gantry-agent-"+w.name, filepath.Join(bin, "gantry-agent"), logDir, nil,
 		"--kubeconfig", kubeconfig, "--namespace", systemNamespace, "--cluster-name", w.name, "--leader-elect=false", noPlacementTimeout,
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address", "0")
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]), "--metrics-secure=false", "--health-probe-bind-address", "0")
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,7 @@ spec:
         - {{ . | quote }}
         {{- end }}
         - "--zap-log-level={{ .root.Values.logLevel }}"
+        - "--metrics-secure={{ .root.Values.metrics.secure }}"
         {{- range $v.extraArgs }}
         - {{ . | quote }}
         {{- end }}

@@ -61,3 +61,19 @@ gantry.clusterProfileProviders is the hub's provider file, JSON as the cluster-i
 {{- define "gantry.clusterProfileProviders" -}}
 {{ dict "providers" .Values.hub.clusterProfiles.providers | toPrettyJson }}
 {{- end -}}
+
+{{/*
+gantry.metricsReviews are the rules a program's metrics endpoint needs under metrics.secure: its cluster
+reviews each caller's token (TokenReview) and right to get /metrics (SubjectAccessReview).
+*/}}
+{{- define "gantry.metricsReviews" -}}
+{{- if .Values.metrics.secure }}
+# The metrics endpoint has the cluster review each caller's token and right to get /metrics.
+- apiGroups: ["authentication.k8s.io"]
+  resources: ["tokenreviews"]
+  verbs: ["create"]
+- apiGroups: ["authorization.k8s.io"]
+  resources: ["subjectaccessreviews"]
+  verbs: ["create"]
+{{- end }}
+{{- end }}
