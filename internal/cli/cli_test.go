@@ -3,7 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -30,7 +35,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 func fleet() []client.Object {
 	q := resource.MustParse
 	return []client.Object{
-		&gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"},
+		&gantry.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", Labels: map[string]string{"region": "eu-west"}},
 			Status: gantry.WorkerClusterStatus{
 				Conditions: []metav1.Condition{
 					{Type: gantry.ClusterConnected, Status: "True", Reason: "Connected"},
@@ -132,49 +137,76 @@ func run(t *testing.T, args ...string) string {
 }
 
 // runOn runs kubectl gantry with args against c.
-func runOn(c client.Client, args ...string) (string, error) {
+func runOn(c client.WithWatch, args ...string) (string, error) {
 	var out bytes.Buffer
-	o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
-	o.NewClient = func() (client.Client, error) { return c, nil }
+	err := runIn(context.Background(), c, &out, args...)
+	return out.String(), err
+}
+
+// runIn runs kubectl gantry with args against c until ctx ends, writing its output and errors to out.
+func runIn(ctx context.Context, c client.WithWatch, out io.Writer, args ...string) error {
+	o := NewOptions(genericiooptions.IOStreams{Out: out, ErrOut: out})
+	o.NewClient = func() (client.WithWatch, error) { return c, nil }
 	o.Now = func() time.Time { return start.Add(time.Hour) }
 	cmd := NewRootCommand(o)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return cmd.ExecuteContext(ctx)
+}
+
+// golden compares got with testdata/name.golden, or with -update writes it there.
+func golden(t *testing.T, name, got string, args []string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("kubectl gantry %s:\n%s\nwant (%s):\n%s", strings.Join(args, " "), got, path, want)
+	}
 }
 
 // Each command's output is its golden file's (go test ./internal/cli -update rewrites them).
 func TestGoldenOutputs(t *testing.T) {
 	for name, args := range map[string][]string{
-		"clusters":       {"clusters"},
-		"clusters-wide":  {"clusters", "-o", "wide"},
-		"queues":         {"queues"},
-		"jobs":           {"jobs", "-n", "team-a"},
-		"workloads-all":  {"workloads", "-A", "-o", "wide"},
-		"explain-a":      {"explain", "a", "-n", "team-a"},
-		"explain-b":      {"explain", "b", "-n", "team-a"},
-		"explain-c":      {"explain", "c", "-n", "team-a"},
-		"explain-jobset": {"explain", "jobset/train", "-n", "team-a"},
+		"clusters":               {"clusters"},
+		"clusters-wide":          {"clusters", "-o", "wide"},
+		"queues":                 {"queues"},
+		"jobs":                   {"jobs", "-n", "team-a"},
+		"workloads-all":          {"workloads", "-A", "-o", "wide"},
+		"explain-a":              {"explain", "a", "-n", "team-a"},
+		"explain-b":              {"explain", "b", "-n", "team-a"},
+		"explain-c":              {"explain", "c", "-n", "team-a"},
+		"explain-jobset":         {"explain", "jobset/train", "-n", "team-a"},
+		"jobs-no-headers":        {"jobs", "-n", "team-a", "--no-headers"},
+		"jobs-show-labels":       {"jobs", "-n", "team-a", "--show-labels"},
+		"clusters-label-columns": {"clusters", "-L", "region"},
+		"queues-sort-by":         {"queues", "--sort-by", ".status.pendingWorkloads"},
+		"jobs-sort-by":           {"jobs", "-n", "team-a", "--sort-by={.status.startTime}"},
+		"clusters-name":          {"clusters", "-o", "name"},
+		"jobs-name":              {"jobs", "-n", "team-a", "-o", "name"},
+		"queues-json":            {"queues", "-o", "json"},
+		"workloads-yaml":         {"workloads", "-n", "team-a", "-l", gantry.JobNameLabel + "=b", "-o", "yaml"},
+		"jobs-jsonpath":          {"jobs", "-n", "team-a", "-o", `jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.uid}{"\n"}{end}`},
+		"clusters-custom-columns": {"clusters", "-o",
+			"custom-columns=NAME:.metadata.name,CORDONED:.spec.cordoned,FAILOVER:.spec.failover.policy,REGION:.metadata.labels.region"},
+		"queues-go-template": {"queues", "-o", `go-template={{range .items}}{{.metadata.name}}: {{.status.admittedWorkloads}} admitted{{"\n"}}{{end}}`},
+		"explain-b-json":     {"explain", "b", "-n", "team-a", "-o", "json"},
+		"explain-a-yaml":     {"explain", "a", "-n", "team-a", "-o", "yaml"},
+		"explain-c-json":     {"explain", "c", "-n", "team-a", "-o", "json"},
+		"explain-b-jsonpath": {"explain", "b", "-n", "team-a", "-o", `jsonpath={range .clusters[*]}{.name}: {.verdict}{"\n"}{end}`},
 	} {
 		out, err := runOn(fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(append(fleet(), jobSets()...)...).Build(), args...)
 		if err != nil {
 			t.Fatalf("kubectl gantry %s: %v", strings.Join(args, " "), err)
 		}
-		got := out
-		path := filepath.Join("testdata", name+".golden")
-		if *update {
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != string(want) {
-			t.Errorf("kubectl gantry %s:\n%s\nwant (%s):\n%s", strings.Join(args, " "), got, path, want)
-		}
+		golden(t, name, out, args)
 	}
 }
 
@@ -187,10 +219,37 @@ func TestJSONAndYAMLAreTheObjects(t *testing.T) {
 	}
 }
 
-func TestAnUnknownOutputFormatIsAnError(t *testing.T) {
-	if _, err := runOn(fake.NewClientBuilder().WithScheme(Scheme()).Build(), "clusters", "-o", "xml"); err == nil ||
-		!strings.Contains(err.Error(), "table, wide, json or yaml") {
-		t.Errorf("-o xml: %v", err)
+// A bad flag or -o is refused as kubectl refuses it, before anything is asked of the hub.
+func TestBadFlagsAreRefusedBeforeTheHubIsRead(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"clusters", "-o", "xml"}, `unable to match a printer suitable for the output format "xml", allowed formats are: ` +
+			"custom-columns,custom-columns-file,go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,name,template,templatefile,wide,yaml"},
+		{[]string{"jobs", "-o", "jsonpath={.items[*"}, "error parsing jsonpath {.items[*"},
+		{[]string{"queues", "-o", "custom-columns="}, "custom-columns format specified but no custom columns given"},
+		{[]string{"queues", "-o", "jsonpath-file=/no/such/file"}, "error reading --template /no/such/file"},
+		{[]string{"workloads", "-o", "go-template={{.items"}, "error parsing template {{.items"},
+		{[]string{"jobs", "--sort-by", "{.metadata"}, `bad --sort-by "{.metadata"`},
+		{[]string{"jobs", "-l", "team in (a"}, `bad --selector "team in (a"`},
+		{[]string{"clusters", "--colour"}, "unknown flag: --colour"},
+		{[]string{"queues", "-v"}, "flag needs an argument: 'v' in -v"},
+		{[]string{"explain", "a", "-o", "wide"}, `unable to match a printer suitable for the output format "wide", allowed formats are: ` +
+			"go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,template,templatefile,yaml"},
+		{[]string{"explain", "pods/a", "-o", "json"}, `"pods" is not a kind of job Gantry dispatches`},
+	} {
+		var out bytes.Buffer
+		o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+		o.NewClient = func() (client.WithWatch, error) {
+			t.Errorf("kubectl gantry %s reached for the hub", strings.Join(tc.args, " "))
+			return nil, errors.New("no hub here")
+		}
+		cmd := NewRootCommand(o)
+		cmd.SetArgs(tc.args)
+		if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("kubectl gantry %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
 	}
 }
 
@@ -254,5 +313,34 @@ func TestExplainTellsAResubmittedJobFromTheEarlierOnesWorkload(t *testing.T) {
 	}
 	if strings.Contains(out, "  Job: ") {
 		t.Errorf("explain a shows the new job's status as the earlier one's:\n%s", out)
+	}
+}
+
+// -v is klog's verbosity, as kubectl's: -v=6 logs each request to the hub. The version is --version.
+func TestVerbosityIsKlogsAndTheVersionIsLong(t *testing.T) {
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "not now", http.StatusServiceUnavailable)
+	}))
+	defer hub.Close()
+	var logged bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&logged)
+	defer func() {
+		var quiet klog.Level
+		_ = quiet.Set("0")
+		klog.LogToStderr(true)
+	}()
+	var out bytes.Buffer
+	cmd := NewRootCommand(NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out}))
+	cmd.SetArgs([]string{"queues", "-v=6", "--kubeconfig", kubeconfigFile(t, "    token: t"), "--server", hub.URL})
+	if err := cmd.ExecuteContext(context.Background()); err == nil {
+		t.Errorf("queues against a hub that answers 503: no error\n%s", out.String())
+	}
+	klog.Flush()
+	if want := `"Response" verb="GET" url="` + hub.URL + `/api`; !strings.Contains(logged.String(), want) {
+		t.Errorf("-v=6 logged:\n%s\nwant a line with %s", logged.String(), want)
+	}
+	if out := run(t, "--version"); !strings.HasPrefix(out, "kubectl gantry version ") {
+		t.Errorf("--version: %q", out)
 	}
 }

@@ -11,13 +11,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
-	"github.com/gantry-dev/gantry/internal/facts"
 	"github.com/gantry-dev/gantry/internal/view"
 	"github.com/gantry-dev/gantry/jobkind"
 )
@@ -25,52 +24,88 @@ import (
 // scope is where a command lists: one namespace or all, and a label selector.
 type scope struct {
 	allNamespaces bool
-	selector      string
+	selectorFlag  string
+	// selector and namespace (empty for all) are the flags' once complete.
+	selector  labels.Selector
+	namespace string
 }
 
 func (s *scope) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&s.allNamespaces, "all-namespaces", "A", false, "List in all namespaces.")
-	cmd.Flags().StringVarP(&s.selector, "selector", "l", "", "Label selector, as kubectl takes it: -l team=vision,tier!=dev")
+	cmd.Flags().StringVarP(&s.selectorFlag, "selector", "l", "", "Label selector, as kubectl takes it: -l team=vision,tier!=dev")
+}
+
+// complete parses the selector and finds the namespace, before anything is read from the hub.
+func (s *scope) complete(o *Options) error {
+	sel, err := labels.Parse(s.selectorFlag)
+	if err != nil {
+		return fmt.Errorf("bad --selector %q: %w", s.selectorFlag, err)
+	}
+	s.selector = sel
+	if s.allNamespaces {
+		return nil
+	}
+	s.namespace, err = o.namespace()
+	return err
+}
+
+// holds says whether an object is in the scope.
+func (s *scope) holds(obj client.Object) bool {
+	return (s.namespace == "" || obj.GetNamespace() == s.namespace) && s.selector.Matches(labels.Set(obj.GetLabels()))
 }
 
 // listOptions are the client options of the scope, plus extra label requirements.
-func (s *scope) listOptions(o *Options, extra ...labels.Requirement) ([]client.ListOption, string, error) {
-	sel, err := labels.Parse(s.selector)
-	if err != nil {
-		return nil, "", fmt.Errorf("bad --selector %q: %w", s.selector, err)
+func (s *scope) listOptions(extra ...labels.Requirement) []client.ListOption {
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: s.selector.Add(extra...)}}
+	if s.namespace != "" {
+		opts = append(opts, client.InNamespace(s.namespace))
 	}
-	sel = sel.Add(extra...)
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
-	if s.allNamespaces {
-		return opts, "", nil
-	}
-	ns, err := o.namespace()
-	if err != nil {
-		return nil, "", err
-	}
-	return append(opts, client.InNamespace(ns)), ns, nil
+	return opts
 }
+
+// watchHelp says how a list command's -w goes.
+const watchHelp = `
+With -w it prints the table, then a row again each time what the row shows changes, or the row comes or
+goes, until stopped.`
 
 func newWorkloadsCommand(o *Options) *cobra.Command {
 	var s scope
 	cmd := listCommand(o, "workloads",
 		"The hub's Workloads: state and why, position in the GlobalQueue, cluster, epoch, GPU product",
 		`  kubectl gantry workloads -n team-a
-  kubectl gantry workloads -A -o wide`,
-		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
-			opts, ns, err := s.listOptions(o)
-			if err != nil {
-				return nil, nil, err
-			}
-			var wls gantry.WorkloadList
-			if err := c.List(ctx, &wls, opts...); err != nil {
-				return nil, nil, fmt.Errorf("listing Workloads on the hub: %w", err)
-			}
-			rows, err := o.workloadRows(ctx, c, wls.Items, ns)
-			return workloadsTable(rows, s.allNamespaces, o.now()), &wls, err
-		})
+  kubectl gantry workloads -A -o wide
+  kubectl gantry workloads -o custom-columns=NAME:.metadata.name,EPOCH:.status.dispatchEpoch`,
+		func() error { return s.complete(o) },
+		func(ctx context.Context, c client.Reader) (*listing, error) { return o.readWorkloads(ctx, c, &s) })
+	cmd.Long = `workloads lists the Workloads the hub made of the jobs: the state of each and why, its position in its
+GlobalQueue, the cluster it runs on, its dispatch epoch and GPU product.
+
+Its rows are for the Workloads: -o json, yaml, name (workload.gantry.dev/job-train), jsonpath,
+custom-columns and go-template print them, as a WorkloadList; --sort-by, -L and --show-labels read them.
+` + watchHelp
 	s.addFlags(cmd)
 	return cmd
+}
+
+func (o *Options) readWorkloads(ctx context.Context, c client.Reader, s *scope) (*listing, error) {
+	workloads, queues, err := o.positionFeeds(ctx, c, s.namespace)
+	if err != nil {
+		return nil, err
+	}
+	return &listing{feeds: []*feed{workloads, queues}, listKind: gantry.GroupVersion.WithKind("WorkloadList"),
+		table: func(now time.Time) *metav1.Table {
+			all, qs := items[gantry.Workload](workloads), items[gantry.Queue](queues)
+			var shown []gantry.Workload
+			for i := range all {
+				if s.holds(&all[i]) {
+					shown = append(shown, all[i])
+				}
+			}
+			rows := view.Workloads(shown, qs, view.Positions(all, qs))
+			return workloadsTable(rows, s.allNamespaces, now, func(r view.WorkloadRow) client.Object {
+				return workloads.objects[types.NamespacedName{Namespace: r.Namespace, Name: r.Workload}]
+			})
+		}}, nil
 }
 
 func newJobsCommand(o *Options) *cobra.Command {
@@ -80,56 +115,76 @@ func newJobsCommand(o *Options) *cobra.Command {
 		`  kubectl gantry jobs                         # in the current namespace
   kubectl gantry jobs -A -l team=vision
   kubectl gantry jobs -o wide                 # with GlobalQueue, GPUs and priority
-  kubectl gantry jobs -o yaml                 # the jobs themselves, of every kind, as one List`,
-		func(ctx context.Context, c client.Client) (*metav1.Table, runtime.Object, error) {
-			queued, _ := labels.NewRequirement(gantry.QueueLabel, selection.Exists, nil)
-			opts, ns, err := s.listOptions(o, *queued)
-			if err != nil {
-				return nil, nil, err
-			}
-			jobs, err := o.queuedJobs(ctx, c, ns, opts)
-			if err != nil {
-				return nil, nil, err
-			}
-			wls, err := workloadsOfJobs(ctx, c, jobs, ns)
-			if err != nil {
-				return nil, nil, err
-			}
-			rows, err := o.workloadRows(ctx, c, wls, ns)
-			return workloadsTable(view.JobRows(jobs, rows), s.allNamespaces, o.now()), jobList(jobs), err
-		})
+  kubectl gantry jobs -o yaml                 # the jobs themselves, of every kind, as one List
+  kubectl gantry jobs -o name                 # job.batch/train, jobset.jobset.x-k8s.io/eval...
+  kubectl gantry jobs --sort-by=.metadata.creationTimestamp
+  kubectl gantry jobs -w                      # then a row for each job whose row changes`,
+		func() error { return s.complete(o) },
+		func(ctx context.Context, c client.Reader) (*listing, error) { return o.readJobs(ctx, c, &s) })
 	cmd.Long = `jobs lists the jobs submitted to Gantry queues (label ` + gantry.QueueLabel + `) of every kind the hub
 serves: Jobs, JobSets, RayJobs and so on; a kind whose CRD is not installed on the hub has none. KIND
-says which each is; kubectl gantry explain KIND/NAME tells one's story.`
+says which each is; kubectl gantry explain KIND/NAME tells one's story. The state, reason, position,
+cluster and epoch are those of each job's Workload (kubectl gantry workloads lists those).
+
+Its rows are for the hub's jobs: -o json, yaml, name (job.batch/train), jsonpath, custom-columns and
+go-template print the jobs themselves, of every kind, as one v1 List, not their Workloads; --sort-by, -L
+and --show-labels read them.
+` + watchHelp
 	s.addFlags(cmd)
 	return cmd
 }
 
-// queuedJobs lists the jobs of every kind with opts. A kind the hub does not serve has none; the jobs of
-// a kind the user may not list are left out, and said.
-func (o *Options) queuedJobs(ctx context.Context, c client.Client, ns string, opts []client.ListOption) ([]client.Object, error) {
-	var jobs []client.Object
+func (o *Options) readJobs(ctx context.Context, c client.Reader, s *scope) (*listing, error) {
+	jobs, err := o.jobFeeds(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
+	workloads, queues, err := o.positionFeeds(ctx, c, s.namespace)
+	if err != nil {
+		return nil, err
+	}
+	return &listing{feeds: append(jobs, workloads, queues), listKind: corev1.SchemeGroupVersion.WithKind("List"),
+		table: func(now time.Time) *metav1.Table {
+			all, qs := items[gantry.Workload](workloads), items[gantry.Queue](queues)
+			var ofJobs []gantry.Workload
+			for i := range all {
+				if _, ok := all[i].Labels[gantry.JobNameLabel]; ok && (s.namespace == "" || all[i].Namespace == s.namespace) {
+					ofJobs = append(ofJobs, all[i])
+				}
+			}
+			shown := sortedObjects(jobs...)
+			byJob := make(map[string]client.Object, len(shown))
+			for _, job := range shown {
+				k, _ := jobkind.ForObject(job)
+				byJob[job.GetNamespace()+"/"+string(k.Name())+"/"+job.GetName()] = job
+			}
+			rows := view.JobRows(shown, view.Workloads(ofJobs, qs, view.Positions(all, qs)))
+			return workloadsTable(rows, s.allNamespaces, now, func(r view.WorkloadRow) client.Object {
+				return byJob[r.Namespace+"/"+string(r.Kind)+"/"+r.Name]
+			})
+		}}, nil
+}
+
+// jobFeeds read the queued jobs of every kind in the scope. A kind the hub does not serve has none; the
+// jobs of a kind the user may not list are left out, and said.
+func (o *Options) jobFeeds(ctx context.Context, c client.Reader, s *scope) ([]*feed, error) {
+	queued, _ := labels.NewRequirement(gantry.QueueLabel, selection.Exists, nil)
+	var feeds []*feed
 	for _, k := range jobkind.All() {
-		list := k.NewList()
-		err := c.List(ctx, list, opts...)
+		f := newFeed(view.KindPlural(k), k.NewList, s.listOptions(*queued)...)
+		err := f.read(ctx, c)
 		switch {
 		case apimeta.IsNoMatchError(err):
 			continue
 		case apierrors.IsForbidden(err):
-			o.warn(fmt.Sprintf("%s are left out: you may not list them %s on the hub.", view.KindPlural(k), inNamespace(ns)))
+			o.warn(fmt.Sprintf("%s are left out: you may not list them %s on the hub.", view.KindPlural(k), inNamespace(s.namespace)))
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("listing %s on the hub: %w", view.KindPlural(k), err)
 		}
-		items, err := apimeta.ExtractList(list)
-		if err != nil {
-			return nil, err
-		}
-		for _, item := range items {
-			jobs = append(jobs, item.(client.Object))
-		}
+		feeds = append(feeds, f)
 	}
-	return jobs, nil
+	return feeds, nil
 }
 
 func inNamespace(ns string) string {
@@ -139,44 +194,31 @@ func inNamespace(ns string) string {
 	return "in namespace " + ns
 }
 
-// jobList holds jobs of several kinds, as kubectl get prints them with -o yaml: a v1 List.
-func jobList(jobs []client.Object) *corev1.List {
-	list := &corev1.List{Items: make([]runtime.RawExtension, 0, len(jobs))}
-	for _, job := range jobs {
-		list.Items = append(list.Items, runtime.RawExtension{Object: job})
+// positionFeeds read the Workloads and Queues positions are counted over: of all namespaces when the user
+// may list them there, else of ns only, which is said.
+func (o *Options) positionFeeds(ctx context.Context, c client.Reader, ns string) (workloads, queues *feed, err error) {
+	workloads = newFeed("Workloads", func() client.ObjectList { return &gantry.WorkloadList{} })
+	queues = newFeed("Queues", func() client.ObjectList { return &gantry.QueueList{} })
+	err = readAll(ctx, c, workloads, queues)
+	if apierrors.IsForbidden(err) && ns != "" {
+		o.warn(fmt.Sprintf("Positions count only the workloads of namespace %s: you may not list Workloads and Queues in all namespaces.", ns))
+		workloads.opts, queues.opts = []client.ListOption{client.InNamespace(ns)}, []client.ListOption{client.InNamespace(ns)}
+		err = readAll(ctx, c, workloads, queues)
 	}
-	return list
-}
-
-// workloadsOfJobs reads the Workloads in ns (all namespaces when empty) that stand for the jobs.
-func workloadsOfJobs(ctx context.Context, c client.Client, jobs []client.Object, ns string) ([]gantry.Workload, error) {
-	if len(jobs) == 0 {
-		return nil, nil
-	}
-	var wls gantry.WorkloadList
-	if err := c.List(ctx, &wls, client.InNamespace(ns), client.HasLabels{gantry.JobNameLabel}); err != nil {
-		return nil, fmt.Errorf("listing Workloads on the hub: %w", err)
-	}
-	return wls.Items, nil
-}
-
-// workloadRows builds the rows, with positions.
-func (o *Options) workloadRows(ctx context.Context, c client.Client, shown []gantry.Workload, ns string) ([]view.WorkloadRow, error) {
-	positions, queues, err := facts.Positions(ctx, c, ns, o.warn)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("listing Workloads and Queues on the hub: %w", err)
 	}
-	return view.Workloads(shown, queues, positions), nil
+	return workloads, queues, nil
 }
 
-func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time) *metav1.Table {
+func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time, object func(view.WorkloadRow) client.Object) *metav1.Table {
 	t := &metav1.Table{}
 	if withNamespace {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, column("Namespace", 0))
 	}
 	t.ColumnDefinitions = append(t.ColumnDefinitions, column("Name", 0), column("Kind", 0), column("Queue", 0), column("GlobalQueue", 1),
 		column("State", 0), column("Reason", 0), column("Position", 0), column("Cluster", 0), column("Epoch", 0),
-		column("GPU product", 0), column("GPUs", 1), column("Priority", 1), column("Age", 0))
+		column("GPU product", 0), column("GPUs", 1), column("Priority", 1), column(ageColumn, 0))
 	for _, r := range rows {
 		var cells []any
 		if withNamespace {
@@ -184,7 +226,7 @@ func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time) 
 		}
 		cells = append(cells, r.Name, string(r.Kind), r.Queue, dash(r.GlobalQueue), r.State, r.Reason, r.Position, dash(r.Cluster),
 			r.Epoch, dash(r.GPUProduct), r.GPUs, int64(r.Priority), duration.HumanDuration(now.Sub(r.Created)))
-		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells})
+		t.Rows = append(t.Rows, row(object(r), cells...))
 	}
 	return t
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // hubWith is the fleet and the JobSets on a hub whose reads of some kinds fail with refuse's error.
-func hubWith(refuse func(obj runtime.Object) error, extra ...client.Object) client.Client {
+func hubWith(refuse func(obj runtime.Object) error, extra ...client.Object) client.WithWatch {
 	fail := func(obj runtime.Object) error {
 		if refuse == nil {
 			return nil

@@ -122,7 +122,7 @@ func runLogs(t *testing.T, objs []client.Object, args ...string) (string, string
 	var out, errOut bytes.Buffer
 	o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
 	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).Build()
-	o.NewClient = func() (client.Client, error) { return c, nil }
+	o.NewClient = func() (client.WithWatch, error) { return c, nil }
 	cmd := NewRootCommand(o)
 	cmd.SetArgs(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,6 +1,8 @@
 // Package cli is kubectl-gantry: the fleet as Gantry sees it, read from the hub with the user's own
-// kubeconfig and rights. Commands read through Options.NewClient and print with kubectl's printers; what
-// they show is computed by the pure functions of package view.
+// kubeconfig and rights, with kubectl's habits (docs/cli.md). Commands read through Options.NewClient;
+// what they show is computed by the pure functions of package view. A list command reads a listing
+// (feeds of objects, which -w keeps current with watches) and prints its table, or the objects its rows
+// are for, with kubectl get's printers and flags.
 package cli
 
 import (
@@ -12,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/component-base/logs"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
@@ -24,7 +27,7 @@ type Options struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	// NewClient reaches the hub; tests give a fake one.
-	NewClient func() (client.Client, error)
+	NewClient func() (client.WithWatch, error)
 	// Now is the time ages are counted to; tests fix it.
 	Now func() time.Time
 }
@@ -32,12 +35,12 @@ type Options struct {
 // NewOptions reads the hub from kubeconfig flags, as kubectl does.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	o := &Options{ConfigFlags: genericclioptions.NewConfigFlags(true), IOStreams: streams, Now: time.Now}
-	o.NewClient = func() (client.Client, error) {
+	o.NewClient = func() (client.WithWatch, error) {
 		cfg, err := o.ConfigFlags.ToRESTConfig()
 		if err != nil {
 			return nil, err
 		}
-		return client.New(cfg, client.Options{Scheme: Scheme()})
+		return client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
 	}
 	return o
 }
@@ -83,6 +86,9 @@ uncordons or fences them.`,
 	root.SetOut(o.Out)
 	root.SetErr(o.ErrOut)
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
+	// klog's -v (or --v) and --vmodule, as kubectl has them: -v=6 logs each request to the hub. The
+	// version is --version alone.
+	logs.AddFlags(root.PersistentFlags())
 	root.AddCommand(newClustersCommand(o), newQueuesCommand(o), newJobsCommand(o), newWorkloadsCommand(o),
 		newExplainCommand(o))
 	root.AddCommand(newStateCommands(o)...)

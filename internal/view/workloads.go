@@ -27,7 +27,8 @@ const (
 
 // WorkloadRow is one job as kubectl gantry jobs and workloads show it.
 type WorkloadRow struct {
-	Namespace, Name string
+	// Name is the job's; Workload the name of its Workload, empty on the row of a job without one.
+	Namespace, Name, Workload string
 	// Kind is the job's kind: Job, JobSet, ...
 	Kind  gantry.JobKind
 	Queue string
@@ -153,7 +154,7 @@ func Workloads(wls []gantry.Workload, queues []gantry.Queue, positions map[strin
 			gq = globalOf[wl.Namespace+"/"+wl.Spec.QueueName]
 		}
 		rows = append(rows, WorkloadRow{
-			Namespace: wl.Namespace, Name: JobOrWorkloadName(wl), Kind: jobkind.Of(wl).Name(), Queue: wl.Spec.QueueName, GlobalQueue: gq,
+			Namespace: wl.Namespace, Name: JobOrWorkloadName(wl), Workload: wl.Name, Kind: jobkind.Of(wl).Name(), Queue: wl.Spec.QueueName, GlobalQueue: gq,
 			State: state, Reason: reason, Position: positions[wl.Namespace+"/"+wl.Name].String(),
 			Cluster: wl.Status.Winner(), Epoch: wl.Status.DispatchEpoch, GPUProduct: gpuProductOf(wl),
 			GPUs: dispatch.GPUDemandOf(&wl.Spec).Total, Priority: wl.Spec.Priority, Created: wl.CreationTimestamp.Time,

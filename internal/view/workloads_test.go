@@ -133,9 +133,9 @@ func TestWorkloadsAndJobRows(t *testing.T) {
 	queues := []gantry.Queue{queue("a", "qa", "gpus")}
 	rows := Workloads(wls, queues, Positions(wls, queues))
 	want := []WorkloadRow{
-		{Namespace: "a", Name: "eval", Kind: gantry.JobKindJob, Queue: "qa", GlobalQueue: "gpus", State: StatePending, Reason: gantry.ReasonWaitingForCapacity,
+		{Namespace: "a", Name: "eval", Workload: "job-eval", Kind: gantry.JobKindJob, Queue: "qa", GlobalQueue: "gpus", State: StatePending, Reason: gantry.ReasonWaitingForCapacity,
 			Position: "1/1", GPUs: 1, Created: t0.Add(time.Minute)},
-		{Namespace: "a", Name: "train", Kind: gantry.JobKindJob, Queue: "qa", GlobalQueue: "gpus", State: StateRunning, Reason: gantry.ReasonAdmittedByCluster,
+		{Namespace: "a", Name: "train", Workload: "job-train", Kind: gantry.JobKindJob, Queue: "qa", GlobalQueue: "gpus", State: StateRunning, Reason: gantry.ReasonAdmittedByCluster,
 			Position: "-", Cluster: "w1", Epoch: 2, GPUProduct: "H100", GPUs: 16, Created: t0},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
