@@ -229,13 +229,19 @@ func SortByQueueOrder(ws []*Workload) {
 // CompareInQueue orders the workloads of one queue: priority (higher first), creation time and key. A
 // snapshot handed over in this order spares a pass most of its sorting.
 func CompareInQueue(a, b *Workload) int {
-	if a.Priority != b.Priority {
-		return cmp.Compare(b.Priority, a.Priority)
+	return CompareQueueOrder(a.Priority, a.Created, a.Key, b.Priority, b.Created, b.Key)
+}
+
+// CompareQueueOrder is CompareInQueue over the three things it compares, for those who order
+// workloads without a Workload of the dispatcher's (the hub's visibility API).
+func CompareQueueOrder(priorityA int32, createdA time.Time, keyA string, priorityB int32, createdB time.Time, keyB string) int {
+	if priorityA != priorityB {
+		return cmp.Compare(priorityB, priorityA)
 	}
-	if c := a.Created.Compare(b.Created); c != 0 {
+	if c := createdA.Compare(createdB); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Key, b.Key)
+	return strings.Compare(keyA, keyB)
 }
 
 // queuePending is one queue's pending workloads.

@@ -21,10 +21,10 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gantry-dev/gantry/agent/controller"
 	gantryv1beta1 "github.com/gantry-dev/gantry/apis/v1beta1"
@@ -43,9 +43,7 @@ type options struct {
 	kubeconfig   string
 	namespace    string
 	clusterName  string
-	metricsAddr  string
-	metricsSec   bool
-	metricsCerts string
+	metrics      metricsendpoint.Flags
 	probeAddr    string
 	pprofAddr    string
 	leaderElect  bool
@@ -69,11 +67,7 @@ func parseFlags(args []string) (*options, error) {
 		"Namespace of the agent's leader-election Lease.")
 	fs.StringVar(&o.clusterName, "cluster-name", "",
 		"Name of this cluster as registered on the hub (its WorkerCluster). Names the CapacityReport. Required.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
-		`Address the Prometheus metrics endpoint binds to; "0" disables it.`)
-	fs.BoolVar(&o.metricsSec, "metrics-secure", true, metricsendpoint.SecureUsage)
-	fs.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
-		"Directory of the metrics endpoint's certificate (tls.crt, tls.key); empty for a self-signed one.")
+	o.metrics.Bind(fs)
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		"Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
@@ -173,7 +167,7 @@ func run(o *options) error {
 	mgr, err := manager.New(cfg, election.Apply(manager.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(o.clusterName),
-		Metrics:                metricsendpoint.Options(o.metricsAddr, o.metricsSec, o.metricsCerts),
+		Metrics:                o.metrics.Options(),
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 	}))

@@ -10,7 +10,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.namespace != "gantry-system" || o.metricsAddr != ":8080" || o.probeAddr != ":8081" || !o.leaderElect ||
+	if o.namespace != "gantry-system" || o.metrics.BindAddress != ":8080" || !o.metrics.Secure || o.probeAddr != ":8081" || !o.leaderElect ||
 		o.kubeAPIQPS != 200 || o.kubeAPIBurst != 400 || o.kubeconfig != "" {
 		t.Errorf("defaults: %+v", o)
 	}

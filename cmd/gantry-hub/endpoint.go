@@ -17,6 +17,7 @@ import (
 	"github.com/gantry-dev/gantry/hub"
 	"github.com/gantry-dev/gantry/hub/endpoint"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/hub/visibility"
 	"github.com/gantry-dev/gantry/hub/web"
 )
 
@@ -27,7 +28,7 @@ const (
 )
 
 func bindEndpointFlags(fs *flag.FlagSet, o *endpoint.Options) {
-	fs.StringVar(&o.BindAddress, "endpoint-bind-address", "", "Address of the endpoint that serves users the logs of their jobs (kubectl gantry logs); empty leaves it off. "+
+	fs.StringVar(&o.BindAddress, "endpoint-bind-address", "", "Address of the endpoint that serves users the logs of their jobs (kubectl gantry logs) and what waits with its positions (the visibility API); empty leaves it off. "+
 		"Any address but a loopback one needs --endpoint-tls-cert-file and --endpoint-tls-key-file.")
 	fs.StringVar(&o.CertFile, "endpoint-tls-cert-file", "", "PEM certificate (chain) the endpoint serves HTTPS with; read again when it changes.")
 	fs.StringVar(&o.KeyFile, "endpoint-tls-key-file", "", "PEM private key of --endpoint-tls-cert-file.")
@@ -56,6 +57,11 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access
 	logs := &endpoint.Logs{Hub: mgr.GetClient(), Allowed: allowed, Workers: workers,
 		MaxStreams: endpointStreamsPerRequest, MaxTotal: endpointStreams}
 	cfg := endpoint.Config{Reviews: authn.TokenReviews(), Logs: logs, SecureCookies: o.CertFile != ""}
+	positions := visibility.NewIndex(time.Now)
+	if err := positions.Follow(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
+	cfg.Visibility = &visibility.Handler{Index: positions, Allowed: allowed}
 	if o.Page {
 		page, err := addPage(mgr, allowed)
 		if err != nil {

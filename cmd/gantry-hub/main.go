@@ -22,12 +22,12 @@ import (
 	ocm "open-cluster-management.io/api/cluster/v1beta1"
 	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
@@ -47,9 +47,7 @@ func main() {
 	var (
 		kubeconfig     string
 		namespace      string
-		metricsAddr    string
-		metricsSecure  bool
-		metricsCertDir string
+		metricsFlags   metricsendpoint.Flags
 		probeAddr      string
 		pprofAddr      string
 		leaderElect    bool
@@ -69,9 +67,7 @@ func main() {
 	fs := flag.NewFlagSet("gantry-hub", flag.ExitOnError)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the hub cluster; in-cluster configuration when empty.")
 	fs.StringVar(&namespace, "namespace", "gantry-system", "Namespace of the workers' kubeconfig Secrets and of the leader election lease.")
-	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it.")
-	fs.BoolVar(&metricsSecure, "metrics-secure", true, metricsendpoint.SecureUsage)
-	fs.StringVar(&metricsCertDir, "metrics-cert-dir", "", "Directory of the metrics endpoint's certificate (tls.crt, tls.key); empty for a self-signed one.")
+	metricsFlags.Bind(fs)
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
 	fs.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader with a Lease in --namespace, so that only one hub replica dispatches and writes to workers at a time.")
@@ -112,7 +108,7 @@ func main() {
 	crmetrics.Registry.MustRegister(version.BuildInfo("gantry-hub"))
 
 	hubVersion, _ := version.Get()
-	if err := run(kubeconfig, namespace, metricsendpoint.Options(metricsAddr, metricsSecure, metricsCertDir), probeAddr, pprofAddr, leaderElect, election, qps, burst, endpointOpts,
+	if err := run(kubeconfig, namespace, metricsFlags.Options(), probeAddr, pprofAddr, leaderElect, election, qps, burst, endpointOpts,
 		hub.Options{
 			Namespace:       namespace,
 			Version:         hubVersion,

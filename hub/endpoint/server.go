@@ -1,5 +1,6 @@
-// Package endpoint is the hub's HTTP endpoint for users: today the logs of a job's pods, streamed from
-// the worker the job runs on (kubectl gantry logs), so users need no credentials for workers. Each
+// Package endpoint is the hub's HTTP endpoint for users: the logs of a job's pods, streamed from the
+// worker the job runs on (kubectl gantry logs), so users need no credentials for workers; what waits,
+// with its positions (hub/visibility); the hub's page (hub/web). Each
 // request carries the user's bearer token for the hub; the hub's API server says who it is
 // (TokenReview) and what they may read (SubjectAccessReview), so the endpoint shows nothing the hub's
 // RBAC does not let the user read.
@@ -19,6 +20,8 @@ import (
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gantry-dev/gantry/hub/visibility"
 )
 
 // Options are where and how the endpoint listens: gantry-hub's --endpoint-* flags.
@@ -81,12 +84,17 @@ type Config struct {
 	// browsers; SecureCookies marks the session cookie for HTTPS.
 	Page          http.Handler
 	SecureCookies bool
+	// Visibility, when set, serves what waits with its positions (apis/visibility/v1beta1).
+	Visibility *visibility.Handler
 }
 
 // NewHandler routes the endpoint's pages, every one behind Authenticate.
 func NewHandler(c Config) http.Handler {
 	authenticated := http.NewServeMux()
 	authenticated.Handle("GET /logs/{namespace}/{job}", c.Logs)
+	if c.Visibility != nil {
+		c.Visibility.Register(authenticated)
+	}
 	if c.Page == nil {
 		return Authenticate(c.Reviews, authenticated)
 	}

@@ -71,7 +71,7 @@ func TestMetricsAreServedToAuthorizedCallersOnly(t *testing.T) {
 	ctx := context.Background()
 	port := freeLoopbackPort(t)
 	mgr, err := ctrl.NewManager(hubEnv.cfg, ctrl.Options{Scheme: scheme,
-		Metrics: metricsendpoint.Options("127.0.0.1:"+strconv.Itoa(port), true, t.TempDir())})
+		Metrics: metricsendpoint.Flags{BindAddress: "127.0.0.1:" + strconv.Itoa(port), Secure: true, CertDir: t.TempDir()}.Options()})
 	if err != nil {
 		t.Fatal(err)
 	}

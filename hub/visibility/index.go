@@ -1,0 +1,144 @@
+package visibility
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
+)
+
+// MaxStaleness bounds how old the order a page shows may be: what changed since is ordered anew, at
+// most this often, when a page is asked for.
+const MaxStaleness = time.Second
+
+// Index follows the hub's Workloads and Queues and orders what waits when asked. Create it with
+// NewIndex; its zero value is not usable.
+type Index struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	entries map[types.NamespacedName]*entry
+	queues  map[queueRef]string
+	// touched are the Workloads that changed since the last order; queuesChanged says a Queue did,
+	// which may move all of its Workloads.
+	touched       map[types.NamespacedName]bool
+	queuesChanged bool
+	ordered       *positions
+	at            time.Time
+}
+
+// NewIndex returns an empty index; now stamps its orderings.
+func NewIndex(now func() time.Time) *Index {
+	return &Index{now: now, entries: map[types.NamespacedName]*entry{}, queues: map[queueRef]string{},
+		touched: map[types.NamespacedName]bool{}}
+}
+
+// Follow feeds the index from the cache's informers of Workloads and Queues.
+func (x *Index) Follow(ctx context.Context, c cache.Cache) error {
+	wls, err := c.GetInformer(ctx, &gantry.Workload{})
+	if err != nil {
+		return fmt.Errorf("following Workloads: %w", err)
+	}
+	if _, err := wls.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { x.SetWorkload(o, false) },
+		UpdateFunc: func(_, o any) { x.SetWorkload(o, false) },
+		DeleteFunc: func(o any) { x.SetWorkload(o, true) },
+	}); err != nil {
+		return err
+	}
+	qs, err := c.GetInformer(ctx, &gantry.Queue{})
+	if err != nil {
+		return fmt.Errorf("following Queues: %w", err)
+	}
+	_, err = qs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { x.SetQueue(o, false) },
+		UpdateFunc: func(_, o any) { x.SetQueue(o, false) },
+		DeleteFunc: func(o any) { x.SetQueue(o, true) },
+	})
+	return err
+}
+
+// SetWorkload takes in a Workload as it is now, or its deletion: one without a winner that has not
+// finished and is not being deleted waits; any other leaves the index.
+func (x *Index) SetWorkload(o any, deleted bool) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o, deleted = t.Obj, true
+	}
+	wl, ok := o.(*gantry.Workload)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	var e *entry
+	if !deleted && waits(wl) {
+		e = &entry{key: key, id: key.Namespace + "/" + key.Name, queue: wl.Spec.QueueName, priority: wl.Spec.Priority,
+			created: wl.CreationTimestamp.Time}
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil {
+			e.reason, e.message = c.Reason, c.Message
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e == nil {
+		if _, had := x.entries[key]; had {
+			delete(x.entries, key)
+			x.touched[key] = true
+		}
+		return
+	}
+	x.entries[key] = e
+	x.touched[key] = true
+}
+
+// waits says whether a Workload is pending: no winner, not finished, not being deleted.
+func waits(wl *gantry.Workload) bool {
+	return wl.DeletionTimestamp == nil && wl.Status.Winner() == "" &&
+		!apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished)
+}
+
+// SetQueue takes in a Queue as it is now, or its deletion.
+func (x *Index) SetQueue(o any, deleted bool) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o, deleted = t.Obj, true
+	}
+	q, ok := o.(*gantry.Queue)
+	if !ok {
+		return
+	}
+	ref := queueRef{q.Namespace, q.Name}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if deleted {
+		delete(x.queues, ref)
+	} else {
+		x.queues[ref] = q.Spec.GlobalQueue
+	}
+	x.queuesChanged = true
+}
+
+// positions orders what waits anew when it changed and the last order is MaxStaleness old: from
+// scratch when a Queue changed, else merging what changed into the last order.
+func (x *Index) positions() *positions {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	now := x.now()
+	changed := x.queuesChanged || len(x.touched) > 0
+	switch {
+	case x.ordered != nil && (!changed || now.Sub(x.at) < MaxStaleness):
+		return x.ordered
+	case x.ordered == nil || x.queuesChanged:
+		x.ordered = order(x.entries, x.queues)
+	default:
+		x.ordered = reorder(x.ordered, x.entries, x.queues, x.touched)
+	}
+	x.at, x.queuesChanged = now, false
+	clear(x.touched)
+	return x.ordered
+}
