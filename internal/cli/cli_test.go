@@ -344,3 +344,32 @@ func TestVerbosityIsKlogsAndTheVersionIsLong(t *testing.T) {
 		t.Errorf("--version: %q", out)
 	}
 }
+
+// hold sets a GlobalQueue's spec.held, with --drain its drainWhileHeld too; unhold clears both.
+func TestHoldUnhold(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(fleet()...).Build()
+	var list gantry.GlobalQueueList
+	if err := c.List(context.Background(), &list); err != nil || len(list.Items) == 0 {
+		t.Fatalf("the fleet has no GlobalQueue: %v", err)
+	}
+	name := list.Items[0].Name
+	spec := func() gantry.GlobalQueueSpec {
+		var gq gantry.GlobalQueue
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &gq); err != nil {
+			t.Fatal(err)
+		}
+		return gq.Spec
+	}
+	if out, err := runOn(c, "hold", name); err != nil || out != "globalqueue/"+name+" held\n" || !spec().Held || spec().DrainWhileHeld {
+		t.Errorf("hold: %q %v %+v", out, err, spec())
+	}
+	if out, err := runOn(c, "hold", name, "--drain"); err != nil || out != "globalqueue/"+name+" held and drained\n" || !spec().DrainWhileHeld {
+		t.Errorf("hold --drain: %q %v %+v", out, err, spec())
+	}
+	if out, err := runOn(c, "unhold", name); err != nil || out != "globalqueue/"+name+" no longer held\n" || spec().Held || spec().DrainWhileHeld {
+		t.Errorf("unhold: %q %v %+v", out, err, spec())
+	}
+	if _, err := runOn(c, "hold", "no-such-queue"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("hold of a queue that does not exist: %v", err)
+	}
+}

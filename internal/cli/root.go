@@ -92,6 +92,7 @@ uncordons or fences them.`,
 	root.AddCommand(newClustersCommand(o), newQueuesCommand(o), newJobsCommand(o), newWorkloadsCommand(o),
 		newExplainCommand(o))
 	root.AddCommand(newStateCommands(o)...)
+	root.AddCommand(newHoldCommands(o)...)
 	root.AddCommand(newLogsCommand(o))
 	root.AddCommand(newRegistrationCommands(o)...)
 	return root
