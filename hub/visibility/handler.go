@@ -58,7 +58,7 @@ func (h *Handler) namespace(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query().Get("queue"); q != "" {
 		indexes = p.byQueue[queueRef{ns, q}]
 	}
-	write(w, p.pick(indexes), offset, limit)
+	write(w, p, p.pick(indexes), offset, limit)
 }
 
 // globalQueue answers a GlobalQueue's pending Workloads, of every namespace.
@@ -71,7 +71,8 @@ func (h *Handler) globalQueue(w http.ResponseWriter, r *http.Request) {
 	if !h.may(w, r, "") {
 		return
 	}
-	write(w, h.Index.positions().byGlobalQueue[r.PathValue("name")], offset, limit)
+	p := h.Index.positions()
+	write(w, p, p.byGlobalQueue[r.PathValue("name")], offset, limit)
 }
 
 // may checks the user's right to list Workloads in the namespace ("" for every namespace), and answers
@@ -117,7 +118,7 @@ func paging(q url.Values, extra ...string) (offset, limit int, err error) {
 
 // write answers a page of list as a PendingWorkloadList. Its continue token is where the next page
 // starts: positions may move between two pages as Workloads come and go.
-func write(w http.ResponseWriter, list []placed, offset, limit int) {
+func write(w http.ResponseWriter, p *positions, list []placed, offset, limit int) {
 	items, rest := page(list, offset, limit)
 	out := visibility.PendingWorkloadList{
 		TypeMeta: metav1.TypeMeta{APIVersion: visibility.Group + "/" + visibility.Version, Kind: visibility.PendingWorkloadListKind},
@@ -127,11 +128,12 @@ func write(w http.ResponseWriter, list []placed, offset, limit int) {
 		out.Continue = strconv.Itoa(offset + len(items))
 		out.RemainingItemCount = ptr.To(int64(rest))
 	}
-	for _, p := range items {
+	for _, pl := range items {
 		out.Items = append(out.Items, visibility.PendingWorkload{
-			ObjectMeta: metav1.ObjectMeta{Namespace: p.key.Namespace, Name: p.key.Name, CreationTimestamp: metav1.NewTime(p.created)},
-			Queue:      p.queue, GlobalQueue: p.globalQueue, Priority: p.priority,
-			PositionInGlobalQueue: p.inGlobal, PositionInQueue: p.inQueue, Reason: p.reason, Message: p.message,
+			ObjectMeta: metav1.ObjectMeta{Namespace: pl.key.Namespace, Name: pl.key.Name, CreationTimestamp: metav1.NewTime(pl.created)},
+			Queue:      pl.queue, GlobalQueue: pl.globalQueue, Priority: pl.priority,
+			PositionInGlobalQueue: pl.inGlobal, PositionInQueue: pl.inQueue, PendingInGlobalQueue: len(p.byGlobalQueue[pl.globalQueue]),
+			Reason: pl.reason, Message: pl.message,
 		})
 	}
 	w.Header().Set("Content-Type", "application/json")

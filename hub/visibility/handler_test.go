@@ -96,6 +96,9 @@ func TestATenantReadsItsOwnPositionsOnly(t *testing.T) {
 		var s []string
 		for _, w := range l.Items {
 			s = append(s, fmt.Sprintf("%s@%d/%d %s", w.Name, w.PositionInGlobalQueue, w.PositionInQueue, w.Reason))
+			if w.PendingInGlobalQueue != 4 {
+				t.Errorf("%s: %d pending in its GlobalQueue, want 4", w.Name, w.PendingInGlobalQueue)
+			}
 		}
 		return strings.Join(s, ", ")
 	}

@@ -88,7 +88,7 @@ custom-columns and go-template print them, as a WorkloadList; --sort-by, -L and 
 }
 
 func (o *Options) readWorkloads(ctx context.Context, c client.Reader, s *scope) (*listing, error) {
-	workloads, queues, err := o.positionFeeds(ctx, c, s.namespace)
+	workloads, queues, positions, err := o.positionFeeds(ctx, c, s.namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (o *Options) readWorkloads(ctx context.Context, c client.Reader, s *scope) 
 					shown = append(shown, all[i])
 				}
 			}
-			rows := view.Workloads(shown, qs, view.Positions(all, qs))
+			rows := view.Workloads(shown, qs, positions(all, qs))
 			return workloadsTable(rows, s.allNamespaces, now, func(r view.WorkloadRow) client.Object {
 				return workloads.objects[types.NamespacedName{Namespace: r.Namespace, Name: r.Workload}]
 			})
@@ -139,7 +139,7 @@ func (o *Options) readJobs(ctx context.Context, c client.Reader, s *scope) (*lis
 	if err != nil {
 		return nil, err
 	}
-	workloads, queues, err := o.positionFeeds(ctx, c, s.namespace)
+	workloads, queues, positions, err := o.positionFeeds(ctx, c, s.namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (o *Options) readJobs(ctx context.Context, c client.Reader, s *scope) (*lis
 				k, _ := jobkind.ForObject(job)
 				byJob[job.GetNamespace()+"/"+string(k.Name())+"/"+job.GetName()] = job
 			}
-			rows := view.JobRows(shown, view.Workloads(ofJobs, qs, view.Positions(all, qs)))
+			rows := view.JobRows(shown, view.Workloads(ofJobs, qs, positions(all, qs)))
 			return workloadsTable(rows, s.allNamespaces, now, func(r view.WorkloadRow) client.Object {
 				return byJob[r.Namespace+"/"+string(r.Kind)+"/"+r.Name]
 			})
@@ -194,21 +194,35 @@ func inNamespace(ns string) string {
 	return "in namespace " + ns
 }
 
-// positionFeeds read the Workloads and Queues positions are counted over: of all namespaces when the user
-// may list them there, else of ns only, which is said.
-func (o *Options) positionFeeds(ctx context.Context, c client.Reader, ns string) (workloads, queues *feed, err error) {
+// positionsFunc gives the positions of the Workloads read, by namespace/name.
+type positionsFunc func(all []gantry.Workload, queues []gantry.Queue) map[string]view.Position
+
+// positionFeeds read the Workloads and Queues of all namespaces when the user may list them there, and
+// count positions over them. One who may not reads those of ns only, and positions come from the hub's
+// visibility API, which counts every namespace's; when it cannot be read, over ns's own, which is said.
+func (o *Options) positionFeeds(ctx context.Context, c client.Reader, ns string) (workloads, queues *feed, positions positionsFunc, err error) {
 	workloads = newFeed("Workloads", func() client.ObjectList { return &gantry.WorkloadList{} })
 	queues = newFeed("Queues", func() client.ObjectList { return &gantry.QueueList{} })
 	err = readAll(ctx, c, workloads, queues)
-	if apierrors.IsForbidden(err) && ns != "" {
-		o.warn(fmt.Sprintf("Positions count only the workloads of namespace %s: you may not list Workloads and Queues in all namespaces.", ns))
-		workloads.opts, queues.opts = []client.ListOption{client.InNamespace(ns)}, []client.ListOption{client.InNamespace(ns)}
-		err = readAll(ctx, c, workloads, queues)
+	if !apierrors.IsForbidden(err) || ns == "" {
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("listing Workloads and Queues on the hub: %w", err)
+		}
+		return workloads, queues, view.Positions, nil
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing Workloads and Queues on the hub: %w", err)
+	workloads.opts, queues.opts = []client.ListOption{client.InNamespace(ns)}, []client.ListOption{client.InNamespace(ns)}
+	if err := readAll(ctx, c, workloads, queues); err != nil {
+		return nil, nil, nil, fmt.Errorf("listing Workloads and Queues on the hub: %w", err)
 	}
-	return workloads, queues, nil
+	return workloads, queues, func(all []gantry.Workload, qs []gantry.Queue) map[string]view.Position {
+		remote, err := o.visibilityPositions(ctx, ns)
+		if err == nil {
+			return remote
+		}
+		o.warn(fmt.Sprintf("Positions count only the workloads of namespace %s: you may not list Workloads and Queues in all namespaces, "+
+			"and the hub's visibility API could not be read (%v).", ns, err))
+		return view.Positions(all, qs)
+	}, nil
 }
 
 func workloadsTable(rows []view.WorkloadRow, withNamespace bool, now time.Time, object func(view.WorkloadRow) client.Object) *metav1.Table {

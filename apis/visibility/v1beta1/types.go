@@ -33,6 +33,8 @@ type PendingWorkload struct {
 	// namespace; PositionInQueue among those of its Queue.
 	PositionInGlobalQueue int `json:"positionInGlobalQueue"`
 	PositionInQueue       int `json:"positionInQueue"`
+	// PendingInGlobalQueue is how many pending Workloads its GlobalQueue holds, of every namespace.
+	PendingInGlobalQueue int `json:"pendingInGlobalQueue"`
 	// Reason and Message are its Pending condition's: why it waits.
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
