@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	visibility "github.com/gantry-dev/gantry/apis/visibility/v1beta1"
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
+	visibility "github.com/gantry-dev/gantry/apis/visibility/v1beta1"
 	"github.com/gantry-dev/gantry/internal/view"
 )
 
@@ -88,4 +88,3 @@ func runAs(t *testing.T, c client.WithWatch, args ...string) (string, string) {
 	}
 	return out.String(), errOut.String()
 }
-
