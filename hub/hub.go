@@ -39,6 +39,8 @@ type Options struct {
 	Namespace string
 	// Version is the hub's version, which each agent's is checked against (the version-skew policy).
 	Version string
+	// MetricsPerQueue also exports each namespace's Queues (--metrics-per-queue).
+	MetricsPerQueue bool
 	// Remote tunes connections to workers.
 	Remote remote.Options
 	// Providers are the access providers of ClusterProfiles (--clusterprofile-provider-file); nil when
@@ -134,7 +136,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	if err := mgr.Add(h.Dispatcher); err != nil {
 		return nil, err
 	}
-	if err := h.registerMetrics(mgr, leases, opts.Clock); err != nil {
+	if err := h.registerMetrics(mgr, leases, opts.Clock, opts.MetricsPerQueue); err != nil {
 		return nil, err
 	}
 	if err := h.watch(mgr); err != nil {
@@ -194,10 +196,11 @@ func (h *Hub) watch(mgr ctrl.Manager) error {
 
 // registerMetrics registers the Collector of the fleet's state, read from the hub's caches and the
 // connections at scrape time.
-func (h *Hub) registerMetrics(mgr ctrl.Manager, leases *remote.LeaseRenewer, clk clock.PassiveClock) error {
+func (h *Hub) registerMetrics(mgr ctrl.Manager, leases *remote.LeaseRenewer, clk clock.PassiveClock, perQueue bool) error {
 	err := metrics.Register(crmetrics.Registry, metrics.NewCollector(metrics.Source{
 		Reader: mgr.GetCache(), Leading: leading(mgr.Elected()), Clock: clk,
 		Connected: h.Connections.IsConnected, LastContact: h.Connections.LastContact, LeaseRenewed: leases.RenewedAt,
+		PerQueue: perQueue,
 	}))
 	if err != nil {
 		return fmt.Errorf("registering the hub's metrics: %w", err)

@@ -48,6 +48,7 @@ func main() {
 		kubeconfig     string
 		namespace      string
 		metricsFlags   metricsendpoint.Flags
+		perQueue       bool
 		probeAddr      string
 		pprofAddr      string
 		leaderElect    bool
@@ -68,6 +69,7 @@ func main() {
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the hub cluster; in-cluster configuration when empty.")
 	fs.StringVar(&namespace, "namespace", "gantry-system", "Namespace of the workers' kubeconfig Secrets and of the leader election lease.")
 	metricsFlags.Bind(fs)
+	fs.BoolVar(&perQueue, "metrics-per-queue", false, "Also export each namespace's Queues (gantry_hub_queue_workloads): a series per Queue, for tenants' dashboards.")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoints (/debug/pprof); empty disables them.")
 	fs.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader with a Lease in --namespace, so that only one hub replica dispatches and writes to workers at a time.")
@@ -94,14 +96,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gantry-hub:", err)
 		os.Exit(2)
 	}
-	var providers *remote.Providers
-	if providerFile != "" {
-		var err error
-		if providers, err = remote.LoadProviders(providerFile); err != nil {
-			fmt.Fprintln(os.Stderr, "gantry-hub: --clusterprofile-provider-file:", err)
-			os.Exit(2)
-		}
-	}
+	providers := loadProviders(providerFile)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	memlimit.Setup(log)
@@ -112,6 +107,7 @@ func main() {
 		hub.Options{
 			Namespace:       namespace,
 			Version:         hubVersion,
+			MetricsPerQueue: perQueue,
 			WorkloadWorkers: workloadWorker,
 			Providers:       providers,
 			Remote: remote.Options{AllowInsecureKubeconfigs: allowInsecure, AllowLoopback: allowLoopback,
@@ -121,6 +117,19 @@ func main() {
 		log.Error(err, "Hub stopped")
 		os.Exit(1)
 	}
+}
+
+// loadProviders reads --clusterprofile-provider-file, if given; a file that cannot be used ends the hub.
+func loadProviders(file string) *remote.Providers {
+	if file == "" {
+		return nil
+	}
+	providers, err := remote.LoadProviders(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gantry-hub: --clusterprofile-provider-file:", err)
+		os.Exit(2)
+	}
+	return providers
 }
 
 func run(kubeconfig, namespace string, metricsOpts metricsserver.Options, probeAddr, pprofAddr string, leaderElect bool, timing leadership.Timing,

@@ -63,6 +63,9 @@ type Source struct {
 	// false when this replica renewed none.
 	LeaseRenewed func(cluster string) (time.Time, bool)
 	Clock        clock.PassiveClock
+	// PerQueue also exports each namespace's Queues (gantry_hub_queue_workloads), for tenants' own
+	// dashboards: a series per Queue, as many as the tenants make, so the operator opts in.
+	PerQueue bool
 }
 
 // Collector exports the fleet's state: workloads per GlobalQueue, quota and usage, and each
@@ -118,7 +121,9 @@ var (
 		"cluster")
 	clusterRefusingDesc = desc("gantry_hub_worker_cluster_refusing_workloads", "Workloads the cluster won whose Job its API server does not take yet (JobCreated=False, WorkerRefusing: a quota, a policy, RBAC); each is taken back if it goes on.",
 		"cluster")
-	allDescs = []*prometheus.Desc{workloadsDesc, pendingDesc, oldestPendingDesc, quotaDesc, usedDesc, reservedDesc, connectedDesc,
+	queueWorkloadsDesc = desc("gantry_hub_queue_workloads", "Workloads of a namespace's Queue, by state (pending, admitted), as the dispatcher last published them in the Queue's status; exported only with --metrics-per-queue.",
+		"namespace", "queue", "state")
+	allDescs = []*prometheus.Desc{queueWorkloadsDesc, workloadsDesc, pendingDesc, oldestPendingDesc, quotaDesc, usedDesc, reservedDesc, connectedDesc,
 		agentReadyDesc, lastContactDesc, leaseAgeDesc, failoverTimeoutDesc, gpusAllocatableDesc, gpusFreeDesc, clusterAdmittedDesc, clusterRefusingDesc}
 )
 
@@ -146,6 +151,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	collectWorkloads(objs, now, emit)
 	collectQuota(objs.globals, emit)
 	c.collectClusters(objs, now, emit)
+	if c.src.PerQueue {
+		collectQueues(objs.queues, emit)
+	}
+}
+
+// collectQueues exports each Queue's pending and admitted Workloads, from its status.
+func collectQueues(queues []gantry.Queue, emit emitFunc) {
+	for i := range queues {
+		q := &queues[i]
+		emit(queueWorkloadsDesc, float64(q.Status.PendingWorkloads), q.Namespace, q.Name, StatePending)
+		emit(queueWorkloadsDesc, float64(q.Status.AdmittedWorkloads), q.Namespace, q.Name, StateAdmitted)
+	}
 }
 
 type emitFunc func(d *prometheus.Desc, v float64, labels ...string)

@@ -64,6 +64,7 @@ func ExampleSource() Source {
 		Connected:    func(string) bool { return true },
 		LastContact:  func(string) time.Time { return now.Add(-10 * time.Second) },
 		LeaseRenewed: func(string) (time.Time, bool) { return now.Add(-5 * time.Second), true },
+		PerQueue:     true,
 		Clock:        fixedClock(now),
 	}
 }

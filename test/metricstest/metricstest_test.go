@@ -25,6 +25,9 @@ var labels = map[string]string{
 	"policy":       "Wait or Fence",
 	"result":       "Admitted or a reason of the agent",
 	"outcome":      "admitted, waiting, rejected, released",
+	// gantry_hub_queue_workloads's, exported only when the operator opts in (--metrics-per-queue).
+	"namespace": "a namespace with a Queue",
+	"queue":     "a Queue, as many as the tenants make",
 	// gantry_build_info's, one value each per process.
 	"program":   "gantry-hub or gantry-agent",
 	"version":   "the program's version",
