@@ -14,6 +14,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,15 +80,21 @@ func TestMetricsAreServedToAuthorizedCallersOnly(t *testing.T) {
 	defer stop()
 	go func() { _ = mgr.Start(mctx) }()
 
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper", Namespace: hubNamespace}}
-	if err := hubEnv.client.Create(ctx, sa); err != nil {
-		t.Fatal(err)
+	token := func(name string) string {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNamespace}}
+		if err := hubEnv.client.Create(ctx, sa); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, sa) })
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+		if err := hubEnv.client.SubResource("token").Create(ctx, sa, tr); err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
 	}
-	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, sa) })
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if err := hubEnv.client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatal(err)
-	}
+	// Two callers: the endpoint remembers a refusal for a while, so the one refused is not the one
+	// granted the right afterwards.
+	stranger, scraper := token("stranger"), token("scraper")
 	// The endpoint's certificate is self-signed; what is checked here is who may read.
 	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
 	get := func(token string) (int, string, error) {
@@ -116,12 +123,12 @@ func TestMetricsAreServedToAuthorizedCallersOnly(t *testing.T) {
 		return body
 	}
 	expect("no token refused", "", http.StatusUnauthorized)
-	expect("a token without the right refused", tr.Status.Token, http.StatusForbidden)
+	expect("a token without the right refused", stranger, http.StatusForbidden)
 
 	role := metricsReaderRole(t)
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scraper-reads-gantry"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}}}
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: hubNamespace}}}
 	if err := hubEnv.client.Create(ctx, role); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +137,21 @@ func TestMetricsAreServedToAuthorizedCallersOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hubEnv.client.Delete(ctx, binding) })
-	if body := expect("the reader's token served", tr.Status.Token, http.StatusOK); !strings.Contains(body, "go_goroutines") {
+	// The API server's RBAC follows the binding a moment later; the endpoint would remember an earlier
+	// refusal, so it is asked only once the API server allows it.
+	eventually(t, "the API server allows the scraper to get /metrics", func() error {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:                  "system:serviceaccount:" + hubNamespace + ":scraper",
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}}
+		if err := hubEnv.client.Create(ctx, sar); err != nil {
+			return err
+		}
+		if !sar.Status.Allowed {
+			return fmt.Errorf("not allowed yet: %s", sar.Status.Reason)
+		}
+		return nil
+	})
+	if body := expect("the reader's token served", scraper, http.StatusOK); !strings.Contains(body, "go_goroutines") {
 		t.Errorf("the metrics read lack go_goroutines:\n%.500s", body)
 	}
 }
