@@ -373,3 +373,22 @@ func TestHoldUnhold(t *testing.T) {
 		t.Errorf("hold of a queue that does not exist: %v", err)
 	}
 }
+
+// cordon completes WorkerCluster names, hold GlobalQueue names.
+func TestNamesAreCompleted(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(fleet()...).Build()
+	var wcs gantry.WorkerClusterList
+	var gqs gantry.GlobalQueueList
+	if err := c.List(context.Background(), &wcs); err != nil || len(wcs.Items) == 0 {
+		t.Fatalf("the fleet's WorkerClusters: %v", err)
+	}
+	if err := c.List(context.Background(), &gqs); err != nil || len(gqs.Items) == 0 {
+		t.Fatalf("the fleet's GlobalQueues: %v", err)
+	}
+	for verb, want := range map[string]string{"cordon": wcs.Items[0].Name, "hold": gqs.Items[0].Name} {
+		out, err := runOn(c, "__complete", verb, "")
+		if err != nil || !strings.Contains(out, want+"\n") {
+			t.Errorf("%s completes %q (%v), want %s among them", verb, out, err, want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,6 +64,11 @@ func stateCommand(o *Options, verb, field string, value bool, short string) *cob
 
 // clusterNames completes WorkerCluster names.
 func clusterNames(o *Options) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return completeNames(o, func() client.ObjectList { return &gantry.WorkerClusterList{} })
+}
+
+// completeNames completes the first argument with the names of the objects of one cluster-scoped kind.
+func completeNames(o *Options, newList func() client.ObjectList) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -70,14 +77,17 @@ func clusterNames(o *Options) func(*cobra.Command, []string, string) ([]string, 
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		var list gantry.WorkerClusterList
-		if err := c.List(cmd.Context(), &list); err != nil {
+		list := newList()
+		if err := c.List(cmd.Context(), list); err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		names := make([]string, 0, len(list.Items))
-		for _, wc := range list.Items {
-			names = append(names, wc.Name)
-		}
+		var names []string
+		_ = apimeta.EachListItem(list, func(obj runtime.Object) error {
+			if o, ok := obj.(client.Object); ok {
+				names = append(names, o.GetName())
+			}
+			return nil
+		})
 		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 }

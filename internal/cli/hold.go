@@ -65,22 +65,5 @@ func setHold(cmd *cobra.Command, o *Options, name string, held, drain bool, what
 
 // globalQueueNames completes GlobalQueue names.
 func globalQueueNames(o *Options) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, err := o.NewClient()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var list gantry.GlobalQueueList
-		if err := c.List(cmd.Context(), &list); err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		names := make([]string, 0, len(list.Items))
-		for _, gq := range list.Items {
-			names = append(names, gq.Name)
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
-	}
+	return completeNames(o, func() client.ObjectList { return &gantry.GlobalQueueList{} })
 }
