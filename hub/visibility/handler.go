@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -58,7 +59,9 @@ func (h *Handler) namespace(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query().Get("queue"); q != "" {
 		indexes = p.byQueue[queueRef{ns, q}]
 	}
-	write(w, p, p.pick(indexes), offset, limit)
+	// The page is cut from the indexes first: only its own Workloads are copied.
+	shown, rest := page(indexes, offset, limit)
+	write(w, p, p.pick(shown), offset, rest)
 }
 
 // globalQueue answers a GlobalQueue's pending Workloads, of every namespace.
@@ -72,7 +75,8 @@ func (h *Handler) globalQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := h.Index.positions()
-	write(w, p, p.byGlobalQueue[r.PathValue("name")], offset, limit)
+	shown, rest := page(p.byGlobalQueue[r.PathValue("name")], offset, limit)
+	write(w, p, shown, offset, rest)
 }
 
 // may checks the user's right to list Workloads in the namespace ("" for every namespace), and answers
@@ -98,7 +102,7 @@ func (h *Handler) may(w http.ResponseWriter, r *http.Request, namespace string) 
 // so that a misspelt one is not ignored.
 func paging(q url.Values, extra ...string) (offset, limit int, err error) {
 	for k := range q {
-		if k != "limit" && k != "continue" && (len(extra) == 0 || k != extra[0]) {
+		if k != "limit" && k != "continue" && !slices.Contains(extra, k) {
 			return 0, 0, fmt.Errorf("unknown query parameter %q", k)
 		}
 	}
@@ -116,10 +120,10 @@ func paging(q url.Values, extra ...string) (offset, limit int, err error) {
 	return offset, limit, nil
 }
 
-// write answers a page of list as a PendingWorkloadList. Its continue token is where the next page
-// starts: positions may move between two pages as Workloads come and go.
-func write(w http.ResponseWriter, p *positions, list []placed, offset, limit int) {
-	items, rest := page(list, offset, limit)
+// write answers the page of items that starts at offset, rest more after it, as a PendingWorkloadList.
+// Its continue token is where the next page starts: positions may move between two pages as Workloads
+// come and go.
+func write(w http.ResponseWriter, p *positions, items []placed, offset, rest int) {
 	out := visibility.PendingWorkloadList{
 		TypeMeta: metav1.TypeMeta{APIVersion: visibility.Group + "/" + visibility.Version, Kind: visibility.PendingWorkloadListKind},
 		Items:    make([]visibility.PendingWorkload, 0, len(items)),

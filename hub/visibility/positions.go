@@ -124,7 +124,7 @@ func (p *positions) pick(indexes []int32) []placed {
 }
 
 // page is list[offset:offset+limit] and how many come after it.
-func page(list []placed, offset, limit int) ([]placed, int) {
+func page[T any](list []T, offset, limit int) ([]T, int) {
 	if offset >= len(list) {
 		return nil, 0
 	}

@@ -138,8 +138,8 @@ var connectedChanged = predicate.Funcs{
 // concernsWorkers says whether the Workload, as it is, may need anything done on the workers or for its
 // hub job: a Workload that waits with no cluster named, is not being deleted, has not finished, has no
 // admission deadline to keep and is in no drained queue may have only strays of earlier epochs or
-// Workloads on workers, whose own events bring it here. The dispatcher rewrites such Workloads' waiting verdicts, and a hub that
-// starts lists every one of a deep queue: neither asks for a reconcile.
+// Workloads on workers, whose own events bring it here. The dispatcher rewrites such Workloads' waiting
+// verdicts, and a hub that starts lists every one of a deep queue: neither asks for a reconcile.
 func (r *Reconciler) concernsWorkers(obj client.Object) bool {
 	wl, ok := obj.(*gantry.Workload)
 	if !ok {
