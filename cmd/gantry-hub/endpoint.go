@@ -63,7 +63,7 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access
 	}
 	cfg.Visibility = &visibility.Handler{Index: positions, Allowed: allowed}
 	if o.Page {
-		page, err := addPage(mgr, allowed)
+		page, err := addPage(mgr, allowed, positions)
 		if err != nil {
 			return err
 		}
@@ -74,14 +74,19 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access
 
 // addPage makes the hub's page, reading the manager's cache, and tells open pages of every change the
 // cache sees of the kinds it shows (on every replica: the standby's cache follows the API server too).
-func addPage(mgr ctrl.Manager, allowed web.Access) (http.Handler, error) {
+// Workloads and Queues reach pages through the page's Table, at most once per web.RefreshInterval.
+func addPage(mgr ctrl.Manager, allowed web.Access, positions *visibility.Index) (http.Handler, error) {
 	changes := &web.Changes{}
-	h := &web.Handler{Cache: mgr.GetCache(), Allowed: allowed, Changes: changes, Now: time.Now}
+	table := web.NewTable(positions, time.Now)
+	if err := table.Follow(context.Background(), mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	h := &web.Handler{Cache: mgr.GetCache(), Table: table, Allowed: allowed, Changes: changes, Now: time.Now}
 	kinds, err := hub.ServedKinds(mgr)
 	if err != nil {
 		return nil, err
 	}
-	watched := []client.Object{&gantry.Workload{}, &gantry.WorkerCluster{}, &gantry.GlobalQueue{}, &gantry.Queue{}}
+	watched := []client.Object{&gantry.WorkerCluster{}, &gantry.GlobalQueue{}}
 	for _, k := range kinds {
 		watched = append(watched, k.New()) // a job's mirrored status changes its page
 	}
@@ -89,8 +94,7 @@ func addPage(mgr ctrl.Manager, allowed web.Access) (http.Handler, error) {
 		if err := web.Watch(ctx, mgr.GetCache(), changes, watched...); err != nil {
 			return fmt.Errorf("watching the hub's cache for the page: %w", err)
 		}
-		<-ctx.Done()
-		return nil
+		return table.Run(ctx, changes)
 	}
 	if err := mgr.Add(everyReplica(watch)); err != nil {
 		return nil, err

@@ -123,15 +123,22 @@ func (x *Index) SetQueue(o any, deleted bool) {
 	x.queuesChanged = true
 }
 
-// positions orders what waits anew when it changed and the last order is MaxStaleness old: from
+// OrderNow is the order of what waits with every change the index has taken in: ordered anew when
+// anything changed. A caller that asks often bounds how often itself (the page asks once a second).
+func (x *Index) OrderNow() Order { return Order{x.positionsWithin(0)} }
+
+// positions orders what waits anew when it changed and the last order is MaxStaleness old.
+func (x *Index) positions() *positions { return x.positionsWithin(MaxStaleness) }
+
+// positionsWithin orders what waits anew when it changed and the last order is maxAge old: from
 // scratch when a Queue changed, else merging what changed into the last order.
-func (x *Index) positions() *positions {
+func (x *Index) positionsWithin(maxAge time.Duration) *positions {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	now := x.now()
 	changed := x.queuesChanged || len(x.touched) > 0
 	switch {
-	case x.ordered != nil && (!changed || now.Sub(x.at) < MaxStaleness):
+	case x.ordered != nil && (!changed || now.Sub(x.at) < maxAge):
 		return x.ordered
 	case x.ordered == nil || x.queuesChanged:
 		x.ordered = order(x.entries, x.queues)

@@ -41,6 +41,7 @@ type queueRef struct{ namespace, name string }
 // are a part of all; a namespace's and a Queue's are indexes into all, in the same order.
 type positions struct {
 	all           []placed
+	byKey         map[types.NamespacedName]int32
 	byGlobalQueue map[string][]placed
 	byNamespace   map[string][]int32
 	byQueue       map[queueRef][]int32
@@ -93,7 +94,8 @@ func comparePlaced(a, b placed) int {
 
 // place counts the positions of the ordered Workloads and indexes them.
 func place(all []placed) *positions {
-	p := &positions{all: all, byGlobalQueue: map[string][]placed{}, byNamespace: map[string][]int32{}, byQueue: map[queueRef][]int32{}}
+	p := &positions{all: all, byKey: make(map[types.NamespacedName]int32, len(all)), byGlobalQueue: map[string][]placed{},
+		byNamespace: map[string][]int32{}, byQueue: map[queueRef][]int32{}}
 	start := 0
 	for i := range all {
 		pl := &all[i]
@@ -105,6 +107,7 @@ func place(all []placed) *positions {
 			pl.inGlobal = i - start + 1
 			pl.inQueue = len(p.byQueue[q]) + 1
 		}
+		p.byKey[pl.key] = int32(i)
 		p.byQueue[q] = append(p.byQueue[q], int32(i))
 		p.byNamespace[pl.key.Namespace] = append(p.byNamespace[pl.key.Namespace], int32(i))
 		if (i+1 == len(all) || all[i+1].globalQueue != pl.globalQueue) && pl.globalQueue != "" {
@@ -130,4 +133,43 @@ func page[T any](list []T, offset, limit int) ([]T, int) {
 	}
 	end := min(offset+limit, len(list))
 	return list[offset:end], len(list) - end
+}
+
+// Placement is where a waiting Workload stands: its GlobalQueue (empty when its Queue names none that
+// exists), its positions from 1 in that GlobalQueue and in its Queue, and how many wait in the
+// GlobalQueue (all 0 without one).
+type Placement struct {
+	GlobalQueue                string
+	InGlobalQueue, InQueue, Of int
+}
+
+// Order is what waits, in position order by GlobalQueue name, as an Index ordered it once.
+type Order struct{ p *positions }
+
+// Len is how many wait.
+func (o Order) Len() int { return len(o.p.all) }
+
+// At is the i-th that waits, from 0, and where it stands.
+func (o Order) At(i int) (types.NamespacedName, Placement) {
+	pl := o.p.all[i]
+	return pl.key, o.placement(pl)
+}
+
+// Of is where the Workload stands, and false when it does not wait.
+func (o Order) Of(key types.NamespacedName) (Placement, bool) {
+	i, ok := o.p.byKey[key]
+	if !ok {
+		return Placement{}, false
+	}
+	return o.placement(o.p.all[i]), true
+}
+
+// Has says whether the Workload waits.
+func (o Order) Has(key types.NamespacedName) bool {
+	_, ok := o.p.byKey[key]
+	return ok
+}
+
+func (o Order) placement(pl placed) Placement {
+	return Placement{GlobalQueue: pl.globalQueue, InGlobalQueue: pl.inGlobal, InQueue: pl.inQueue, Of: len(o.p.byGlobalQueue[pl.globalQueue])}
 }

@@ -31,6 +31,13 @@ func (c *Changes) Notify() {
 	}
 }
 
+// Listening says whether any page listens.
+func (c *Changes) Listening() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs) > 0
+}
+
 // Subscribe returns a channel that receives a notice after changes, and the function that ends the
 // subscription; ok is false when MaxSubscribers listen already.
 func (c *Changes) Subscribe() (notices <-chan struct{}, cancel func(), ok bool) {

@@ -1,10 +1,13 @@
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -31,7 +34,9 @@ type Access func(ctx context.Context, attrs authorizationv1.ResourceAttributes) 
 // Handler serves the page. Every request must carry an authenticated user, which Allowed checks.
 type Handler struct {
 	// Cache is the hub's cache; the page reads nothing else.
-	Cache   client.Reader
+	Cache client.Reader
+	// Table follows the Workloads of Cache.
+	Table   *Table
 	Allowed Access
 	Changes *Changes
 	Now     func() time.Time
@@ -40,7 +45,8 @@ type Handler struct {
 //go:embed assets templates
 var files embed.FS
 
-var templates = template.Must(template.New("").Funcs(template.FuncMap{"age": age, "jobPath": jobPath}).ParseFS(files, "templates/*.html"))
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"age": age, "jobPath": jobPath, "logsPath": logsPath}).
+	ParseFS(files, "templates/*.html"))
 
 // Routes are the page's: the overview, a job's page, their parts for live updates, the change events
 // and the static assets. A job's page is /jobs/NAMESPACE/KIND/NAME (KIND as kubectl gantry takes it:
@@ -67,7 +73,12 @@ type page struct {
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
-	o, err := h.readOverview(r.Context())
+	q, err := ParseQuery(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	o, err := h.readOverview(r.Context(), q)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -75,11 +86,8 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, tmpl string) 
 	h.render(w, r, tmpl, page{Title: "Gantry fleet", Main: "overview", Data: o})
 }
 
-func (h *Handler) readOverview(ctx context.Context) (Overview, error) {
-	s, err := h.snapshot(ctx)
-	if err != nil {
-		return Overview{}, err
-	}
+func (h *Handler) readOverview(ctx context.Context, q Query) (Overview, error) {
+	var f Fleet
 	showClusters, err := h.Allowed(ctx, authorizationv1.ResourceAttributes{Verb: "list", Group: gantry.GroupVersion.Group, Resource: "workerclusters"})
 	if err != nil {
 		return Overview{}, err
@@ -88,59 +96,61 @@ func (h *Handler) readOverview(ctx context.Context) (Overview, error) {
 	if err != nil {
 		return Overview{}, err
 	}
-	visible, err := h.visibleJobs(ctx, s.Workloads)
-	if err != nil {
-		return Overview{}, err
-	}
-	return BuildOverview(s, visible, showClusters, showQueues, h.Now()), nil
-}
-
-// visibleJobs says of each workload whether the user may list the jobs of its kind in its namespace
-// (jobs.batch, jobsets.jobset.x-k8s.io, ...): asked once per kind for all namespaces, and per namespace
-// only for a kind the user may not list everywhere.
-func (h *Handler) visibleJobs(ctx context.Context, wls []gantry.Workload) (func(*gantry.Workload) bool, error) {
-	everywhere := map[gantry.JobKind]bool{}
-	visible := map[string]bool{}
-	key := func(k jobkind.Kind, ns string) string { return string(k.Name()) + "/" + ns }
-	for i := range wls {
-		k, ns := jobkind.Of(&wls[i]), wls[i].Namespace
-		all, asked := everywhere[k.Name()]
-		if !asked {
-			var err error
-			if all, err = h.Allowed(ctx, view.JobAccess("list", k, "", "")); err != nil {
-				return nil, err
-			}
-			everywhere[k.Name()] = all
-		}
-		if _, asked := visible[key(k, ns)]; asked {
-			continue
-		}
-		ok := all
-		if !all {
-			var err error
-			if ok, err = h.Allowed(ctx, view.JobAccess("list", k, ns, "")); err != nil {
-				return nil, err
-			}
-		}
-		visible[key(k, ns)] = ok
-	}
-	return func(wl *gantry.Workload) bool { return visible[key(jobkind.Of(wl), wl.Namespace)] }, nil
-}
-
-func (h *Handler) snapshot(ctx context.Context) (Snapshot, error) {
-	var s Snapshot
 	var wcs gantry.WorkerClusterList
 	var gqs gantry.GlobalQueueList
-	var qs gantry.QueueList
-	var wls gantry.WorkloadList
-	for _, l := range []client.ObjectList{&wcs, &gqs, &qs, &wls} {
-		// The cache's own objects, not copies: the page only reads them, and copying every Workload on
-		// every refresh of every open page would cost more than rendering it.
+	for _, l := range []client.ObjectList{&wcs, &gqs} {
+		// The cache's own objects, not copies: the page only reads them.
 		if err := h.Cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
-			return s, fmt.Errorf("reading the hub's cache: %w", err)
+			return Overview{}, fmt.Errorf("reading the hub's cache: %w", err)
 		}
 	}
-	return Snapshot{Clusters: wcs.Items, GlobalQueues: gqs.Items, Queues: qs.Items, Workloads: wls.Items}, nil
+	f.Clusters, f.GlobalQueues = wcs.Items, gqs.Items
+	snap := h.Table.current()
+	visible, failed := h.jobAccess(ctx)
+	jobs := snap.Select(q, visible, h.Now())
+	if err := failed(); err != nil {
+		return Overview{}, err
+	}
+	return BuildOverview(f, jobs, q, snap.runningOn, showClusters, showQueues, h.Now()), nil
+}
+
+// jobAccess says of each row whether the user may list the jobs of its kind in its namespace
+// (jobs.batch, jobsets.jobset.x-k8s.io, ...): asked once per kind for all namespaces, and per namespace
+// only for a kind the user may not list everywhere. failed is the error of the first question that
+// could not be answered; every row after it is hidden.
+func (h *Handler) jobAccess(ctx context.Context) (visible func(*Row) bool, failed func() error) {
+	everywhere := map[gantry.JobKind]bool{}
+	inNamespace := map[string]bool{}
+	var err error
+	ask := func(k jobkind.Kind, ns string) bool {
+		var ok bool
+		if err == nil {
+			ok, err = h.Allowed(ctx, view.JobAccess("list", k, ns, ""))
+		}
+		return ok && err == nil
+	}
+	visible = func(r *Row) bool {
+		k, known := jobkind.Named(r.Kind)
+		if !known || err != nil {
+			return false
+		}
+		all, asked := everywhere[r.Kind]
+		if !asked {
+			all = ask(k, "")
+			everywhere[r.Kind] = all
+		}
+		if all {
+			return true
+		}
+		key := string(r.Kind) + "/" + r.Namespace
+		ok, asked := inNamespace[key]
+		if !asked {
+			ok = ask(k, r.Namespace)
+			inNamespace[key] = ok
+		}
+		return ok
+	}
+	return visible, func() error { return err }
 }
 
 // jobPage is a job's story.
@@ -151,8 +161,13 @@ type jobPage struct {
 }
 
 // jobPath is the page of the job of a row.
-func jobPath(r view.WorkloadRow) string {
+func jobPath(r placedRow) string {
 	return "/jobs/" + url.PathEscape(r.Namespace) + "/" + jobkind.Ref(r.Kind) + "/" + url.PathEscape(r.Name)
+}
+
+// logsPath is where the endpoint serves the logs of the job of a row (what kubectl gantry logs reads).
+func logsPath(r placedRow) string {
+	return "/logs/" + url.PathEscape(r.Namespace) + "/" + url.PathEscape(r.Name) + "?kind=" + jobkind.Ref(r.Kind)
 }
 
 // job serves the page of the job the path names, to a user who may get that job.
@@ -188,15 +203,33 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, tmpl string) {
 		Data: jobPage{Namespace: ns, Name: name, Kind: kind.Name(), Story: story}})
 }
 
+// render writes the template, tagged with a hash of it: a page that refreshes sends the tag back and
+// is answered 304 when nothing it shows changed. Compressed when the reader takes gzip.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, tmpl string, p page) {
-	var buf strings.Builder
+	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, tmpl, p); err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	sum := fnv.New64a()
+	_, _ = sum.Write(buf.Bytes())
+	etag := fmt.Sprintf(`"%x"`, sum.Sum64())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write([]byte(buf.String()))
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Vary", "Accept-Encoding")
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		_, _ = w.Write(buf.Bytes())
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	gz := gzip.NewWriter(w)
+	_, _ = gz.Write(buf.Bytes())
+	_ = gz.Close()
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -1,11 +1,14 @@
 // Package web is the hub's live page: the fleet at a glance (worker clusters with their free GPUs,
-// queues with usage against quota, jobs with their position and cluster) and a page per job telling its
-// story as kubectl gantry explain does. It reads only the hub's caches, and pushes a change event to
-// open pages whenever those caches change, so pages never poll the API servers. Who sees what is asked
-// of the hub's authorizer through Allowed; authentication happens before (hub/endpoint).
+// queues with usage against quota, jobs with their position and cluster, filtered, sorted and cut into
+// pages on the hub) and a page per job telling its story as kubectl gantry explain does. It reads only
+// the hub's caches: a Table follows the Workloads and makes them into a snapshot at most once per
+// RefreshInterval, and open pages are told of each change, so pages never poll the API servers and a
+// deep queue costs a page its own length. Who sees what is asked of the hub's authorizer through
+// Allowed; authentication happens before (hub/endpoint).
 package web
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -16,12 +19,10 @@ import (
 	"github.com/gantry-dev/gantry/internal/view"
 )
 
-// Snapshot is what the page is made from, read from the hub's caches.
-type Snapshot struct {
+// Fleet is what the page shows besides the jobs, read from the hub's caches.
+type Fleet struct {
 	Clusters     []gantry.WorkerCluster
 	GlobalQueues []gantry.GlobalQueue
-	Queues       []gantry.Queue
-	Workloads    []gantry.Workload
 }
 
 // Bar is a quantity against its maximum, drawn as a meter.
@@ -44,6 +45,17 @@ type QueueCard struct {
 	Usage []Bar
 }
 
+// Filter is one of the table's pickers: the query parameter it sets, the values to pick from (the
+// first is the one that filters nothing) and the one picked.
+type Filter struct {
+	Param, Label string
+	Options      []Option
+	Picked       string
+}
+
+// Option is one value of a Filter and how it reads.
+type Option struct{ Value, Text string }
+
 // Overview is the fleet as one reader may see it.
 type Overview struct {
 	// Clusters and Queues are nil when the reader may not list WorkerClusters or GlobalQueues.
@@ -51,47 +63,80 @@ type Overview struct {
 	Queues       []QueueCard
 	ShowClusters bool
 	ShowQueues   bool
-	// Jobs are the unfinished jobs, of every kind, that the reader may list: of the kinds and namespaces
-	// where they may list jobs of that kind.
-	Jobs []view.WorkloadRow
-	// HiddenNamespaces counts the namespaces with jobs the reader may not see (of one kind at least).
-	HiddenNamespaces int
-	Now              time.Time
+	// Jobs is the page of the jobs the query asked for, of those the reader may list.
+	Jobs    Selection
+	Query   Query
+	Filters []Filter
+	// Last is the number of the last page; Previous and Next are links to the pages around this one,
+	// empty at either end.
+	Last           int
+	Previous, Next string
+	Now            time.Time
 }
 
-// BuildOverview makes the overview from a snapshot for a reader who sees the jobs of the workloads
-// visible says, and the clusters and queues when allowed.
-func BuildOverview(s Snapshot, visible func(*gantry.Workload) bool, showClusters, showQueues bool, now time.Time) Overview {
-	o := Overview{ShowClusters: showClusters, ShowQueues: showQueues, Now: now}
+// BuildOverview makes the overview from the fleet (its clusters and queues when showClusters and
+// showQueues say the reader may see them), a page of jobs and what runs on each cluster.
+func BuildOverview(f Fleet, jobs Selection, q Query, runningOn map[string]int, showClusters, showQueues bool, now time.Time) Overview {
+	o := Overview{ShowClusters: showClusters, ShowQueues: showQueues, Jobs: jobs, Query: q, Now: now,
+		Last: max(1, (jobs.Matching+PageSize-1)/PageSize)}
 	if showClusters {
-		o.Clusters = clusterCards(s)
+		o.Clusters = clusterCards(f.Clusters, runningOn)
 	}
 	if showQueues {
-		o.Queues = queueCards(s.GlobalQueues)
+		o.Queues = queueCards(f.GlobalQueues)
 	}
-	var shown []gantry.Workload
-	hidden := map[string]bool{}
-	for i := range s.Workloads {
-		wl := &s.Workloads[i]
-		if state, _ := view.StateOf(wl); state == view.StateFinished {
-			continue
-		}
-		if !visible(wl) {
-			hidden[wl.Namespace] = true
-			continue
-		}
-		shown = append(shown, *wl)
+	if q.Page > 1 {
+		o.Previous = pageLink(q, min(q.Page-1, o.Last))
 	}
-	o.HiddenNamespaces = len(hidden)
-	o.Jobs = view.Workloads(shown, s.Queues, view.Positions(s.Workloads, s.Queues))
+	if q.Page < o.Last {
+		o.Next = pageLink(q, q.Page+1)
+	}
+	o.Filters = []Filter{
+		picker("namespace", "Namespace", "every namespace", jobs.Namespaces, q.Namespace),
+		picker("queue", "Queue", "every queue", jobs.Queues, q.Queue),
+		picker("globalQueue", "GlobalQueue", "every global queue", jobs.GlobalQueues, q.GlobalQueue),
+		picker("cluster", "Cluster", "every cluster", jobs.Clusters, q.Cluster),
+		{Param: "state", Label: "State", Picked: q.State, Options: stateOptions},
+		{Param: "sort", Label: "Sort by", Picked: q.Sort, Options: []Option{{SortQueue, "queue order"}, {SortNewest, "newest first"},
+			{SortOldest, "oldest first"}, {SortName, "namespace and name"}}},
+	}
 	return o
 }
 
-func clusterCards(s Snapshot) []ClusterCard {
-	rows := view.Clusters(s.Clusters, s.Workloads)
-	byName := make(map[string]*gantry.WorkerCluster, len(s.Clusters))
-	for i := range s.Clusters {
-		byName[s.Clusters[i].Name] = &s.Clusters[i]
+var stateOptions = []Option{{StateUnfinished, "unfinished"}, {StateAll, "all (finished: last day)"}, {view.StatePending, view.StatePending},
+	{view.StateAdmitted, view.StateAdmitted}, {view.StateRunning, view.StateRunning}, {view.StateDeleting, view.StateDeleting},
+	{view.StateFinished, "Finished (last day)"}}
+
+// picker offers the values, and the one picked even when no row has it.
+func picker(param, label, none string, values []string, picked string) Filter {
+	if picked != "" && !slices.Contains(values, picked) {
+		values = append([]string{picked}, values...)
+	}
+	return Filter{Param: param, Label: label, Picked: picked, Options: append([]Option{{"", none}}, options(values)...)}
+}
+
+func options(values []string) []Option {
+	out := make([]Option, len(values))
+	for i, v := range values {
+		out[i] = Option{v, v}
+	}
+	return out
+}
+
+// pageLink is the URL of page n of the query's rows.
+func pageLink(q Query, n int) string {
+	q.Page = n
+	if v := q.Values().Encode(); v != "" {
+		return "/?" + v
+	}
+	return "/"
+}
+
+func clusterCards(clusters []gantry.WorkerCluster, runningOn map[string]int) []ClusterCard {
+	rows := view.Clusters(clusters, runningOn)
+	byName := make(map[string]*gantry.WorkerCluster, len(clusters))
+	for i := range clusters {
+		byName[clusters[i].Name] = &clusters[i]
 	}
 	cards := make([]ClusterCard, 0, len(rows))
 	for _, r := range rows {

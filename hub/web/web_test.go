@@ -22,6 +22,7 @@ import (
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
+	"github.com/gantry-dev/gantry/hub/visibility"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -64,13 +65,21 @@ func server(t *testing.T, allowed ...string) (*httptest.Server, *Changes) {
 // serverOf serves the page of a hub holding objs.
 func serverOf(t *testing.T, objs []client.Object, allowed ...string) (*httptest.Server, *Changes) {
 	t.Helper()
+	h := handlerOf(objs, allowed...)
+	srv := httptest.NewServer(h.Routes())
+	t.Cleanup(srv.Close)
+	return srv, h.Changes
+}
+
+// handlerOf is the page of a hub holding objs, for a user who may do what allowed lists.
+func handlerOf(objs []client.Object, allowed ...string) *Handler {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = gantry.AddToScheme(s)
 	_ = jobkind.AddToScheme(s)
-	changes := &Changes{}
-	h := &Handler{
+	return &Handler{
 		Cache: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(),
+		Table: tableOf(objs...),
 		Allowed: func(_ context.Context, a authorizationv1.ResourceAttributes) (bool, error) {
 			for _, rule := range allowed {
 				if rule == strings.TrimSpace(a.Verb+" "+a.Resource+" "+a.Namespace) {
@@ -79,11 +88,26 @@ func serverOf(t *testing.T, objs []client.Object, allowed ...string) (*httptest.
 			}
 			return false, nil
 		},
-		Changes: changes, Now: func() time.Time { return now },
+		Changes: &Changes{}, Now: func() time.Time { return now },
 	}
-	srv := httptest.NewServer(h.Routes())
-	t.Cleanup(srv.Close)
-	return srv, changes
+}
+
+// tableOf is a table that took in the Workloads and Queues of objs, as its informers would give them.
+func tableOf(objs ...client.Object) *Table {
+	clock := func() time.Time { return now }
+	positions := visibility.NewIndex(clock)
+	table := NewTable(positions, clock)
+	for _, o := range objs {
+		switch o.(type) {
+		case *gantry.Workload:
+			positions.SetWorkload(o, false)
+			table.SetWorkload(o, false)
+		case *gantry.Queue:
+			positions.SetQueue(o, false)
+			table.touch()
+		}
+	}
+	return table
 }
 
 func get(t *testing.T, url string) (int, string) {

@@ -43,7 +43,7 @@ func readClusters(ctx context.Context, c client.Reader) (*listing, error) {
 	}
 	return &listing{feeds: []*feed{clusters, workloads}, listKind: gantry.GroupVersion.WithKind("WorkerClusterList"),
 		table: func(time.Time) *metav1.Table {
-			rows := view.Clusters(items[gantry.WorkerCluster](clusters), items[gantry.Workload](workloads))
+			rows := view.Clusters(items[gantry.WorkerCluster](clusters), view.RunningOn(items[gantry.Workload](workloads)))
 			return clustersTable(rows, func(name string) client.Object { return clusters.objects[types.NamespacedName{Name: name}] })
 		}}, nil
 }

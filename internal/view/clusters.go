@@ -27,8 +27,8 @@ type ClusterRow struct {
 	Running int
 }
 
-// Clusters builds the rows, sorted by name, from the WorkerClusters and the hub's Workloads.
-func Clusters(clusters []gantry.WorkerCluster, workloads []gantry.Workload) []ClusterRow {
+// RunningOn counts, per cluster, the Workloads that won it and have not finished.
+func RunningOn(workloads []gantry.Workload) map[string]int {
 	running := map[string]int{}
 	for i := range workloads {
 		wl := &workloads[i]
@@ -36,6 +36,12 @@ func Clusters(clusters []gantry.WorkerCluster, workloads []gantry.Workload) []Cl
 			running[w]++
 		}
 	}
+	return running
+}
+
+// Clusters builds the rows, sorted by name, from the WorkerClusters and the count of what runs on
+// each (RunningOn).
+func Clusters(clusters []gantry.WorkerCluster, running map[string]int) []ClusterRow {
 	rows := make([]ClusterRow, 0, len(clusters))
 	for i := range clusters {
 		wc := &clusters[i]

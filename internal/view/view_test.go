@@ -42,7 +42,7 @@ func TestClusters(t *testing.T) {
 			GPUs: []string{"NVIDIA-A100 0/8", "NVIDIA-H100 4/16"}, Running: 1},
 		{Name: "w2", Connected: "False (Unauthorized)", Agent: "Unknown", State: "Cordoned,Fenced", Failover: "Fence/2m0s", Running: 1},
 	}
-	if diff := cmp.Diff(want, Clusters(clusters, workloads)); diff != "" {
+	if diff := cmp.Diff(want, Clusters(clusters, RunningOn(workloads))); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }

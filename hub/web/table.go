@@ -1,0 +1,182 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
+	"github.com/gantry-dev/gantry/hub/visibility"
+	"github.com/gantry-dev/gantry/internal/view"
+)
+
+// RefreshInterval bounds how often the table is made anew while Workloads change: a page shows the
+// fleet at most this old, and a deep queue costs one ordering per interval, however many read it.
+const RefreshInterval = time.Second
+
+// Row is one job on the page. Rows are made once per change of their Workload and never changed after.
+type Row struct {
+	view.WorkloadRow
+	// Finished is when the job finished; zero while it has not.
+	Finished time.Time
+}
+
+// Table follows the hub's Workloads as rows, and makes them into a snapshot the page selects from,
+// at most once per RefreshInterval. Create it with NewTable.
+type Table struct {
+	positions *visibility.Index
+	now       func() time.Time
+
+	mu    sync.Mutex
+	rows  map[types.NamespacedName]*Row
+	dirty bool
+
+	// building serialises the making of snapshots; snap is the last one made.
+	building sync.Mutex
+	snap     *snapshot
+}
+
+// NewTable returns an empty table whose waiting rows stand where positions places them.
+func NewTable(positions *visibility.Index, now func() time.Time) *Table {
+	return &Table{positions: positions, now: now, rows: map[types.NamespacedName]*Row{}, dirty: true}
+}
+
+// Follow feeds the table from the cache's informers: Workloads make its rows, and a change of a Queue
+// may move what waits.
+func (t *Table) Follow(ctx context.Context, c cache.Cache) error {
+	wls, err := c.GetInformer(ctx, &gantry.Workload{})
+	if err != nil {
+		return fmt.Errorf("following Workloads: %w", err)
+	}
+	if _, err := wls.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { t.SetWorkload(o, false) },
+		UpdateFunc: func(_, o any) { t.SetWorkload(o, false) },
+		DeleteFunc: func(o any) { t.SetWorkload(o, true) },
+	}); err != nil {
+		return err
+	}
+	qs, err := c.GetInformer(ctx, &gantry.Queue{})
+	if err != nil {
+		return fmt.Errorf("following Queues: %w", err)
+	}
+	touch := func(any) { t.touch() }
+	_, err = qs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: touch, DeleteFunc: touch, UpdateFunc: func(any, any) { t.touch() }})
+	return err
+}
+
+// SetWorkload takes in a Workload as it is now, or its deletion.
+func (t *Table) SetWorkload(o any, deleted bool) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o, deleted = d.Obj, true
+	}
+	wl, ok := o.(*gantry.Workload)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	var row *Row
+	if !deleted {
+		row = rowOf(wl)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if row == nil {
+		delete(t.rows, key)
+	} else {
+		t.rows[key] = row
+	}
+	t.dirty = true
+}
+
+func (t *Table) touch() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dirty = true
+}
+
+// rowOf is a Workload's row: as kubectl gantry jobs shows it, but for its place in the queue, which
+// the snapshot adds.
+func rowOf(wl *gantry.Workload) *Row {
+	row := &Row{WorkloadRow: view.Workloads([]gantry.Workload{*wl}, nil, nil)[0]}
+	row.Position = ""
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c != nil && c.Status == "True" {
+		row.Finished = c.LastTransitionTime.Time
+	}
+	return row
+}
+
+// current is the table's latest snapshot, made anew first when Workloads changed and the latest is
+// RefreshInterval old.
+func (t *Table) current() *snapshot {
+	t.building.Lock()
+	defer t.building.Unlock()
+	t.mu.Lock()
+	stale := t.snap == nil || (t.dirty && t.now().Sub(t.snap.at) >= RefreshInterval)
+	t.mu.Unlock()
+	if stale {
+		t.snap = t.build()
+	}
+	return t.snap
+}
+
+// Run makes a snapshot of what changed once per RefreshInterval while pages listen, and tells them:
+// a page is told of the last change too, not only of those before a snapshot.
+func (t *Table) Run(ctx context.Context, changes *Changes) error {
+	tick := time.NewTicker(RefreshInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		dirty := t.dirty
+		t.mu.Unlock()
+		if dirty && changes.Listening() {
+			t.current()
+			changes.Notify()
+		}
+	}
+}
+
+// build makes a snapshot of the rows as they are, placing those that wait as positions orders them now.
+func (t *Table) build() *snapshot {
+	order := t.positions.OrderNow()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dirty = false
+	waiting := make([]placedRow, 0, order.Len())
+	for i := range order.Len() {
+		key, at := order.At(i)
+		if row := t.rows[key]; row != nil && row.State == view.StatePending {
+			waiting = append(waiting, placedRow{Row: row, At: at})
+		}
+	}
+	runningOn := map[string]int{}
+	pending := 0
+	for _, row := range t.rows {
+		if row.State == view.StatePending {
+			pending++
+		}
+	}
+	// Pending rows the order has not placed (yet, or taken back while their winner stands) come after
+	// those it placed; only then is each asked for.
+	unplaced := pending > len(waiting)
+	others := make([]placedRow, 0, len(t.rows)-len(waiting))
+	for key, row := range t.rows {
+		if row.Cluster != "" && row.State != view.StateFinished {
+			runningOn[row.Cluster]++
+		}
+		if row.State != view.StatePending || (unplaced && !order.Has(key)) {
+			others = append(others, placedRow{Row: row})
+		}
+	}
+	return newSnapshot(t.now(), waiting, others, runningOn)
+}
