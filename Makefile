@@ -8,7 +8,7 @@ CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 GO_TEST_FLAGS ?=
 
-.PHONY: all build generate manifests verify lint fmt vet test test-unit test-integration test-e2e bench bench-scale bench-dispatch dev-up dev-down demo tools images push release krew kind-up kind-e2e kind-down
+.PHONY: all build generate manifests verify lint fmt vet test test-unit test-integration test-page test-e2e bench bench-scale bench-dispatch dev-up dev-down demo tools images push release krew kind-up kind-e2e kind-down
 
 all: build
 
@@ -79,6 +79,11 @@ test-unit:
 
 test-integration:
 	KUBEBUILDER_ASSETS=$$(hack/install-tools.sh --envtest | tail -n 1) go test $(GO_TEST_FLAGS) ./test/integration/...
+
+# test-page drives the hub's page in headless Chromium over a queue 100,000 deep (screenshots in
+# $GANTRY_ARTIFACTS, else $TMPDIR/gantry-e2e-screenshots).
+test-page:
+	GANTRY_CHROMIUM=$$(hack/install-chromium.sh) KUBEBUILDER_ASSETS=$$(hack/install-tools.sh --envtest | tail -n 1) go test $(GO_TEST_FLAGS) -v -timeout 15m ./test/page/...
 
 test-e2e: build images
 	GANTRY_CHROMIUM=$$(hack/install-chromium.sh) GANTRY_RUNC=$$(hack/install-debian.sh runc) GANTRY_TOOLS=$$(hack/install-tools.sh | tail -n 1) go test $(GO_TEST_FLAGS) -timeout 25m ./test/e2e/...

@@ -12,6 +12,9 @@ echo "== integration tests (real kube-apiservers: one hub, two workers)"
 assets=$(hack/install-tools.sh --envtest | tail -n 1)
 KUBEBUILDER_ASSETS="$assets" go test -count=1 -timeout 15m ./test/integration/...
 
+echo "== the hub's page in headless Chromium over a queue 100,000 deep (a real kube-apiserver)"
+GANTRY_CHROMIUM="$(hack/install-chromium.sh)" KUBEBUILDER_ASSETS="$assets" go test -count=1 -timeout 15m ./test/page/...
+
 echo "== scale harness, a small run (real kube-apiservers, the real gantry-hub and gantry-agent)"
 make --no-print-directory build
 KUBEBUILDER_ASSETS="$assets" go test -count=1 -timeout 10m ./test/scale/...

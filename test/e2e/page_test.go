@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"image/png"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
+	"github.com/gantry-dev/gantry/test/browser"
 )
 
 // TestTheHubPageShowsTheFleetLive opens the hub's page in headless Chromium, as an operator who may
@@ -54,15 +51,15 @@ func TestTheHubPageShowsTheFleetLive(t *testing.T) {
 		t.Errorf("the tenant's own job page: %d, want 200", code)
 	}
 
-	ctx := browser(t)
-	login(t, ctx, endpoint, operator)
-	overview := pageText(t, ctx, "main")
+	ctx := browser.Start(t, 2*time.Minute)
+	browser.Login(t, ctx, endpoint, operator)
+	overview := browser.Text(t, ctx, "main")
 	for _, want := range []string{"worker-1", "worker-2", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "default", "first", "Running"} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("the overview says no %q:\n%s", want, overview)
 		}
 	}
-	screenshot(t, ctx, "overview")
+	browser.Screenshot(t, ctx, "overview")
 
 	second := makeJob(ns, "second").gpus(2).runsFor("10m").obj()
 	submitted := time.Now()
@@ -70,20 +67,20 @@ func TestTheHubPageShowsTheFleetLive(t *testing.T) {
 	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := chromedp.Do(wait, chromedp.WaitVisible(`tr[data-name="`+ns+`/second"]`)); err != nil {
-		t.Fatalf("job second did not appear on the open page within 10s: %v\n%s", err, pageText(t, ctx, "main"))
+		t.Fatalf("job second did not appear on the open page within 10s: %v\n%s", err, browser.Text(t, ctx, "main"))
 	}
 	t.Logf("job second appeared on the open page %s after it was submitted", time.Since(submitted).Round(10*time.Millisecond))
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(endpoint+"/jobs/"+ns+"/first")); err != nil {
 		t.Fatal(err)
 	}
-	story := pageText(t, ctx, "body")
+	story := browser.Text(t, ctx, "body")
 	for _, want := range []string{"Job " + ns + "/first", "State: Running on worker-", "Won by worker-"} {
 		if !strings.Contains(story, want) {
 			t.Errorf("the job page says no %q:\n%s", want, story)
 		}
 	}
-	screenshot(t, ctx, "job")
+	browser.Screenshot(t, ctx, "job")
 }
 
 // TestTheHubPageShowsAJobSetToAReaderOfJobSets: a tenant who may list and get JobSets in its namespace,
@@ -197,60 +194,4 @@ func statusOf(t *testing.T, url, token string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// browser starts headless Chromium (hack/install-chromium.sh, GANTRY_CHROMIUM) for the test.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	exe := os.Getenv("GANTRY_CHROMIUM")
-	if exe == "" {
-		t.Fatal("GANTRY_CHROMIUM is not set: run make test-e2e, or set it to the output of hack/install-chromium.sh")
-	}
-	// No background networking: the machine may have no route out, and the page needs none.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900))
-	allocator, cancelAllocator := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelBrowser := chromedp.NewContext(allocator)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelBrowser(); cancelAllocator() })
-	return ctx
-}
-
-// login signs in on the page's login form with the token and waits for the live overview.
-func login(t *testing.T, ctx context.Context, endpoint, token string) {
-	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.Navigate(endpoint+"/login"), chromedp.SetValue("#token", token),
-		chromedp.Submit("#login"), chromedp.WaitVisible(`body[data-live="true"]`)); err != nil {
-		t.Fatalf("logging in to the hub's page: %v", err)
-	}
-}
-
-func pageText(t *testing.T, ctx context.Context, selector string) string {
-	t.Helper()
-	text, err := chromedp.Run(ctx, chromedp.Text(selector))
-	if err != nil {
-		t.Fatalf("reading %s of the page: %v", selector, err)
-	}
-	return text
-}
-
-// screenshot takes a PNG of the whole page, checks it is one, and keeps it.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	data, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot of %s: %v", name, err)
-	}
-	cfg, err := png.DecodeConfig(bytes.NewReader(data))
-	if err != nil || cfg.Width < 100 || cfg.Height < 100 {
-		t.Fatalf("screenshot of %s is no page-sized PNG: %v %+v", name, err, cfg)
-	}
-	// Kept after the testbed is torn down, for a person to look at.
-	path := filepath.Join(os.TempDir(), "gantry-e2e-screenshots", fmt.Sprintf("%s-%s.png", t.Name(), name))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		_ = os.WriteFile(path, data, 0o644)
-	}
-	t.Logf("screenshot of %s: %dx%d, %s", name, cfg.Width, cfg.Height, path)
 }
