@@ -198,6 +198,8 @@ func (b *workloadBuilder) rejected(clusters ...string) *workloadBuilder {
 	return b
 }
 
+func (b *workloadBuilder) stopped() *workloadBuilder { b.w.Stopped = true; return b }
+
 func (b *workloadBuilder) obj() *Workload { return b.w }
 
 // weight sets the queue's fair-sharing weight.

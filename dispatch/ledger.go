@@ -15,8 +15,10 @@ import (
 type ledger struct {
 	// verdicts are the workloads of the pass's verdicts; its queues share them.
 	verdicts *verdictWorkloads
-	// unqueued are the pending workloads whose Queue gives them no GlobalQueue.
+	// unqueued are the pending workloads whose Queue gives them no GlobalQueue; stopped those their owner
+	// stopped.
 	unqueued []*Workload
+	stopped  []*Workload
 	queues   map[string]*queueLedger
 	cohorts  map[string]*cohortNode
 	pools    map[poolKey]*pool

@@ -107,6 +107,7 @@ func plan(s *Snapshot, withUsage bool) (Result, Usage) {
 	l := emptyLedger(s)
 	groups := l.countAndGroup(s)
 	l.sayQueueProblems(&res)
+	l.sayStopped(&res)
 	l.noteLowestRunning(s)
 	l.takeCuts(s, &res)
 	var usage Usage
@@ -263,9 +264,16 @@ func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 		l.countFlying(w)
 		ql := l.queues[w.GlobalQueue]
 		if ql == nil {
-			if w.Phase == Pending && w.QueueProblem != nil {
+			switch {
+			case w.Phase == Pending && w.Stopped:
+				l.stopped = append(l.stopped, w)
+			case w.Phase == Pending && w.QueueProblem != nil:
 				l.unqueued = append(l.unqueued, w)
 			}
+			continue
+		}
+		if w.Phase == Pending && w.Stopped {
+			l.stopped = append(l.stopped, w) // it reserves nothing, and is not walked
 			continue
 		}
 		ql.countUsage(w)

@@ -224,6 +224,7 @@ func (m *model) byKey(key string) *Workload {
 
 func (m *model) apply(t *testing.T, r Result) {
 	checkVerdictsComeAlone(t, r)
+	checkStoppedStay(t, m, r)
 	for _, win := range r.Winners {
 		w := m.byKey(win.Key)
 		if w.Winner != "" || m.winners[w.Key] != "" {
@@ -471,9 +472,10 @@ func talliedSnapshot(s *Snapshot, tally func(i int) bool) *Snapshot {
 }
 
 // FuzzPlanAtMostOneWinnerWithinQuota drives dispatch passes, agent admissions and rejections, lost and
-// regained clusters, finishing jobs, Queues pointed at the other GlobalQueue and lapsing rejections in
-// random order, and checks after every step that no workload ever gets a second winner and that quota
-// is never exceeded.
+// regained clusters, finishing jobs, jobs stopped and resumed, Queues pointed at the other GlobalQueue
+// and lapsing rejections in random order, and checks after every step that no workload ever gets a
+// second winner, that quota is never exceeded, and that a stopped workload is never nominated, never
+// wins, never preempts and has its nomination withdrawn.
 func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 	f.Add([]byte{8, 8, 8, 4, 1, 2, 3, 4, 5, 6, 0, 1, 0, 1, 1, 1, 0, 3, 0, 4, 0})
 	f.Add([]byte{16, 0, 4, 7, 7, 7, 7, 7, 7, 7, 7, 7, 0, 1, 2, 0, 1, 5, 0, 3, 1, 0, 2, 7, 0})
@@ -510,10 +512,14 @@ func FuzzPlanAtMostOneWinnerWithinQuota(f *testing.F) {
 				m.connected[c] = !m.connected[c]
 			case 4:
 				switch {
-				case w.PreemptedFor != "":
-					m.requeue(w)
+				case w.PreemptedFor != "", w.Phase == Admitted && w.Stopped:
+					m.requeue(w) // taken back once its job is gone
+				case w.Phase == Admitted && arg >= 128:
+					w.Stopped = true // its owner stops it
 				case w.Phase == Admitted:
 					w.Phase = Finished
+				case w.Phase == Pending:
+					w.Stopped = !w.Stopped // stopped, or resumed
 				}
 			case 6:
 				m.queueOf[w.Key] = modelQueues[(slices.Index(modelQueues, m.queueOf[w.Key])+1)%len(modelQueues)]
@@ -543,6 +549,38 @@ func checkVerdictsComeAlone(t *testing.T, r Result) {
 	for _, v := range r.Verdicts {
 		if what := others[v.Key]; what != "" {
 			t.Fatalf("%s has a verdict (%s) and %s in the same pass", v.Key, v.Reason, what)
+		}
+	}
+}
+
+// checkStoppedStay fails when a pending stopped workload is nominated, wins or preempts, or keeps a
+// nomination past the pass.
+func checkStoppedStay(t *testing.T, m *model, r Result) {
+	withdrawn := map[string]bool{}
+	for _, v := range r.Verdicts {
+		if v.Withdraw {
+			withdrawn[v.Key] = true
+		}
+	}
+	stopped := func(key string) bool { w := m.byKey(key); return w.Stopped && w.Phase == Pending }
+	for _, w := range r.Winners {
+		if stopped(w.Key) {
+			t.Fatalf("stopped %s wins on %s", w.Key, w.Cluster)
+		}
+	}
+	for _, n := range r.Nominations {
+		if stopped(n.Key) {
+			t.Fatalf("stopped %s is nominated: %+v", n.Key, n)
+		}
+	}
+	for _, p := range r.Preemptions {
+		if stopped(p.Preemptor) {
+			t.Fatalf("stopped %s preempts %s", p.Preemptor, p.Victim)
+		}
+	}
+	for _, w := range m.workloads {
+		if w.Stopped && w.Phase == Pending && len(w.Nominated) > 0 && !withdrawn[w.Key] {
+			t.Fatalf("stopped %s keeps its nomination %v", w.Key, w.Nominated)
 		}
 	}
 }

@@ -236,6 +236,10 @@ type Workload struct {
 	// Kind of its job ("" is a batch Job): clusters that cannot run it are left out as if they rejected it.
 	Kind string
 
+	// Stopped: its owner stopped it (spec.stopped). Pending, it is not dispatched and its nomination is
+	// withdrawn; admitted, the Workload controller takes it back from its winner.
+	Stopped bool
+
 	// PreemptedFor is, for an admitted workload the hub is taking back from its winner to make room for
 	// another, that other's key; it holds its quota until its Job is gone.
 	PreemptedFor string

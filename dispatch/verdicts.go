@@ -104,7 +104,11 @@ func verdictDue(s *Snapshot, res *Result, w *Workload, v Verdict) (time.Duration
 	return 0, true
 }
 
-// TakenBackMessage says for a person that the winner gave the workload up, and why.
+// TakenBackMessage says for a person that the winner gave the workload up, and why; or, for a stopped
+// one, that it was taken back and waits to be resumed.
 func TakenBackMessage(e gantry.Eviction) string {
+	if e.Reason == gantry.ReasonStopped {
+		return fmt.Sprintf("taken back from %s (%s: %s); it waits until it is resumed", e.Cluster, e.Reason, e.Message)
+	}
 	return fmt.Sprintf("%s gave it up (%s: %s); dispatching it again", e.Cluster, e.Reason, e.Message)
 }

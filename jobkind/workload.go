@@ -55,8 +55,14 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 			Finalizers:      []string{gantry.WorkloadFinalizer},
 		},
 		Spec: gantry.WorkloadSpec{JobKind: k.Name(), QueueName: labels[gantry.QueueLabel], Priority: priority,
-			PodSets: podSets, TopologyKey: topologyKey, AdmissionDeadline: deadline, JobGeneration: obj.GetGeneration()},
+			PodSets: podSets, TopologyKey: topologyKey, AdmissionDeadline: deadline, JobGeneration: obj.GetGeneration(),
+			Stopped: Stopped(obj)},
 	}, nil
+}
+
+// Stopped says whether the job's owner stopped it: its annotation gantry.dev/stopped is "true".
+func Stopped(obj client.Object) bool {
+	return obj.GetAnnotations()[gantry.StoppedAnnotation] == "true"
 }
 
 // Changes says how the demand of want differs from that of have, field by field, for a person to read;

@@ -70,6 +70,10 @@ const (
 	// AdmissionDeadlineAnnotation on a job sets how long it may wait for a cluster (a duration: "30m",
 	// "2h"), over its GlobalQueue's spec.admissionDeadline.
 	AdmissionDeadlineAnnotation = "gantry.dev/admission-deadline"
+	// StoppedAnnotation on a job, set to "true" by its owner (kubectl gantry stop), stops it: it is not
+	// dispatched, and taken back from its cluster if it runs, until the annotation is removed (kubectl
+	// gantry resume). The job's Workload records it in spec.stopped.
+	StoppedAnnotation = "gantry.dev/stopped"
 	// MaxGPUProducts is how many products a job may list.
 	MaxGPUProducts = 8
 	// MaxPodSets is how many groups of pods a workload may have (a JobSet's replicated jobs).
@@ -111,7 +115,11 @@ const (
 	ReasonQueueHeld = "QueueHeld"
 	// ReasonQueueDrained: the Workload's GlobalQueue is held and drained (spec.drainWhileHeld): a
 	// Workload without a cluster is finished, and its hub job marked Failed.
-	ReasonQueueDrained        = "QueueDrained"
+	ReasonQueueDrained = "QueueDrained"
+	// ReasonStopped: the Workload's job is stopped by its owner (StoppedAnnotation, spec.stopped): it is
+	// not dispatched, and was taken back from its cluster if it ran, until it is resumed. As the reason
+	// of an eviction: it was taken back from its winner for that.
+	ReasonStopped             = "Stopped"
 	ReasonWaitingForQuota     = "WaitingForQuota"
 	ReasonWaitingForCapacity  = "WaitingForCapacity"
 	ReasonNoClusterAvailable  = "NoClusterAvailable"

@@ -114,6 +114,13 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	JobGeneration int64 `json:"jobGeneration,omitempty"`
+	// Stopped says the job's owner stopped it (its annotation gantry.dev/stopped: "true", which the hub
+	// copies here): it is not dispatched, copies not admitted yet are withdrawn, and one that has a
+	// cluster is taken back from it as a preempted one is (its Job there deleted, pods first; its quota
+	// released once the Job is gone). It then waits, Pending with the reason Stopped, in its place in
+	// its queue, until the annotation is removed. A finished job is not stopped.
+	// +optional
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // MilliRequests sums the requests of all pods of all pod sets, in milli-units: what the hub counts
@@ -331,6 +338,7 @@ type WorkloadStatus struct {
 // +kubebuilder:printcolumn:name="Admitted",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].status`
 // +kubebuilder:printcolumn:name="Finished",type=string,JSONPath=`.status.conditions[?(@.type=="Finished")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Pending")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Stopped",type=boolean,JSONPath=`.spec.stopped`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Workload stands for one submitted job on the hub; copies of it on worker clusters ask their agents for

@@ -147,7 +147,8 @@ func (d *decider) stopJob(cluster string, job client.Object) {
 
 // syncCopies makes the connected clusters hold exactly the copies of the current nomination. A copy of
 // an earlier epoch is fenced: removed first; its deletion brings the Workload back here to create the
-// current one.
+// current one. A stopped Workload gets no new copy: the dispatcher withdraws its nomination, and the
+// copies it has go then.
 func (d *decider) syncCopies() {
 	st := &d.wl.Status
 	var fenced []string
@@ -163,9 +164,9 @@ func (d *decider) syncCopies() {
 			// A leftover holds the name; its deletion brings the Workload back here.
 		case cp == nil && nominated && c.CopyExpected.After(d.v.Now):
 			d.plan.requeue(c.CopyExpected.Sub(d.v.Now)) // should the copy never show up, look again
-		case cp == nil && nominated && !c.Fenced && c.CopyRefused != "":
+		case cp == nil && nominated && !c.Fenced && c.CopyRefused != "" && !d.wl.Spec.Stopped:
 			d.copyRefused(c)
-		case cp == nil && nominated && !c.Fenced:
+		case cp == nil && nominated && !c.Fenced && !d.wl.Spec.Stopped:
 			d.worker(CreateCopy, c.Name, NewCopy(d.wl, c.KueueLocalQueue))
 		case cp == nil:
 		case !nominated || epochOf(cp.Labels) != st.DispatchEpoch:
@@ -200,8 +201,8 @@ func (d *decider) copyRefused(c Cluster) {
 // anew), as Inadmissible with what blocked it (its Pending message); before then it asks to look again
 // at the deadline.
 func (d *decider) endIfPastAdmissionDeadline() bool {
-	if d.v.AdmissionDeadline <= 0 {
-		return false
+	if d.v.AdmissionDeadline <= 0 || d.wl.Spec.Stopped {
+		return false // a stopped one waits for its owner, not for a cluster
 	}
 	since := d.wl.CreationTimestamp.Time
 	if n := len(d.wl.Status.Evictions); n > 0 && d.wl.Status.Evictions[n-1].Time.After(since) {
@@ -259,6 +260,10 @@ func (d *decider) runOnWinner() {
 	}
 	if p := d.wl.Status.CurrentPreemption(); p != nil {
 		d.evictForPreemption(w, p)
+		return
+	}
+	if d.wl.Spec.Stopped && !d.endedOn(w) {
+		d.evictForStop(w)
 		return
 	}
 	if cp := d.myCopy(w); cp != nil && epochOf(cp.Labels) == d.wl.Status.DispatchEpoch && givenUp(cp) {
@@ -426,23 +431,49 @@ func (d *decider) evict(w Cluster, cp *gantry.Workload) {
 // cleared, which frees its quota: the preemptor is nominated only then, so the two never hold the same
 // GPUs at once.
 func (d *decider) evictForPreemption(w Cluster, p *gantry.Preemption) {
+	if d.removeFromWinner(w) {
+		d.takeBack(gantry.ReasonPreempted, p.Message)
+		d.event(corev1.EventTypeWarning, EventEvicted, "Preempted on %s for %s (%s); its pods are gone, dispatching again",
+			w.Name, p.Preemptor, p.Reason)
+	}
+}
+
+// evictForStop takes the Workload its owner stopped (spec.stopped) back from its winner, as a preempted
+// one is: its Job there deleted, pods first, and only once a live read shows it gone is the winner
+// cleared and its quota released. It then waits, stopped, until it is resumed.
+func (d *decider) evictForStop(w Cluster) {
+	if d.removeFromWinner(w) {
+		d.takeBack(gantry.ReasonStopped, fmt.Sprintf("stopped by its owner (annotation %s); taken back from %s", gantry.StoppedAnnotation, w.Name))
+		d.event(corev1.EventTypeNormal, EventEvicted, "Stopped on %s; its pods are gone, it waits until it is resumed", w.Name)
+	}
+}
+
+// removeFromWinner removes the Workload's Job and copy from its winner for a take-back the hub decided
+// (a preemption, a stop) and says whether the take-back may be recorded: the Job is deleted first,
+// pods first, and once it is gone (a Job created but not in the cache yet is waited for) the copy goes,
+// whose room its agent holds until then, and a live read must confirm no Job of it is left there.
+func (d *decider) removeFromWinner(w Cluster) bool {
 	if job := d.myJob(w); job != nil {
 		d.stopJob(w.Name, job)
 		d.plan.requeue(DeletionPoll)
-		return
+		return false
 	}
 	if w.JobExpected.After(d.v.Now) {
 		d.plan.requeue(w.JobExpected.Sub(d.v.Now)) // created; deleted once the cache shows it
-		return
+		return false
 	}
 	if cp := d.myCopy(w); cp != nil {
-		// Its agent holds the copy's room until the copy goes; the room is now the preemptor's.
 		d.worker(Delete, w.Name, cp)
 	}
 	d.plan.ConfirmGone = w.Name
-	d.takeBack(gantry.ReasonPreempted, p.Message)
-	d.event(corev1.EventTypeWarning, EventEvicted, "Preempted on %s for %s (%s); its pods are gone, dispatching again",
-		w.Name, p.Preemptor, p.Reason)
+	return true
+}
+
+// endedOn says whether the Workload's Job on the winner ended: it is finished with its end mirrored,
+// not taken back to run again.
+func (d *decider) endedOn(w Cluster) bool {
+	job := d.myJob(w)
+	return job != nil && jobkind.Of(d.wl).State(job).Finished
 }
 
 // jobMovedOn says whether the hub job's spec changed since the Workload was last found to describe it:

@@ -12,6 +12,7 @@ import (
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/internal/hubtest"
+	"github.com/gantry-dev/gantry/jobkind"
 )
 
 // FuzzDecideNeverRunsTwice checks, over random views of one Workload, the rules that keep a job from
@@ -22,7 +23,8 @@ import (
 // (hubtest.WorkloadControllerFields); a TrainJob is suspended only on its way out, pods first, in the same plan; a job
 // of another UID under the hub job's name is never written to nor built from, nor a job whose spec
 // moved on since its Workload was built; a Workload with a winner is never ended for its queue's
-// drain or its admission deadline; the view is never modified.
+// drain or its admission deadline; a stopped Workload gets no copy and no Job created, and its
+// winner's running Job is deleted only pods first; the view is never modified.
 func FuzzDecideNeverRunsTwice(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	f.Add([]byte{255, 128, 7, 3, 1, 0, 200, 99, 42, 17, 5, 250, 33, 64})
@@ -60,7 +62,7 @@ func checkPlan(t *testing.T, v View, p Plan) {
 			if g := wl.Spec.JobGeneration; g != 0 && v.HubJob.GetGeneration() != g {
 				t.Fatalf("%s: built from generation %d of the job, admitted %d", a, v.HubJob.GetGeneration(), g)
 			}
-			if a.Cluster != winner || recorded || finished || wl.DeletionTimestamp != nil || c.Job != nil {
+			if a.Cluster != winner || recorded || finished || wl.DeletionTimestamp != nil || c.Job != nil || wl.Spec.Stopped {
 				t.Fatalf("%s: winner %q, recorded %v, finished %v, deleting %v, job in view %v",
 					a, winner, recorded, finished, wl.DeletionTimestamp != nil, c.Job != nil)
 			}
@@ -78,16 +80,20 @@ func checkPlan(t *testing.T, v View, p Plan) {
 				t.Fatalf("%s: suspends an object not in the view", a)
 			}
 		case CreateCopy:
-			if winner != "" || !slices.Contains(st.Nominated(), a.Cluster) || epochOf(a.Object.GetLabels()) != st.DispatchEpoch || c.Copy != nil {
+			if winner != "" || !slices.Contains(st.Nominated(), a.Cluster) || epochOf(a.Object.GetLabels()) != st.DispatchEpoch || c.Copy != nil || wl.Spec.Stopped {
 				t.Fatalf("%s: not the current nomination (epoch %d, %v) or the name is taken", a, st.DispatchEpoch, st.Nominated())
 			}
 		default:
 			if (c.Copy == nil || c.Copy.UID != a.Object.GetUID()) && (c.Job == nil || c.Job.GetUID() != a.Object.GetUID()) {
 				t.Fatalf("%s: deletes an object not in the view", a)
 			}
-			if c.Job != nil && a.Object.GetUID() == c.Job.GetUID() && a.Cluster == winner && !finished &&
-				wl.DeletionTimestamp == nil && !givenUpIn(c, st.DispatchEpoch) && st.CurrentPreemption() == nil && c.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID) {
+			mine := c.Job != nil && a.Object.GetUID() == c.Job.GetUID() && a.Cluster == winner && !finished &&
+				c.Job.GetLabels()[gantry.WorkloadUIDLabel] == string(wl.UID)
+			if mine && wl.DeletionTimestamp == nil && !givenUpIn(c, st.DispatchEpoch) && st.CurrentPreemption() == nil && !wl.Spec.Stopped {
 				t.Fatalf("%s: deletes the winner's running Job", a)
+			}
+			if mine && wl.Spec.Stopped && a.Op != DeleteForeground && !jobkind.Of(wl).State(c.Job).Finished {
+				t.Fatalf("%s: stops the winner's running Job other than pods first", a)
 			}
 		}
 	}
@@ -207,6 +213,9 @@ func randomView(b *byteSource) View {
 	}
 	if b.next(4) == 0 { // drawn last: its GlobalQueue held and drained
 		v.DrainedBy = "closing"
+	}
+	if b.next(4) == 0 { // drawn last: its owner stopped it
+		v.Workload.Spec.Stopped = true
 	}
 	return v
 }

@@ -55,9 +55,22 @@ func admittedOn(cluster string, created bool) gantry.WorkloadStatus {
 	return st
 }
 
+// stopped is the job with the annotation of its owner's stop.
+func stopped(job *batchv1.Job) *batchv1.Job {
+	metav1.SetMetaDataAnnotation(&job.ObjectMeta, gantry.StoppedAnnotation, "true")
+	return job
+}
+
+// finished is the status with Finished=True.
+func finished(st gantry.WorkloadStatus) gantry.WorkloadStatus {
+	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: gantry.WorkloadFinished, Status: metav1.ConditionTrue, Reason: gantry.ReasonJobSucceeded})
+	return st
+}
+
 // A queued job's Workload always describes the job: a change while it waits makes the Workload anew, a
 // change that leaves its demand alone is recorded, a change once a winner admitted it is not carried
-// (and said so), and a Workload left by an earlier job of the name goes.
+// (and said so), and a Workload left by an earlier job of the name goes. Its owner's stop and resume
+// (the annotation gantry.dev/stopped) are copied to the Workload it has, but for one that finished.
 func TestAWorkloadIsKeptTrueToItsJob(t *testing.T) {
 	cases := map[string]struct {
 		job     *batchv1.Job
@@ -66,6 +79,7 @@ func TestAWorkloadIsKeptTrueToItsJob(t *testing.T) {
 		recheck bool
 		event   string // a reason, and a word the message holds
 		gen     int64  // the generation the Workload records afterwards, when it stays
+		stopped bool   // what the Workload's spec.stopped says afterwards, when it stays
 	}{
 		"unchanged": {
 			job: gpuJob("u1", 1, 1, 1), wl: workloadOf(t, gpuJob("u1", 1, 1, 1), gantry.WorkloadStatus{}), gen: 1,
@@ -91,6 +105,21 @@ func TestAWorkloadIsKeptTrueToItsJob(t *testing.T) {
 		},
 		"a Workload of an earlier job of the name: it goes": {
 			job: gpuJob("u2", 1, 1, 1), wl: workloadOf(t, gpuJob("u1", 1, 1, 1), admittedOn("w1", true)), gone: true,
+		},
+		"stopped while it runs: its Workload records it": {
+			job: stopped(gpuJob("u1", 1, 1, 1)), wl: workloadOf(t, gpuJob("u1", 1, 1, 1), admittedOn("w1", true)),
+			gen: 1, stopped: true, event: EventStopped + " " + gantry.StoppedAnnotation,
+		},
+		"resumed: its Workload records it": {
+			job: gpuJob("u1", 1, 1, 1), wl: workloadOf(t, stopped(gpuJob("u1", 1, 1, 1)), gantry.WorkloadStatus{}),
+			gen: 1, event: EventResumed + " in its place",
+		},
+		"stopped and changed while it waits: the stop is recorded first, the change looked at again": {
+			job: stopped(gpuJob("u1", 2, 3, 1)), wl: workloadOf(t, gpuJob("u1", 1, 1, 1), gantry.WorkloadStatus{}),
+			gen: 1, stopped: true, recheck: true, event: EventStopped,
+		},
+		"stopped once it finished: nothing to stop": {
+			job: stopped(gpuJob("u1", 1, 1, 1)), wl: workloadOf(t, gpuJob("u1", 1, 1, 1), finished(admittedOn("w1", true))), gen: 1,
 		},
 	}
 	for name, tc := range cases {
@@ -121,6 +150,8 @@ func TestAWorkloadIsKeptTrueToItsJob(t *testing.T) {
 				t.Errorf("the Workload went: %v", err)
 			case !tc.gone && wl.Spec.JobGeneration != tc.gen:
 				t.Errorf("the Workload records generation %d, want %d", wl.Spec.JobGeneration, tc.gen)
+			case !tc.gone && wl.Spec.Stopped != tc.stopped:
+				t.Errorf("the Workload says stopped %v, want %v", wl.Spec.Stopped, tc.stopped)
 			}
 			var got string
 			select {

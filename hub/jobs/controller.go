@@ -36,6 +36,9 @@ const (
 	// EventChangeNotCarried: the job changed after its Job was created on the winner, which runs as
 	// admitted.
 	EventChangeNotCarried = "ChangeNotCarried"
+	// EventStopped and EventResumed: the job's owner stopped or resumed it (gantry.dev/stopped).
+	EventStopped = "Stopped"
+	EventResumed = "Resumed"
 )
 
 // Reconciler keeps one Workload per queued job of its kind and deletes it with the job.
@@ -52,9 +55,13 @@ type Reconciler struct {
 // SetupWithManager registers the controller for jobs of the kind that carry the queue label.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[gantry.QueueLabel] != "" })
+	// A job stopped or resumed changes only its metadata, which leaves its generation as it was.
+	stoppedChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return jobkind.Stopped(e.ObjectOld) != jobkind.Stopped(e.ObjectNew)
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hub-"+jobkind.Ref(r.Kind.Name())+"s").
-		For(r.Kind.New(), builder.WithPredicates(queued, predicate.GenerationChangedPredicate{})).
+		For(r.Kind.New(), builder.WithPredicates(queued, predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, stoppedChanged))).
 		// A Workload that appears (also each one listed when the hub starts) has its job looked at, so a
 		// Workload whose job went while the hub was down is deleted even where no garbage collector
 		// runs, and so is one the collector orphaned (a job deleted with --cascade=orphan): the job is
@@ -139,13 +146,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // here. The job's own is compared with the job once the job's spec moved on from the generation it
 // describes.
 func (r *Reconciler) keepTrue(ctx context.Context, job client.Object, wl *gantry.Workload) (ctrl.Result, error) {
+	finished := apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished)
+	moved := wl.Spec.JobGeneration != 0 && wl.Spec.JobGeneration != job.GetGeneration()
 	switch {
 	case wl.DeletionTimestamp != nil:
 		return ctrl.Result{}, nil // its deletion requeues
 	case !metav1.IsControlledBy(wl, job):
 		return ctrl.Result{}, r.deleteWorkload(ctx, client.ObjectKeyFromObject(wl))
-	case wl.Spec.JobGeneration == 0 || wl.Spec.JobGeneration == job.GetGeneration(),
-		apimeta.IsStatusConditionTrue(wl.Status.Conditions, gantry.WorkloadFinished):
+	case !finished && wl.Spec.Stopped != jobkind.Stopped(job):
+		if err := r.recordStopped(ctx, job, wl); err != nil {
+			return ctrl.Result{}, err
+		}
+		if moved { // its spec changed too: looked at again once the cache shows this write
+			return ctrl.Result{RequeueAfter: jobChangedRecheck}, nil
+		}
+		return ctrl.Result{}, nil
+	case !moved || finished:
 		return ctrl.Result{}, nil // it describes the job, or the job ran as it was
 	}
 	job, err := r.wholeJob(ctx, job)
@@ -164,6 +180,27 @@ func (r *Reconciler) keepTrue(ctx context.Context, job client.Object, wl *gantry
 		changes = jobkind.Changes(&wl.Spec, &want.Spec)
 	}
 	return r.jobChanged(ctx, job, wl, changes)
+}
+
+// recordStopped copies the job's stop (its annotation gantry.dev/stopped) to its Workload's
+// spec.stopped, where the dispatcher and the Workload controller act on it: the owner may change the
+// job, not its Workload. The Workload keeps its place in its queue (it is the same Workload).
+func (r *Reconciler) recordStopped(ctx context.Context, job client.Object, wl *gantry.Workload) error {
+	stopped := jobkind.Stopped(job)
+	patch := client.MergeFrom(wl.DeepCopy())
+	wl = wl.DeepCopy() // read in place from the cache
+	wl.Spec.Stopped = stopped
+	if err := r.Client.Patch(ctx, wl, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if stopped {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventStopped, "Stop",
+			"Stopped by its annotation %s: it is not dispatched, and is taken back from its cluster if it runs, until it is resumed", gantry.StoppedAnnotation)
+	} else {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, EventResumed, "Resume",
+			"Resumed: it waits in its queue again, in its place, and is dispatched as usual")
+	}
+	return nil
 }
 
 // jobChangedRecheck is how often a job that changed between its admission and the creation of its Job

@@ -35,7 +35,7 @@ var (
 	States         = []string{StatePending, StateAdmitted, StateFinished}
 	PendingReasons = []string{ReasonNew, gantry.ReasonWaitingForQuota, gantry.ReasonWaitingForCapacity, gantry.ReasonNoClusterAvailable,
 		gantry.ReasonNoClusterCanHold, gantry.ReasonWaitingForAdmission, gantry.ReasonQueueNotFound, gantry.ReasonGlobalQueueNotFound,
-		gantry.ReasonNamespaceNotSelected, gantry.ReasonQueueHeld, gantry.ReasonQueueDrained, gantry.ReasonEvicted, gantry.ReasonPreempting}
+		gantry.ReasonNamespaceNotSelected, gantry.ReasonQueueHeld, gantry.ReasonQueueDrained, gantry.ReasonEvicted, gantry.ReasonPreempting, gantry.ReasonStopped}
 	ConnectionReasons = []string{gantry.ReasonConnected, gantry.ReasonSecretNotFound, gantry.ReasonInvalidKubeconfig,
 		gantry.ReasonInsecureKubeconfig, gantry.ReasonUnreachable, gantry.ReasonMissingAPI, gantry.ReasonUnauthorized,
 		gantry.ReasonDuplicateCluster, ReasonUnknown}
@@ -95,7 +95,7 @@ var (
 		"global_queue", "state")
 	pendingDesc = desc("gantry_hub_pending_workloads", "Pending workloads, by GlobalQueue and the reason of their Pending condition (New before the dispatcher decided).",
 		"global_queue", "reason")
-	oldestPendingDesc = desc("gantry_hub_oldest_pending_workload_age_seconds", "Age of the oldest pending workload of each GlobalQueue, from its creation; 0 when none is pending.",
+	oldestPendingDesc = desc("gantry_hub_oldest_pending_workload_age_seconds", "Age of the oldest pending workload of each GlobalQueue, from its creation, stopped ones aside; 0 when none is pending.",
 		"global_queue")
 	quotaDesc = desc("gantry_hub_global_queue_quota", "Quota of a GlobalQueue on a cluster, per resource of the quota, in the resource's unit (cores, bytes, devices).",
 		"global_queue", "cluster", "resource")
@@ -241,7 +241,7 @@ func collectWorkloads(objs *objects, now time.Time, emit emitFunc) {
 				gq = current
 			}
 			pending[key{gq, pendingReason(wl)}]++
-			if o := oldest[gq]; o.IsZero() || wl.CreationTimestamp.Time.Before(o) {
+			if o := oldest[gq]; !wl.Spec.Stopped && (o.IsZero() || wl.CreationTimestamp.Time.Before(o)) {
 				oldest[gq] = wl.CreationTimestamp.Time
 			}
 		}

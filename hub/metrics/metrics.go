@@ -53,7 +53,7 @@ const (
 var (
 	Steps             = []string{StepCreatedToNominated, StepNominatedToWinner, StepWinnerToJobCreated, StepCreatedToJobCreated}
 	RejectionReasons  = []string{gantry.ReasonNeverFits, gantry.ReasonNoEligibleNode, gantry.ReasonJobNameConflict}
-	EvictionReasons   = []string{gantry.ReasonPlacementTimeout, gantry.ReasonWorkerLost, gantry.ReasonRemoteJobRefused, gantry.ReasonPreempted}
+	EvictionReasons   = []string{gantry.ReasonPlacementTimeout, gantry.ReasonWorkerLost, gantry.ReasonRemoteJobRefused, gantry.ReasonPreempted, gantry.ReasonStopped}
 	WithdrawalReasons = []string{WithdrawnLost, WithdrawnStaleEpoch, WithdrawnNotNominated, WithdrawnDeleted, WithdrawnLeftover, WithdrawnOrphan}
 	FinishReasons     = []string{gantry.ReasonJobSucceeded, gantry.ReasonJobFailed, gantry.ReasonRemoteJobLost, gantry.ReasonRemoteJobConflict, gantry.ReasonInadmissible}
 	Targets           = []string{TargetHub, TargetWorker}

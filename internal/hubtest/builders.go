@@ -286,6 +286,12 @@ func (w *WorkloadWrapper) Preempted(cluster string, epoch int64, preemptor, reas
 	return w
 }
 
+// Stopped records that the job's owner stopped it (spec.stopped).
+func (w *WorkloadWrapper) Stopped() *WorkloadWrapper {
+	w.Spec.Stopped = true
+	return w
+}
+
 // CopyWrapper builds the copy of a hub Workload that the hub creates on a worker: its metadata and spec,
 // and the Admitted condition its agent writes.
 type CopyWrapper struct {

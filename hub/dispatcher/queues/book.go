@@ -245,6 +245,7 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 		Nominated: wl.Status.Nominated(),
 		Winner:    wl.Status.Winner(),
 		Kind:      string(wl.Spec.JobKind),
+		Stopped:   wl.Spec.Stopped,
 	}
 	e.w.Requests, e.shape = sh.requests(dispatch.RequestsOf(&wl.Spec))
 	e.w.Refused = refusalsOf(wl)

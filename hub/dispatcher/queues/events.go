@@ -174,6 +174,7 @@ var planInputs = map[string][]Event{
 	"Workloads.Refused.EvictedFrom.Count":      {WorkloadChanged{}},
 	"Workloads.Refused.EvictedFrom.LastReason": {WorkloadChanged{}},
 	"Workloads.Kind":                           {WorkloadChanged{}},
+	"Workloads.Stopped":                        {WorkloadChanged{}},
 	"Workloads.PreemptedFor":                   {WorkloadChanged{}, OwnWrite{}},
 	"Workloads.Copies.Cluster":                 {CopiesRead{}},
 	"Workloads.Copies.Admitted":                {CopiesRead{}},

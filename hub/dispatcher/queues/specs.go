@@ -180,8 +180,8 @@ func refusalsOf(wl *gantry.Workload) *dispatch.Refusals {
 	}
 	var evicted map[string]dispatch.Evictions
 	for _, e := range wl.Status.Evictions {
-		if e.Reason == gantry.ReasonPreempted {
-			continue
+		if e.Reason == gantry.ReasonPreempted || e.Reason == gantry.ReasonStopped {
+			continue // the hub took it back, not the cluster refusing it
 		}
 		if evicted == nil {
 			evicted = map[string]dispatch.Evictions{}
