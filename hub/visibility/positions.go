@@ -7,6 +7,7 @@ package visibility
 import (
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -41,7 +42,9 @@ type queueRef struct{ namespace, name string }
 // are a part of all; a namespace's and a Queue's are indexes into all, in the same order.
 type positions struct {
 	all           []placed
-	byKey         map[types.NamespacedName]int32
+	// byKey indexes all by Workload, made when first asked for: the visibility API never asks.
+	byKey     map[types.NamespacedName]int32
+	indexKeys sync.Once
 	byGlobalQueue map[string][]placed
 	byNamespace   map[string][]int32
 	byQueue       map[queueRef][]int32
@@ -94,8 +97,7 @@ func comparePlaced(a, b placed) int {
 
 // place counts the positions of the ordered Workloads and indexes them.
 func place(all []placed) *positions {
-	p := &positions{all: all, byKey: make(map[types.NamespacedName]int32, len(all)), byGlobalQueue: map[string][]placed{},
-		byNamespace: map[string][]int32{}, byQueue: map[queueRef][]int32{}}
+	p := &positions{all: all, byGlobalQueue: map[string][]placed{}, byNamespace: map[string][]int32{}, byQueue: map[queueRef][]int32{}}
 	start := 0
 	for i := range all {
 		pl := &all[i]
@@ -107,7 +109,6 @@ func place(all []placed) *positions {
 			pl.inGlobal = i - start + 1
 			pl.inQueue = len(p.byQueue[q]) + 1
 		}
-		p.byKey[pl.key] = int32(i)
 		p.byQueue[q] = append(p.byQueue[q], int32(i))
 		p.byNamespace[pl.key.Namespace] = append(p.byNamespace[pl.key.Namespace], int32(i))
 		if (i+1 == len(all) || all[i+1].globalQueue != pl.globalQueue) && pl.globalQueue != "" {
@@ -157,7 +158,7 @@ func (o Order) At(i int) (types.NamespacedName, Placement) {
 
 // Of is where the Workload stands, and false when it does not wait.
 func (o Order) Of(key types.NamespacedName) (Placement, bool) {
-	i, ok := o.p.byKey[key]
+	i, ok := o.p.keys()[key]
 	if !ok {
 		return Placement{}, false
 	}
@@ -166,8 +167,18 @@ func (o Order) Of(key types.NamespacedName) (Placement, bool) {
 
 // Has says whether the Workload waits.
 func (o Order) Has(key types.NamespacedName) bool {
-	_, ok := o.p.byKey[key]
+	_, ok := o.p.keys()[key]
 	return ok
+}
+
+func (p *positions) keys() map[types.NamespacedName]int32 {
+	p.indexKeys.Do(func() {
+		p.byKey = make(map[types.NamespacedName]int32, len(p.all))
+		for i := range p.all {
+			p.byKey[p.all[i].key] = int32(i)
+		}
+	})
+	return p.byKey
 }
 
 func (o Order) placement(pl placed) Placement {
