@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -238,6 +239,11 @@ func TestBadFlagsAreRefusedBeforeTheHubIsRead(t *testing.T) {
 		{[]string{"explain", "a", "-o", "wide"}, `unable to match a printer suitable for the output format "wide", allowed formats are: ` +
 			"go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,template,templatefile,yaml"},
 		{[]string{"explain", "pods/a", "-o", "json"}, `"pods" is not a kind of job Gantry dispatches`},
+		{[]string{"stop", "pods/a"}, `"pods" is not a kind of job Gantry dispatches`},
+		{[]string{"stop", "Train_1"}, `"Train_1" is not the name of a job`},
+		{[]string{"resume", "jobset/"}, `"jobset/": want NAME or KIND/NAME`},
+		{[]string{"resume"}, "accepts 1 arg(s), received 0"},
+		{[]string{"stop", "a", "b"}, "accepts 1 arg(s), received 2"},
 	} {
 		var out bytes.Buffer
 		o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
@@ -389,6 +395,77 @@ func TestNamesAreCompleted(t *testing.T) {
 		out, err := runOn(c, "__complete", verb, "")
 		if err != nil || !strings.Contains(out, want+"\n") {
 			t.Errorf("%s completes %q (%v), want %s among them", verb, out, err, want)
+		}
+	}
+}
+
+// stop and resume, as a user runs them one after another: each output, or error, is the transcript's
+// (testdata/stop.golden, resume.golden). stop sets the job's annotation gantry.dev/stopped, resume
+// removes it; a finished job is not stopped, and what is already so is said, nothing changed.
+func TestStopAndResume(t *testing.T) {
+	done := job("done")
+	done.Status = batchv1.JobStatus{Succeeded: 1, StartTime: ptr.To(at(1)), CompletionTime: ptr.To(at(9)),
+		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
+	plain := job("plain")
+	plain.Labels = nil
+	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(append(append(fleet(), jobSets()...), done, plain)...).Build()
+	transcript := func(runs ...[]string) string {
+		var out strings.Builder
+		for _, args := range runs {
+			fmt.Fprintf(&out, "$ kubectl gantry %s\n", strings.Join(args, " "))
+			got, err := runOn(c, args...)
+			out.WriteString(got)
+			if err != nil {
+				fmt.Fprintf(&out, "error: %v\n", err)
+			}
+		}
+		return out.String()
+	}
+	stopped := func(obj client.Object) bool {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		return obj.GetAnnotations()[gantry.StoppedAnnotation] == "true"
+	}
+
+	golden(t, "stop", transcript(
+		[]string{"stop", "a", "-n", "team-a"},
+		[]string{"stop", "a", "-n", "team-a"},
+		[]string{"stop", "job/b", "-n", "team-a"},
+		[]string{"stop", "jobset/train", "-n", "team-a"},
+		[]string{"stop", "done", "-n", "team-a"},
+		[]string{"stop", "plain", "-n", "team-a"},
+		[]string{"stop", "train", "-n", "team-a"},
+	), []string{"stop"})
+	if !stopped(job("a")) || !stopped(job("b")) || !stopped(jobSet("train")) || stopped(job("done")) {
+		t.Errorf("after stop: a %v, b %v, jobset train %v, done %v; want the first three stopped", stopped(job("a")), stopped(job("b")),
+			stopped(jobSet("train")), stopped(job("done")))
+	}
+	golden(t, "resume", transcript(
+		[]string{"resume", "a", "-n", "team-a"},
+		[]string{"resume", "a", "-n", "team-a"},
+		[]string{"resume", "jobsets.jobset.x-k8s.io/train", "-n", "team-a"},
+		[]string{"resume", "c", "-n", "team-a"},
+	), []string{"resume"})
+	if stopped(job("a")) || !stopped(job("b")) || stopped(jobSet("train")) {
+		t.Errorf("after resume: a %v, b %v, jobset train %v; want b alone stopped", stopped(job("a")), stopped(job("b")), stopped(jobSet("train")))
+	}
+}
+
+// stop completes the namespace's jobs that are neither finished nor stopped, resume the stopped ones: a
+// batch Job by its name, a job of another kind as KIND/NAME.
+func TestStopAndResumeComplete(t *testing.T) {
+	objs := append(fleet(), jobSets()...)
+	for _, o := range objs {
+		if wl, ok := o.(*gantry.Workload); ok && wl.Name == "job-b" {
+			wl.Spec.Stopped = true
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).Build()
+	for verb, want := range map[string]string{"stop": "a\njobset/train\n:4\n", "resume": "b\n:4\n"} {
+		out, err := runOn(c, "__complete", verb, "-n", "team-a", "")
+		if err != nil || !strings.HasPrefix(out, want) {
+			t.Errorf("completing %s: %q (%v), want %q", verb, out, err, want)
 		}
 	}
 }

@@ -36,7 +36,8 @@ With -o json or yaml (or jsonpath, go-template) it prints the same story as an o
   priority
   demand             {podSets [{name, count, requests}], total, gpuProducts, topologyKey}
   state              {state: Pending|Admitted|Running|Finished|Deleting, reason, message, since, advice,
-                      position {globalQueue, index, of}, cluster, unreachable, jobNotCreated {reason, message, time}}
+                      position {globalQueue, index, of}, cluster, unreachable, jobNotCreated {reason, message, time},
+                      stopped: its owner stopped it (reason Stopped, or Stopping while it is taken back)}
   jobStatus          {progress: NotStarted|Running|Succeeded|Failed, detail, conditions [{type, reason, message, time}]}
   clusters           while pending, each cluster of the GlobalQueue in its order:
                      {name, verdict, reason, message, since, quota, cohort, epoch, agent, capacity}

@@ -77,8 +77,8 @@ func NewRootCommand(o *Options) *cobra.Command {
 		Short:       "Gantry's fleet seen from the hub: worker clusters, queues and jobs",
 		Long: `kubectl gantry reads the hub cluster of a Gantry fleet with your kubeconfig and your rights,
 shows its worker clusters, global queues and jobs, explains why a job waits and where it runs, prints
-the logs of a job's pods through the hub, registers and unregisters worker clusters, and cordons,
-uncordons or fences them.`,
+the logs of a job's pods through the hub, stops and resumes jobs, registers and unregisters worker
+clusters, and cordons, uncordons or fences them.`,
 		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -93,6 +93,7 @@ uncordons or fences them.`,
 		newExplainCommand(o))
 	root.AddCommand(newStateCommands(o)...)
 	root.AddCommand(newHoldCommands(o)...)
+	root.AddCommand(newStopCommands(o)...)
 	root.AddCommand(newLogsCommand(o))
 	root.AddCommand(newRegistrationCommands(o)...)
 	return root

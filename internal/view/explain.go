@@ -1,6 +1,7 @@
 package view
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -53,7 +54,7 @@ func Explain(f Facts) Explanation {
 	if f.Successor != nil {
 		e.Resubmitted = ptr.To(f.Successor.GetCreationTimestamp())
 	}
-	if e.State.State == StatePending && f.GlobalQueue != nil {
+	if e.State.State == StatePending && f.GlobalQueue != nil && !e.State.Stopped {
 		e.Clusters = clusterVerdicts(f)
 	}
 	return e
@@ -118,10 +119,16 @@ var pendingAdvice = map[string]string{
 	gantry.ReasonInvalidJob:           "fix the job: the message says what is wrong",
 }
 
+// resumeAdvice says how to resume a stopped job.
+func resumeAdvice(wl *gantry.Workload) string {
+	return fmt.Sprintf("its owner stopped it (annotation %s); resume it with kubectl gantry resume %s/%s -n %s, and it takes its place in its queue again",
+		gantry.StoppedAnnotation, KindRef(jobkind.Of(wl)), JobOrWorkloadName(wl), wl.Namespace)
+}
+
 func jobState(f Facts) *JobState {
 	wl := f.Workload
 	state, reason := StateOf(wl)
-	s := &JobState{State: state}
+	s := &JobState{State: state, Stopped: wl.Spec.Stopped && state != StateFinished && state != StateDeleting}
 	if reason != "-" {
 		s.Reason = reason
 	}
@@ -132,6 +139,13 @@ func jobState(f Facts) *JobState {
 			return s
 		}
 		s.Message, s.Since, s.Advice = c.Message, ptr.To(c.LastTransitionTime), pendingAdvice[reason]
+		if wl.Spec.Stopped && c.Reason != gantry.ReasonStopped {
+			// The dispatcher has not said so yet: the owner's word is the truth.
+			s.Message = dispatch.StoppedMessage(string(wl.Spec.JobKind), wl.Namespace+"/"+wl.Name)
+		}
+		if wl.Spec.Stopped {
+			s.Advice = resumeAdvice(wl)
+		}
 		if f.Position.Of > 0 {
 			s.Position = ptr.To(f.Position)
 		}
@@ -142,6 +156,10 @@ func jobState(f Facts) *JobState {
 		}
 	default:
 		s.Cluster = wl.Status.Winner()
+		if wl.Spec.Stopped {
+			s.Message = fmt.Sprintf("its owner stopped it: its Job on %s is deleted, pods first, then it waits until it is resumed", s.Cluster)
+			s.Advice = resumeAdvice(wl)
+		}
 		if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadClusterReachable); c != nil && c.Status == "False" {
 			s.Unreachable = c.Message
 		}

@@ -16,6 +16,7 @@ import (
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
+	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/jobkind"
 )
 
@@ -161,6 +162,30 @@ func TestExplain(t *testing.T) {
 				"  Note:      this is the story of an earlier Job of this name; the one on the hub now was submitted 10m ago and gets its own Workload once this one is gone",
 			},
 		},
+		"stopped while it waits: no clusters judged, how to resume": {
+			facts: func() Facts {
+				wl := waiting(gantry.ReasonStopped, dispatch.StoppedMessage("", "team-a/job-train"))
+				wl.Spec.Stopped = true
+				return fleetFacts(wl)
+			}(),
+			want: []string{
+				"State: Pending (Stopped) for 50m",
+				"  stopped by its owner (annotation gantry.dev/stopped on the Job): it is not dispatched until it is resumed: kubectl gantry resume job/train -n team-a",
+				"  To do: its owner stopped it (annotation gantry.dev/stopped); resume it with kubectl gantry resume job/train -n team-a, and it takes its place in its queue again.",
+			},
+		},
+		"stopped while it runs: being taken back": {
+			facts: func() Facts {
+				wl := with(workload("team-a", "train", "qa", 0, 2, 4), won("w2", true))
+				wl.Spec.Stopped = true
+				return fleetFacts(wl)
+			}(),
+			want: []string{
+				"State: Running on w2",
+				"  Stopping: its owner stopped it: its Job on w2 is deleted, pods first, then it waits until it is resumed.",
+				"  To do: its owner stopped it (annotation gantry.dev/stopped); resume it with kubectl gantry resume job/train -n team-a, and it takes its place in its queue again.",
+			},
+		},
 		"a Queue the reader may not read is not called missing": {
 			facts: func() Facts {
 				f := fleetFacts(waiting(gantry.ReasonWaitingForQuota, "waiting for quota"))
@@ -191,6 +216,22 @@ func TestExplain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A stopped job's explanation judges no cluster: it goes to none until it is resumed.
+func TestAStoppedJobIsNotJudgedAgainstClusters(t *testing.T) {
+	wl := with(workload("team-a", "train", "qa", 0, 2, 4), pending(gantry.ReasonWaitingForQuota, "waiting for quota"))
+	wl.Spec.Stopped = true
+	f := fleetFacts(wl)
+	e := Explain(f)
+	if len(e.Clusters) > 0 || !e.State.Stopped || e.State.Reason != gantry.ReasonStopped {
+		t.Errorf("state %+v, clusters %+v", e.State, e.Clusters)
+	}
+	for _, l := range e.Lines(f.Now) {
+		if strings.HasPrefix(l, "Clusters of GlobalQueue") {
+			t.Errorf("a stopped job judged against clusters:\n%s", strings.Join(e.Lines(f.Now), "\n"))
+		}
 	}
 }
 

@@ -21,7 +21,7 @@ func (e *Explanation) Lines(now time.Time) []string {
 	lines := e.header(now)
 	lines = append(lines, "")
 	lines = append(lines, e.stateLines(now)...)
-	if e.State.State == StatePending && e.Queue.GlobalQueueExists != nil && *e.Queue.GlobalQueueExists {
+	if e.State.State == StatePending && !e.State.Stopped && e.Queue.GlobalQueueExists != nil && *e.Queue.GlobalQueueExists {
 		lines = append(lines, "", "Clusters of GlobalQueue "+e.Queue.GlobalQueue+":")
 		lines = append(lines, e.clusterLines(now)...)
 	}
@@ -105,6 +105,9 @@ func (e *Explanation) stateLines(now time.Time) []string {
 		return []string{fmt.Sprintf("State: Deleting (%s): %s", s.Reason, s.Message)}
 	}
 	lines := []string{fmt.Sprintf("State: %s on %s", s.State, s.Cluster)}
+	if s.Stopped {
+		lines = append(lines, "  Stopping: "+s.Message+".", "  To do: "+s.Advice+".")
+	}
 	if s.Unreachable != "" {
 		lines = append(lines, "  The hub cannot reach it: "+s.Unreachable)
 	}

@@ -99,6 +99,9 @@ type JobState struct {
 	Unreachable string `json:"unreachable,omitempty"`
 	// JobNotCreated is set when that cluster does not take the job's Job (WorkerRefusing).
 	JobNotCreated *Note `json:"jobNotCreated,omitempty"`
+	// Stopped is set when the job's owner stopped it (annotation gantry.dev/stopped): it is not
+	// dispatched, and is taken back from the cluster it runs on (reason Stopping), until it is resumed.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Note is something recorded at a time with a reason: a condition, a warning.

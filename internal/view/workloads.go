@@ -25,6 +25,10 @@ const (
 	StateDeleting = "Deleting"
 )
 
+// ReasonStopping is the reason shown of a job its owner stopped while it has a cluster: its Job there is
+// being deleted, pods first, and it waits (Pending, Stopped) once it is gone.
+const ReasonStopping = "Stopping"
+
 // WorkloadRow is one job as kubectl gantry jobs and workloads show it.
 type WorkloadRow struct {
 	// Name is the job's; Workload the name of its Workload, empty on the row of a job without one.
@@ -55,6 +59,12 @@ func StateOf(wl *gantry.Workload) (state, reason string) {
 	}
 	if c := apimeta.FindStatusCondition(conds, gantry.WorkloadFinished); c != nil && c.Status == "True" {
 		return StateFinished, c.Reason
+	}
+	if wl.Spec.Stopped { // its owner's word, before the hub's writes catch up with it
+		if wl.Status.Winner() != "" {
+			return stateOfWinner(conds), ReasonStopping
+		}
+		return StatePending, gantry.ReasonStopped
 	}
 	if wl.Status.TakenBack() {
 		return StatePending, gantry.ReasonEvicted // until the dispatcher's next write says more

@@ -89,6 +89,25 @@ func TestStateOf(t *testing.T) {
 			pending(gantry.ReasonWaitingForQuota, "")(w)
 			setCondition(w, gantry.WorkloadFinished, "True", gantry.ReasonInadmissible, "")
 		}), StateFinished, gantry.ReasonInadmissible},
+		// Its owner's stop is shown before the hub's writes catch up with it.
+		"stopped while it runs": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
+			won("w1", true)(w)
+			w.Spec.Stopped = true
+		}), StateRunning, ReasonStopping},
+		"stopped, taken back": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
+			won("w1", true)(w)
+			w.Spec.Stopped = true
+			w.Status.Evictions = append(w.Status.Evictions, gantry.Eviction{Cluster: "w1", Epoch: w.Status.DispatchEpoch, Reason: gantry.ReasonStopped})
+		}), StatePending, gantry.ReasonStopped},
+		"stopped while it waits": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
+			pending(gantry.ReasonWaitingForQuota, "")(w)
+			w.Spec.Stopped = true
+		}), StatePending, gantry.ReasonStopped},
+		"stopped once it finished": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
+			won("w1", true)(w)
+			setCondition(w, gantry.WorkloadFinished, "True", gantry.ReasonJobSucceeded, "")
+			w.Spec.Stopped = true
+		}), StateFinished, gantry.ReasonJobSucceeded},
 		"deleting": {with(workload("a", "j", "q", 0, 1, 0), func(w *gantry.Workload) {
 			w.DeletionTimestamp = &now
 			setCondition(w, gantry.WorkloadFinished, "True", gantry.ReasonJobSucceeded, "")
