@@ -36,7 +36,7 @@ import (
 
 // FuzzParkedPassesDecideAsFullOnes drives a hub through workloads coming, winning, finishing and going,
 // copies admitted, rejected and waiting on the workers, clusters leaving and coming back, capacity
-// reports, quota changes and time passing, and checks every pass: what a pass that parks the quiet
+// reports, quota changes, jobs stopped and resumed, and time passing, and checks every pass: what a pass that parks the quiet
 // queues' workloads decides is what a pass over every workload decides.
 func FuzzParkedPassesDecideAsFullOnes(f *testing.F) {
 	for seed := range 4 {
@@ -135,6 +135,7 @@ const (
 	opQuota
 	opClock
 	opFailWrite
+	opStop
 	opCount
 )
 
@@ -286,6 +287,11 @@ func (w *parkingWorld) apply(op parkingOp, arg int) {
 		w.must(w.server.Update(w.ctx, &gq))
 	case opClock:
 		w.clock.Step(time.Duration(arg) * 5 * time.Second) // rejections lapse after 10 minutes
+	case opStop: // its owner stops, or resumes, a workload that has no winner
+		if wl := w.pick(arg, func(wl *gantry.Workload) bool { return wl.Status.ClusterName == "" }); wl != nil {
+			wl.Spec.Stopped = !wl.Spec.Stopped
+			w.must(w.server.Update(w.ctx, wl))
+		}
 	case opFailWrite:
 		timeout := apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
 		o := []outcome{{err: apierrors.NewConflict(gantry.GroupVersion.WithResource("workloads").GroupResource(), "", nil)},

@@ -129,6 +129,28 @@ func TestCollectWorkloads(t *testing.T) {
 			`gantry_hub_oldest_pending_workload_age_seconds{global_queue="cpu"} 0`,
 			`gantry_hub_oldest_pending_workload_age_seconds{global_queue=""} 1800`,
 		},
+	}, {
+		name: "a stopped workload counts as pending, Stopped, but not in the oldest pending age",
+		objs: objects{
+			globals: []gantry.GlobalQueue{globalQueue("gpu")},
+			queues:  []gantry.Queue{queue("ns", "q", "gpu")},
+			workloads: []gantry.Workload{
+				func() gantry.Workload {
+					wl := workload("ns", "stopped", "q", 5*time.Hour, pendingFor(gantry.ReasonStopped))
+					wl.Spec.Stopped = true
+					return wl
+				}(),
+				workload("ns", "quota", "q", 10*time.Minute, pendingFor(gantry.ReasonWaitingForQuota)),
+			},
+		},
+		leading: true,
+		want: []string{
+			`gantry_hub_workloads{global_queue="gpu",state="pending"} 2`, `gantry_hub_workloads{global_queue="gpu",state="admitted"} 0`,
+			`gantry_hub_workloads{global_queue="gpu",state="finished"} 0`,
+			`gantry_hub_pending_workloads{global_queue="gpu",reason="Stopped"} 1`,
+			`gantry_hub_pending_workloads{global_queue="gpu",reason="WaitingForQuota"} 1`,
+			`gantry_hub_oldest_pending_workload_age_seconds{global_queue="gpu"} 600`,
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := sourceOf(tc.objs)
