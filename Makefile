@@ -29,9 +29,10 @@ images:
 # release makes release VERSION from the commit checked out (clean tree, a CHANGELOG.md section "## VERSION"):
 # bin/release/VERSION/ holds the images, the chart packaged with that version, install-hub.yaml and
 # install-worker.yaml, RELEASE-NOTES.md and SHA256SUMS; the tag VERSION is made on the commit. With REGISTRY,
-# the images and the chart are pushed there and the chart pulls its images from there.
+# the images and the chart are pushed there and the chart pulls its images from there. UNTAGGED=1 tries
+# a release from the tree as it is, without the tag.
 release:
-	go run ./hack/release -version "$${VERSION:?set VERSION, e.g. v0.3.0}" $(if $(REGISTRY),-registry "$(REGISTRY)")
+	go run ./hack/release -version "$${VERSION:?set VERSION, e.g. v0.3.0}" $(if $(REGISTRY),-registry "$(REGISTRY)") $(if $(UNTAGGED),-untagged)
 
 # push pushes those archives to $(REGISTRY)/gantry-hub:<version> and $(REGISTRY)/gantry-agent:<version>.
 push:

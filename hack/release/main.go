@@ -14,7 +14,8 @@
 // With -registry the images go to <registry>/<binary>:<version> and the chart to
 // oci://<registry>/gantry:<X.Y.Z>, and the chart's default image registry is <registry>. The tree must be
 // clean and CHANGELOG.md must have the version's section; the tag <version> is made on the commit when
-// it is not there (a tag on another commit is an error).
+// it is not there (a tag on another commit is an error). -untagged tries a release: no tag, and the tree
+// as it is.
 package main
 
 import (
@@ -35,6 +36,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bin/release", "Directory under which <version>/ is written.")
 	flag.StringVar(&o.chart, "chart", "deploy/charts/gantry", "The chart's directory.")
 	flag.StringVar(&o.changelog, "changelog", "CHANGELOG.md", "The changelog the release notes are taken from.")
+	flag.BoolVar(&o.untagged, "untagged", false, "Try the release: make it from the tree as it is, uncommitted changes too, and make no tag.")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
@@ -44,6 +46,7 @@ func main() {
 
 type options struct {
 	version, registry, out, chart, changelog string
+	untagged                                 bool
 }
 
 func run(o options) error {
@@ -59,8 +62,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if err := tagCommit(o.version); err != nil {
-		return err
+	if !o.untagged {
+		if err := tagCommit(o.version); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(o.out, o.version)
 	if err := os.RemoveAll(dir); err != nil {

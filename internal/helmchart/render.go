@@ -43,10 +43,10 @@ type Document struct {
 }
 
 // Load reads the chart from its directory.
-func Load(dir string) (*chart.Chart, error) {
-	ch, err := loader.LoadDir(dir)
+func Load(path string) (*chart.Chart, error) {
+	ch, err := loader.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("loading the chart in %s: %w", dir, err)
+		return nil, fmt.Errorf("loading the chart %s: %w", path, err)
 	}
 	return ch, nil
 }

@@ -45,11 +45,15 @@ var chartProcesses = []chartProcess{
 	{"gantry-agent-2", "gantry-agent", "gantry-agent.gantry.dev", "gantry-agent"},
 }
 
-// TestTheChartInstallsUpgradesAndUninstalls installs the Helm chart into the hub (role hub) and each
-// worker (role agent) with the Helm SDK; kwok runs the Deployments' pods, which become Available. The
-// real gantry-hub and gantry-agent then run under tokens of the chart's ServiceAccounts: the hub and
-// worker-2's agent from the images make images built, under runc, as the chart's pods would run (its
-// arguments, security context and memory limit), worker-1's agent on the host. The workers are
+// TestTheChartInstallsUpgradesAndUninstalls makes a release of the checkout as make release does
+// (untagged), for the version of CHANGELOG.md's latest section, and installs from it only: its
+// install-hub.yaml and install-worker.yaml must apply to the hub and a worker (server-side, dry run),
+// and its packaged chart is installed into the hub (role hub) and each worker (role agent) with the
+// Helm SDK, no image tag set; kwok runs the Deployments' pods, which become Available. The real
+// gantry-hub and gantry-agent then run under tokens of the chart's ServiceAccounts: the hub and
+// worker-2's agent from the release's image archives, which must hold the very images the chart's
+// Deployments name, under runc, as the chart's pods would run (its arguments, security context and
+// memory limit), worker-1's agent on the host. The workers are
 // registered with tokens of the chart's gantry-hub-remote, and jobs run to completion:
 // the API servers' audit logs must show no request of those identities refused, so the chart's rights
 // are enough. An upgrade while a job runs keeps the job, the WorkerClusters and the queues; uninstalling
@@ -58,14 +62,20 @@ func TestTheChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	ns := newNamespace(t, "e2e-chart")
 	dumpOnFailure(t, ns)
 	since := time.Now().Add(-time.Second)
-	ch, err := helmchart.Load(filepath.Join("..", "..", "deploy", "charts", "gantry"))
+	rel := tryRelease(t)
+	ch, err := helmchart.Load(filepath.Join(rel.dir, "gantry-"+strings.TrimPrefix(rel.version, "v")+".tgz"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for file, c := range map[string]*testbed.Cluster{"install-hub.yaml": tb.Hub, "install-worker.yaml": tb.Workers[0]} {
+		if err := applyFile(c, filepath.Join(rel.dir, file), client.DryRunAll); err != nil {
+			t.Errorf("the release's %s does not apply to %s: %v", file, c.Name, err)
+		}
 	}
 	releases := installChart(t, ch)
 	// Before the testbed is restored, and also when a refusal left a job stuck.
 	t.Cleanup(func() { checkNothingRefused(t, since) })
-	runUnderChartIdentities(t)
+	runUnderChartIdentities(t, rel)
 	for _, w := range testbed.WorkerNames {
 		eventually(t, w+" Connected under the chart's identity", 2*time.Minute, poll, func() error { return connected(w) })
 	}
@@ -218,7 +228,7 @@ func checkAvailable(t *testing.T, c *testbed.Cluster, name string, want int32) {
 // registers each worker with a token of the chart's gantry-hub-remote. The processes with an image run
 // from it as the chart's pod (runChartPod); the others on the host with a kubeconfig of a token. Each is
 // stopped as a Deployment stops its pods, with SIGTERM, which releases its lease.
-func runUnderChartIdentities(t *testing.T) {
+func runUnderChartIdentities(t *testing.T, rel madeRelease) {
 	t.Helper()
 	for _, p := range chartProcesses {
 		c := clusterOf(p.name)
@@ -234,7 +244,7 @@ func runUnderChartIdentities(t *testing.T) {
 			t.Errorf("%s stopped with SIGTERM: its lease is held by %q (%v), want it released", p.name, holder, err)
 		}
 		if p.image != "" {
-			runChartPod(t, c, p, proc.Args)
+			runChartPod(t, c, p, proc.Args, rel)
 			continue
 		}
 		kubeconfig := filepath.Join(tb.Dir, c.Name+".chart-"+p.serviceAccount+".kubeconfig")
@@ -254,11 +264,11 @@ func runUnderChartIdentities(t *testing.T) {
 	}
 }
 
-// runChartPod runs the process from its image under runc, with the pod template of the chart's
-// Deployment on that cluster. The container shares the host's network (the API servers listen on
-// loopback), so it listens where the host process did, the one flag it takes from hostArgs. The kernel
-// must then see the process as the chart describes it.
-func runChartPod(t *testing.T, c *testbed.Cluster, p chartProcess, hostArgs []string) {
+// runChartPod runs the process from the release's image under runc, with the pod template of the
+// chart's Deployment on that cluster, which must name that image. The container shares the host's
+// network (the API servers listen on loopback), so it listens where the host process did, the one flag
+// it takes from hostArgs. The kernel must then see the process as the chart describes it.
+func runChartPod(t *testing.T, c *testbed.Cluster, p chartProcess, hostArgs []string, rel madeRelease) {
 	t.Helper()
 	var d appsv1.Deployment
 	if err := c.Client.Get(context.Background(), types.NamespacedName{Namespace: helmchart.Namespace, Name: deploymentOf(c)}, &d); err != nil {
@@ -270,11 +280,15 @@ func runChartPod(t *testing.T, c *testbed.Cluster, p chartProcess, hostArgs []st
 			flags[f] = hostArgs[i+1]
 		}
 	}
-	pod := testbed.Pod{Cluster: c, Template: d.Spec.Template, Namespace: helmchart.Namespace, Image: imageArchive(t, p.image), Flags: flags}
+	archive, ref := imageArchive(t, rel, p.image)
+	container := d.Spec.Template.Spec.Containers[0]
+	if container.Image != ref {
+		t.Errorf("the chart's %s runs the image %s; the release's %s holds %s", d.Name, container.Image, filepath.Base(archive), ref)
+	}
+	pod := testbed.Pod{Cluster: c, Template: d.Spec.Template, Namespace: helmchart.Namespace, Image: archive, Flags: flags}
 	if _, err := tb.StartPod(context.Background(), p.name, pod); err != nil {
 		t.Fatal(err)
 	}
-	container := d.Spec.Template.Spec.Containers[0]
 	eventually(t, p.name+" running from its image as the chart says", time.Minute, poll, func() error {
 		got, err := tb.InspectPod(p.name)
 		if err != nil {
@@ -290,17 +304,47 @@ func runChartPod(t *testing.T, c *testbed.Cluster, p chartProcess, hostArgs []st
 	})
 }
 
-// imageArchive is the path of the image archive make images wrote, which must be of the commit checked
-// out: an older image would test older code.
-func imageArchive(t *testing.T, image string) string {
+// madeRelease is a release the test made: its directory and version.
+type madeRelease struct{ dir, version string }
+
+// tryRelease makes a release of the checkout into a directory of the test's, as make release VERSION=...
+// UNTAGGED=1 does, for the version of CHANGELOG.md's latest section.
+func tryRelease(t *testing.T) madeRelease {
 	t.Helper()
-	path, err := filepath.Abs(filepath.Join("..", "..", "bin", "images", image+".tar"))
+	root := filepath.Join("..", "..")
+	changelog, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, _, err := ociarchive.Open(path, t.TempDir())
+	var version string
+	for _, line := range strings.Split(string(changelog), "\n") {
+		if v, ok := strings.CutPrefix(line, "## v"); ok {
+			version = "v" + strings.Fields(v)[0]
+			break
+		}
+	}
+	if version == "" {
+		t.Fatal("CHANGELOG.md has no section of a version")
+	}
+	out := t.TempDir()
+	start := time.Now()
+	cmd := exec.Command("go", "run", "./hack/release", "-version", version, "-out", out, "-untagged")
+	cmd.Dir = root
+	if output, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make release VERSION=%s UNTAGGED=1: %v\n%s", version, err, output)
+	}
+	t.Logf("made release %s in %s", version, time.Since(start).Round(time.Second))
+	return madeRelease{dir: filepath.Join(out, version), version: version}
+}
+
+// imageArchive is the path of the release's archive of the image, which must be of the commit checked
+// out (an older image would test older code), and the reference it is tagged with.
+func imageArchive(t *testing.T, rel madeRelease, image string) (path, ref string) {
+	t.Helper()
+	path = filepath.Join(rel.dir, "images", image+".tar")
+	idx, named, err := ociarchive.Open(path, t.TempDir())
 	if err != nil {
-		t.Fatalf("%v (make images builds it)", err)
+		t.Fatal(err)
 	}
 	m, err := idx.IndexManifest()
 	if err != nil {
@@ -311,9 +355,12 @@ func imageArchive(t *testing.T, image string) string {
 		t.Fatal(err)
 	}
 	if built := m.Annotations["org.opencontainers.image.revision"]; built != strings.TrimSpace(string(head)) {
-		t.Fatalf("%s is of commit %s, the checkout is at %s: make images", path, built, head)
+		t.Fatalf("%s is of commit %s, the checkout is at %s", path, built, head)
 	}
-	return path
+	if named.Annotations["io.containerd.image.name"] == "" {
+		t.Fatalf("%s names no image", path)
+	}
+	return path, named.Annotations["io.containerd.image.name"]
 }
 
 func clusterOf(process string) *testbed.Cluster {
@@ -520,8 +567,9 @@ func restoreTestbed(t *testing.T, releases map[*testbed.Cluster]*helmchart.Relea
 	waitForJobPolicy(t)
 }
 
-// applyFile applies every object of a YAML file with server-side apply, as kubectl apply --server-side.
-func applyFile(c *testbed.Cluster, path string) error {
+// applyFile applies every object of a YAML file with server-side apply, as kubectl apply --server-side
+// (with client.DryRunAll, as its --dry-run=server).
+func applyFile(c *testbed.Cluster, path string, opts ...client.ApplyOption) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -532,7 +580,7 @@ func applyFile(c *testbed.Cluster, path string) error {
 	}
 	for _, u := range objs {
 		if err := c.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+			append([]client.ApplyOption{client.FieldOwner("kubectl"), client.ForceOwnership}, opts...)...); err != nil {
 			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
