@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== unit tests"
-go test -count=1 ./apis/... ./jobkind/... ./dispatch/... ./agent/... ./hub/... ./internal/... ./cmd/... ./hack/... ./kind-configs/... ./test/scrape/... ./test/metricstest/...
+go test -count=1 ./apis/... ./jobkind/... ./dispatch/... ./agent/... ./hub/... ./internal/... ./cmd/... ./hack/... ./kind-configs/... ./test/scrape/... ./test/metricstest/... ./test/doccmd/...
 
 echo "== integration tests (real kube-apiservers: one hub, two workers)"
 assets=$(hack/install-tools.sh --envtest | tail -n 1)
