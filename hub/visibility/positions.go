@@ -41,10 +41,10 @@ type queueRef struct{ namespace, name string }
 // positions are the pending Workloads placed, in position order by GlobalQueue name. A GlobalQueue's
 // are a part of all; a namespace's and a Queue's are indexes into all, in the same order.
 type positions struct {
-	all           []placed
+	all []placed
 	// byKey indexes all by Workload, made when first asked for: the visibility API never asks.
-	byKey     map[types.NamespacedName]int32
-	indexKeys sync.Once
+	byKey         map[types.NamespacedName]int32
+	indexKeys     sync.Once
 	byGlobalQueue map[string][]placed
 	byNamespace   map[string][]int32
 	byQueue       map[queueRef][]int32

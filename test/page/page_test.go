@@ -47,7 +47,7 @@ const (
 	finished   = 20
 	// tenantNamespace is the tenant's; the finished jobs are all in it.
 	tenantNamespace = "team-07"
-	churn      = 500
+	churn           = 500
 )
 
 // tenantJobs are the unfinished jobs of tenantNamespace: its share of what waits, and one running.
