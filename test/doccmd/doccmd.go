@@ -5,8 +5,11 @@
 //	<!-- testbed: skip: why it cannot run there -->
 //	<!-- testbed: covered by TestName -->   (a test runs its equivalent)
 //
-// A yaml block is applied to the testbed's hub before the commands after it when the line before its
-// fence is <!-- testbed: apply -->.
+// A yaml block of objects (one that starts with apiVersion) says what the testbed does with it:
+//
+//	<!-- testbed: apply -->      applied to the hub before the commands after it
+//	<!-- testbed: dry-run -->    applied server-side in a dry run: the API server must take it
+//	<!-- testbed: skip: why -->
 package doccmd
 
 import (
@@ -27,12 +30,15 @@ type Block struct {
 	Marker Marker
 }
 
-// Marker is a <!-- testbed: ... --> comment: Kind is "skip", "covered", "apply" or "" (none), Arg the
-// reason or the test's name.
+// Marker is a <!-- testbed: ... --> comment: Kind is "skip", "covered", "apply", "dry-run" or "" (none),
+// Arg the reason or the test's name.
 type Marker struct{ Kind, Arg string }
 
 // Where names the block as file:line.
 func (b Block) Where() string { return fmt.Sprintf("%s:%d", b.File, b.Line) }
+
+// IsObjects says whether the block is YAML of Kubernetes objects.
+func (b Block) IsObjects() bool { return b.Lang == "yaml" && strings.HasPrefix(b.Text, "apiVersion:") }
 
 // IsCommand says whether the block holds commands.
 func (b Block) IsCommand() bool { return b.Lang == "sh" || b.Lang == "bash" || b.Lang == "console" }
@@ -99,14 +105,14 @@ func markerOf(line string) (Marker, error) {
 	}
 	inner = strings.TrimSpace(inner)
 	switch {
-	case inner == "apply":
-		return Marker{Kind: "apply"}, nil
+	case inner == "apply" || inner == "dry-run":
+		return Marker{Kind: inner}, nil
 	case strings.HasPrefix(inner, "skip:") && strings.TrimSpace(strings.TrimPrefix(inner, "skip:")) != "":
 		return Marker{Kind: "skip", Arg: strings.TrimSpace(strings.TrimPrefix(inner, "skip:"))}, nil
 	case strings.HasPrefix(inner, "covered by Test"):
 		return Marker{Kind: "covered", Arg: strings.TrimSpace(strings.TrimPrefix(inner, "covered by"))}, nil
 	}
-	return Marker{}, fmt.Errorf("unknown testbed marker %q: want apply, skip: REASON or covered by TestName", inner)
+	return Marker{}, fmt.Errorf("unknown testbed marker %q: want apply, dry-run, skip: REASON or covered by TestName", inner)
 }
 
 // Order is the docs in the order a newcomer reads them, which is the order the testbed runs their

@@ -29,19 +29,21 @@ func TestEveryCommandInTheDocsIsRunOrSaysWhyNot(t *testing.T) {
 		commands := 0
 		for _, b := range blocks {
 			switch {
-			case b.Marker.Kind == "apply" && b.Lang != "yaml":
-				t.Errorf("%s: only a yaml block is applied, not %q", b.Where(), b.Lang)
-			case (b.Marker.Kind == "skip" || b.Marker.Kind == "covered") && !b.IsCommand():
+			case (b.Marker.Kind == "apply" || b.Marker.Kind == "dry-run") && !b.IsObjects():
+				t.Errorf("%s: only a yaml block of objects is applied, not this %q block", b.Where(), b.Lang)
+			case b.IsObjects() && b.Marker.Kind != "apply" && b.Marker.Kind != "dry-run" && b.Marker.Kind != "skip":
+				t.Errorf("%s: a yaml block of objects says whether the testbed applies it (apply, dry-run or skip: REASON)", b.Where())
+			case b.Marker.Kind == "skip" && !b.IsCommand() && !b.IsObjects(), b.Marker.Kind == "covered" && !b.IsCommand():
 				t.Errorf("%s: a %q block is not run anyway; leave the marker out", b.Where(), b.Lang)
 			case b.Marker.Kind == "covered" && !tests[b.Marker.Arg]:
 				t.Errorf("%s: no test %s", b.Where(), b.Marker.Arg)
 			case b.IsCommand() && strings.TrimSpace(b.Script()) == "":
 				t.Errorf("%s: a %s block with no command", b.Where(), b.Lang)
 			}
-			if b.IsCommand() || b.Marker.Kind == "apply" {
+			if b.IsCommand() || b.IsObjects() {
 				commands++
 			}
-			if b.IsCommand() && b.Marker.Kind == "" {
+			if (b.IsCommand() && b.Marker.Kind == "") || b.Marker.Kind == "apply" || b.Marker.Kind == "dry-run" {
 				run++
 			}
 		}
@@ -49,7 +51,7 @@ func TestEveryCommandInTheDocsIsRunOrSaysWhyNot(t *testing.T) {
 			t.Errorf("%s has commands but is not in Order", rel)
 		}
 	}
-	t.Logf("%d blocks of commands run on the testbed", run)
+	t.Logf("%d blocks of commands and objects run on the testbed", run)
 }
 
 func TestMarkers(t *testing.T) {

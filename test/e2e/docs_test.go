@@ -25,8 +25,8 @@ import (
 const docsNamespace = "team-a"
 
 // TestTheDocsCommandsRunOnTheTestbed reads the docs in a newcomer's order (doccmd.Order) and, as a
-// reader would, applies the manifests marked for it and runs every block of commands that does not say
-// why it cannot run on the testbed: the queue of install.md, the job of jobs.md, and then the commands
+// reader would, applies the manifests marked for it, has the hub's API server take the others in a dry
+// run, and runs every block of commands that does not say why it cannot run on the testbed: the queue of install.md, the job of jobs.md, and then the commands
 // that show, explain, stop, resume and hold them. Each block runs in bash -e with kubectl contexts
 // named hub, worker-1 and worker-2 (hub current, namespace team-a) and kubectl-gantry on the PATH, and
 // must succeed.
@@ -57,13 +57,17 @@ func TestTheDocsCommandsRunOnTheTestbed(t *testing.T) {
 			switch {
 			case b.Marker.Kind == "apply":
 				runDocBlock(t, dir, env, b, "kubectl apply --server-side -f - <<'GANTRY_DOC'\n"+b.Text+"\nGANTRY_DOC")
+				ran++
+			case b.Marker.Kind == "dry-run":
+				runDocBlock(t, dir, env, b, "kubectl apply --server-side --dry-run=server -f - <<'GANTRY_DOC'\n"+b.Text+"\nGANTRY_DOC")
+				ran++
 			case b.IsCommand() && b.Marker.Kind == "":
 				runDocBlock(t, dir, env, b, b.Script())
 				ran++
 			}
 		}
 	}
-	t.Logf("ran %d blocks of commands from the docs", ran)
+	t.Logf("ran %d blocks of the docs", ran)
 }
 
 // runDocBlock runs a block's script in dir, for at most a minute, and fails the test unless it succeeds.
