@@ -3,6 +3,7 @@ package visibility
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -23,9 +24,11 @@ const MaxStaleness = time.Second
 type Index struct {
 	now func() time.Time
 
-	mu      sync.Mutex
-	entries map[types.NamespacedName]*entry
-	queues  map[queueRef]string
+	// ordering serialises the making of orders; mu guards what the cache's events change.
+	ordering sync.Mutex
+	mu       sync.Mutex
+	entries  map[types.NamespacedName]*entry
+	queues   map[queueRef]string
 	// touched are the Workloads that changed since the last order; queuesChanged says a Queue did,
 	// which may move all of its Workloads.
 	touched       map[types.NamespacedName]bool
@@ -131,21 +134,43 @@ func (x *Index) OrderNow() Order { return Order{x.positionsWithin(0)} }
 func (x *Index) positions() *positions { return x.positionsWithin(MaxStaleness) }
 
 // positionsWithin orders what waits anew when it changed and the last order is maxAge old: from
-// scratch when a Queue changed, else merging what changed into the last order.
+// scratch when a Queue changed, else merging what changed into the last order. It sorts outside the
+// lock the cache's events take, from copies of what changed: events are not held up by a deep order.
 func (x *Index) positionsWithin(maxAge time.Duration) *positions {
+	x.ordering.Lock()
+	defer x.ordering.Unlock()
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	now := x.now()
 	changed := x.queuesChanged || len(x.touched) > 0
-	switch {
-	case x.ordered != nil && (!changed || now.Sub(x.at) < maxAge):
+	if x.ordered != nil && (!changed || now.Sub(x.at) < maxAge) {
+		defer x.mu.Unlock()
 		return x.ordered
-	case x.ordered == nil || x.queuesChanged:
-		x.ordered = order(x.entries, x.queues)
-	default:
-		x.ordered = reorder(x.ordered, x.entries, x.queues, x.touched)
 	}
-	x.at, x.queuesChanged = now, false
+	prev, queues := x.ordered, maps.Clone(x.queues)
+	var entries map[types.NamespacedName]*entry
+	if fresh := prev == nil || x.queuesChanged; fresh {
+		entries, prev = maps.Clone(x.entries), nil
+	} else {
+		entries = make(map[types.NamespacedName]*entry, len(x.touched))
+		for key := range x.touched {
+			if e := x.entries[key]; e != nil {
+				entries[key] = e
+			}
+		}
+	}
+	touched := maps.Clone(x.touched)
+	x.queuesChanged = false
 	clear(x.touched)
-	return x.ordered
+	x.mu.Unlock()
+
+	var p *positions
+	if prev == nil {
+		p = order(entries, queues)
+	} else {
+		p = reorder(prev, entries, queues, touched)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.ordered, x.at = p, now
+	return p
 }

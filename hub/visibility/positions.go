@@ -64,8 +64,8 @@ func order(entries map[types.NamespacedName]*entry, queues map[queueRef]string) 
 }
 
 // reorder is order after the touched Workloads changed (or came, or went), the Queues unchanged:
-// the others keep their order in prev, and the touched ones still pending are merged in. It costs the
-// length of the queue, not its sorting.
+// the others keep their order in prev, and the touched ones still pending (in entries, which need
+// hold no others) are merged in. It costs the length of the queue, not its sorting.
 func reorder(prev *positions, entries map[types.NamespacedName]*entry, queues map[queueRef]string,
 	touched map[types.NamespacedName]bool) *positions {
 	fresh := make([]placed, 0, len(touched))
@@ -75,7 +75,7 @@ func reorder(prev *positions, entries map[types.NamespacedName]*entry, queues ma
 		}
 	}
 	slices.SortFunc(fresh, comparePlaced)
-	all := make([]placed, 0, len(entries))
+	all := make([]placed, 0, len(prev.all)+len(fresh))
 	for _, pl := range prev.all {
 		if touched[pl.key] {
 			continue
