@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -147,21 +148,23 @@ func (t *Table) Run(ctx context.Context, changes *Changes) error {
 }
 
 // build makes a snapshot of the rows as they are, placing those that wait as positions orders them now.
+// It works on a copy of the rows, outside the lock the cache's events take.
 func (t *Table) build() *snapshot {
 	order := t.positions.OrderNow()
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	rows := maps.Clone(t.rows)
 	t.dirty = false
+	t.mu.Unlock()
 	waiting := make([]placedRow, 0, order.Len())
 	for i := range order.Len() {
 		key, at := order.At(i)
-		if row := t.rows[key]; row != nil && row.State == view.StatePending {
+		if row := rows[key]; row != nil && row.State == view.StatePending {
 			waiting = append(waiting, placedRow{Row: row, At: at})
 		}
 	}
 	runningOn := map[string]int{}
 	pending := 0
-	for _, row := range t.rows {
+	for _, row := range rows {
 		if row.State == view.StatePending {
 			pending++
 		}
@@ -169,8 +172,8 @@ func (t *Table) build() *snapshot {
 	// Pending rows the order has not placed (yet, or taken back while their winner stands) come after
 	// those it placed; only then is each asked for.
 	unplaced := pending > len(waiting)
-	others := make([]placedRow, 0, len(t.rows)-len(waiting))
-	for key, row := range t.rows {
+	others := make([]placedRow, 0, len(rows)-len(waiting))
+	for key, row := range rows {
 		if row.Cluster != "" && row.State != view.StateFinished {
 			runningOn[row.Cluster]++
 		}
