@@ -104,10 +104,11 @@ func (b *snapshotBuilder) cuts(m *parkingMeta, e *entry) bool {
 }
 
 // markSettled marks the book's entry e, whose meta m is, settled if the pass decides nothing for it
-// (rest.end unsettles those it decides for): it may wait, shows that it waits for quota and its
-// GlobalQueue can take a cut. Rejections that lapse since only give it more clusters to wait on.
+// (rest.end unsettles those it decides for): it may wait, shows that it waits for quota, is not
+// stopped (a pass tells a stopped one Stopped, whatever the quota) and its GlobalQueue can take a cut.
+// Rejections that lapse since only give it more clusters to wait on.
 func (b *snapshotBuilder) markSettled(e *entry, m *parkingMeta) {
-	settled := m.parkable && e.w.PendingReason == gantry.ReasonWaitingForQuota && b.cuttable(m.queue)
+	settled := m.parkable && !e.w.Stopped && e.w.PendingReason == gantry.ReasonWaitingForQuota && b.cuttable(m.queue)
 	if e.settled != settled { // written only when it changes, as include does
 		e.settled, m.settled = settled, settled
 	}
