@@ -103,6 +103,10 @@ const (
 	WorkloadSuspended = "Suspended"
 	// WorkloadDeleting is True while a Workload being deleted waits for its objects on workers to be gone.
 	WorkloadDeleting = "Deleting"
+	// WorkloadStopped is True while the workload's job is stopped by its owner (spec.stopped), and False
+	// (reason Resumed) once it waits again after a stop: it began to wait anew then, and its admission
+	// deadline counts from then.
+	WorkloadStopped = "Stopped"
 )
 
 // Reasons of Workload conditions.
@@ -182,7 +186,8 @@ const (
 	// ReasonHubLeaseExpired: the hub's lease on the cluster lapsed under the failover policy Fence; the
 	// agent suspended the copy's Job (its pods are deleted) until the hub resumes it or removes it.
 	ReasonHubLeaseExpired = "HubLeaseExpired"
-	// ReasonResumed: the hub renewed its lease and resumed the Job the agent had suspended.
+	// ReasonResumed: what held the workload ended. On a copy (Suspended=False): the hub renewed its lease
+	// and resumed the Job the agent had suspended. On the hub (Stopped=False): its owner resumed it.
 	ReasonResumed = "Resumed"
 	// ReasonPreviousJobPresent: a Job Gantry created for an earlier Workload of the same name is still in
 	// the cluster; the hub removes it, and the copy is decided again once it is gone.

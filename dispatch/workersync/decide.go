@@ -197,9 +197,9 @@ func (d *decider) copyRefused(c Cluster) {
 }
 
 // endIfPastAdmissionDeadline finishes a Workload without a winner that has waited its admission deadline,
-// counted from its creation or, for one taken back from a cluster, from its last eviction (it waits
-// anew), as Inadmissible with what blocked it (its Pending message); before then it asks to look again
-// at the deadline.
+// counted from when it last began to wait: its creation, its last eviction from a cluster, or its resume
+// after a stop (condition Stopped=False); as Inadmissible with what blocked it (its Pending message).
+// Before then it asks to look again at the deadline.
 func (d *decider) endIfPastAdmissionDeadline() bool {
 	if d.v.AdmissionDeadline <= 0 || d.wl.Spec.Stopped {
 		return false // a stopped one waits for its owner, not for a cluster
@@ -207,6 +207,10 @@ func (d *decider) endIfPastAdmissionDeadline() bool {
 	since := d.wl.CreationTimestamp.Time
 	if n := len(d.wl.Status.Evictions); n > 0 && d.wl.Status.Evictions[n-1].Time.After(since) {
 		since = d.wl.Status.Evictions[n-1].Time.Time
+	}
+	if c := apimeta.FindStatusCondition(d.wl.Status.Conditions, gantry.WorkloadStopped); c != nil && c.Status == metav1.ConditionFalse &&
+		c.LastTransitionTime.After(since) {
+		since = c.LastTransitionTime.Time
 	}
 	due := since.Add(d.v.AdmissionDeadline)
 	if d.v.Now.Before(due) {

@@ -516,6 +516,23 @@ func without(list []string, s string) []string {
 
 func setCondition(st *gantry.WorkloadStatus, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {
 	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	if typ == gantry.WorkloadPending {
+		markStopped(st, status == metav1.ConditionTrue && reason == gantry.ReasonStopped, gen)
+	}
+}
+
+// markStopped keeps the Stopped condition with the Pending one it is written with: True while the
+// owner's stop holds the workload, False (Resumed) from the first Pending written after it. That time
+// is when the workload began to wait anew, which its admission deadline counts from.
+func markStopped(st *gantry.WorkloadStatus, stopped bool, gen int64) {
+	switch c := apimeta.FindStatusCondition(st.Conditions, gantry.WorkloadStopped); {
+	case stopped:
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: gantry.WorkloadStopped, Status: metav1.ConditionTrue,
+			Reason: gantry.ReasonStopped, Message: "stopped by its owner (annotation " + gantry.StoppedAnnotation + ")", ObservedGeneration: gen})
+	case c != nil && c.Status == metav1.ConditionTrue:
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: gantry.WorkloadStopped, Status: metav1.ConditionFalse,
+			Reason: gantry.ReasonResumed, Message: "resumed by its owner: it waits anew", ObservedGeneration: gen})
+	}
 }
 
 // describeAdmission renders an agent's choices for a person, e.g.

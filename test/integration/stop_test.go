@@ -9,6 +9,8 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +49,9 @@ func TestAStoppedJobIsTakenBackAndResumedRunsAgain(t *testing.T) {
 		t.Errorf("evictions %+v, want the last one Stopped on worker-1", wl.Status.Evictions)
 	}
 	usesGPUs(t, "stop", "worker-1", 0)
+	if !apimeta.IsStatusConditionTrue(hubWorkload(t, train).Status.Conditions, gantry.WorkloadStopped) {
+		t.Errorf("no Stopped=True condition on the stopped Workload")
+	}
 	consistently(t, "the stopped job dispatched nowhere", 3*time.Second, func() error {
 		if where, err := remoteJobs(train); err != nil || len(where) > 0 {
 			return fmt.Errorf("on %v (%v)", where, err)
@@ -57,9 +62,15 @@ func TestAStoppedJobIsTakenBackAndResumedRunsAgain(t *testing.T) {
 		return nil
 	})
 
+	resumed := time.Now().Add(-time.Second) // the condition's time is to the second
 	setStopped(t, train, false)
 	if where := runsOn(t, train); where != "worker-1" {
 		t.Fatalf("resumed, runs on %s", where)
+	}
+	// Its admission deadline counts from the resume.
+	if c := apimeta.FindStatusCondition(hubWorkload(t, train).Status.Conditions, gantry.WorkloadStopped); c == nil ||
+		c.Status != metav1.ConditionFalse || c.Reason != gantry.ReasonResumed || c.LastTransitionTime.Time.Before(resumed) {
+		t.Errorf("the resumed Workload's Stopped condition: %+v, want False/Resumed from %s on", c, resumed)
 	}
 	usesGPUs(t, "stop", "worker-1", 4)
 	if after := hubWorkload(t, train); after.UID != before.UID || !after.CreationTimestamp.Equal(&before.CreationTimestamp) {
