@@ -48,11 +48,11 @@ func TestDecideAdmissionDeadline(t *testing.T) {
 			wl: evicted(queued(2*deadline), deadline-time.Minute).Obj(), deadline: deadline, want: outcome{Requeue: time.Minute},
 		},
 		"stopped long ago and resumed within the deadline: it counts anew from the resume": {
-			wl: queued(3*deadline).Now(now.Add(-(deadline - time.Minute))).Condition(gantry.WorkloadStopped, metav1.ConditionFalse, gantry.ReasonResumed, "").Obj(),
+			wl:       queued(3*deadline).Now(now.Add(-(deadline - time.Minute))).Condition(gantry.WorkloadStopped, metav1.ConditionFalse, gantry.ReasonResumed, "").Obj(),
 			deadline: deadline, want: outcome{Requeue: time.Minute},
 		},
 		"resumed long ago: past the deadline": {
-			wl: queued(3*deadline).Now(now.Add(-(deadline + time.Second))).Condition(gantry.WorkloadStopped, metav1.ConditionFalse, gantry.ReasonResumed, "").Obj(),
+			wl:       queued(3*deadline).Now(now.Add(-(deadline + time.Second))).Condition(gantry.WorkloadStopped, metav1.ConditionFalse, gantry.ReasonResumed, "").Obj(),
 			deadline: deadline, want: inadmissible,
 		},
 		"taken back long ago: past the deadline": {
