@@ -28,7 +28,7 @@ func TestAStoppedJobIsTakenBackPodsFirstAndRunsAgainWhenResumed(t *testing.T) {
 	dumpOnFailure(t, ns)
 	queue(t, ns, "stop", gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{{Name: "worker-1",
 		Quota: corev1.ResourceList{gantry.GPUResource: *resource.NewQuantity(8, resource.DecimalSI)}}}})
-	job := jobIn(makeJob(ns, "train").gpus(8).runsFor("45s"), "stop")
+	job := jobIn(makeJob(ns, "train").gpus(8).runsFor("20s"), "stop")
 	submit(t, job)
 	podsLive(t, ns, []*batchv1.Job{job}, 2*time.Minute)
 	at := runningOn(t, job)
