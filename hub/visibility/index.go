@@ -44,15 +44,24 @@ func NewIndex(now func() time.Time) *Index {
 }
 
 // Follow feeds the index from the cache's informers of Workloads and Queues.
-func (x *Index) Follow(ctx context.Context, c cache.Cache) error {
+func (x *Index) Follow(ctx context.Context, c cache.Cache) error { return Follow(ctx, c, x) }
+
+// Follower takes in Workloads and Queues as the cache's informers see them, and their deletions.
+type Follower interface {
+	SetWorkload(o any, deleted bool)
+	SetQueue(o any, deleted bool)
+}
+
+// Follow feeds f from the cache's informers of Workloads and Queues.
+func Follow(ctx context.Context, c cache.Cache, f Follower) error {
 	wls, err := c.GetInformer(ctx, &gantry.Workload{})
 	if err != nil {
 		return fmt.Errorf("following Workloads: %w", err)
 	}
 	if _, err := wls.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { x.SetWorkload(o, false) },
-		UpdateFunc: func(_, o any) { x.SetWorkload(o, false) },
-		DeleteFunc: func(o any) { x.SetWorkload(o, true) },
+		AddFunc:    func(o any) { f.SetWorkload(o, false) },
+		UpdateFunc: func(_, o any) { f.SetWorkload(o, false) },
+		DeleteFunc: func(o any) { f.SetWorkload(o, true) },
 	}); err != nil {
 		return err
 	}
@@ -61,9 +70,9 @@ func (x *Index) Follow(ctx context.Context, c cache.Cache) error {
 		return fmt.Errorf("following Queues: %w", err)
 	}
 	_, err = qs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { x.SetQueue(o, false) },
-		UpdateFunc: func(_, o any) { x.SetQueue(o, false) },
-		DeleteFunc: func(o any) { x.SetQueue(o, true) },
+		AddFunc:    func(o any) { f.SetQueue(o, false) },
+		UpdateFunc: func(_, o any) { f.SetQueue(o, false) },
+		DeleteFunc: func(o any) { f.SetQueue(o, true) },
 	})
 	return err
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -50,26 +49,7 @@ func NewTable(positions *visibility.Index, now func() time.Time) *Table {
 
 // Follow feeds the table from the cache's informers: Workloads make its rows, and a change of a Queue
 // may move what waits.
-func (t *Table) Follow(ctx context.Context, c cache.Cache) error {
-	wls, err := c.GetInformer(ctx, &gantry.Workload{})
-	if err != nil {
-		return fmt.Errorf("following Workloads: %w", err)
-	}
-	if _, err := wls.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.SetWorkload(o, false) },
-		UpdateFunc: func(_, o any) { t.SetWorkload(o, false) },
-		DeleteFunc: func(o any) { t.SetWorkload(o, true) },
-	}); err != nil {
-		return err
-	}
-	qs, err := c.GetInformer(ctx, &gantry.Queue{})
-	if err != nil {
-		return fmt.Errorf("following Queues: %w", err)
-	}
-	touch := func(any) { t.touch() }
-	_, err = qs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: touch, DeleteFunc: touch, UpdateFunc: func(any, any) { t.touch() }})
-	return err
-}
+func (t *Table) Follow(ctx context.Context, c cache.Cache) error { return visibility.Follow(ctx, c, t) }
 
 // SetWorkload takes in a Workload as it is now, or its deletion.
 func (t *Table) SetWorkload(o any, deleted bool) {
@@ -94,6 +74,9 @@ func (t *Table) SetWorkload(o any, deleted bool) {
 	}
 	t.dirty = true
 }
+
+// SetQueue takes in a change of a Queue: what waits may stand elsewhere now.
+func (t *Table) SetQueue(any, bool) { t.touch() }
 
 func (t *Table) touch() {
 	t.mu.Lock()

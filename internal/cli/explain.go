@@ -76,11 +76,7 @@ func newExplainCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.NewClient()
+			ns, c, err := o.namespaceClient()
 			if err != nil {
 				return err
 			}
@@ -138,18 +134,20 @@ func jobNames(o *Options) func(*cobra.Command, []string, string) ([]string, cobr
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		ns, err := o.namespace()
+		wls, err := namespaceWorkloads(cmd, o)
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		c, err := o.NewClient()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var wls gantry.WorkloadList
-		if err := c.List(cmd.Context(), &wls, client.InNamespace(ns)); err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		return view.JobRefs(wls.Items), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// namespaceWorkloads lists the hub's Workloads of the namespace the options name, for completions.
+func namespaceWorkloads(cmd *cobra.Command, o *Options) (*gantry.WorkloadList, error) {
+	ns, c, err := o.namespaceClient()
+	if err != nil {
+		return nil, err
+	}
+	var wls gantry.WorkloadList
+	return &wls, c.List(cmd.Context(), &wls, client.InNamespace(ns))
 }

@@ -59,6 +59,16 @@ func (o *Options) namespace() (string, error) {
 	return ns, nil
 }
 
+// namespaceClient is the namespace the kubeconfig and flags name, and a client of the hub.
+func (o *Options) namespaceClient() (string, client.Client, error) {
+	ns, err := o.namespace()
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := o.NewClient()
+	return ns, c, err
+}
+
 // Scheme holds the kinds the commands read: Gantry's and every kind of job it dispatches.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()

@@ -85,11 +85,7 @@ func setStopped(cmd *cobra.Command, o *Options, arg string, stop bool) error {
 	if err != nil {
 		return err
 	}
-	ns, err := o.namespace()
-	if err != nil {
-		return err
-	}
-	c, err := o.NewClient()
+	ns, c, err := o.namespaceClient()
 	if err != nil {
 		return err
 	}
@@ -181,16 +177,8 @@ func stoppableJobs(o *Options, resume bool) func(*cobra.Command, []string, strin
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		ns, err := o.namespace()
+		wls, err := namespaceWorkloads(cmd, o)
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		c, err := o.NewClient()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var wls gantry.WorkloadList
-		if err := c.List(cmd.Context(), &wls, client.InNamespace(ns)); err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var refs []string
