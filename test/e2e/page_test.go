@@ -53,12 +53,16 @@ func TestTheHubPageShowsTheFleetLive(t *testing.T) {
 
 	ctx := browser.Start(t, 2*time.Minute)
 	browser.Login(t, ctx, endpoint, operator)
-	overview := browser.Text(t, ctx, "main")
-	for _, want := range []string{"worker-1", "worker-2", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "default", "first", "Running"} {
-		if !strings.Contains(overview, want) {
-			t.Errorf("the overview says no %q:\n%s", want, overview)
+	// The open page is redrawn at most a second after its table changed (web.RefreshInterval).
+	eventually(t, "the overview showing the fleet and job first", 10*time.Second, poll, func() error {
+		overview := browser.Text(t, ctx, "main")
+		for _, want := range []string{"worker-1", "worker-2", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "default", "first", "Running"} {
+			if !strings.Contains(overview, want) {
+				return fmt.Errorf("the overview says no %q:\n%s", want, overview)
+			}
 		}
-	}
+		return nil
+	})
 	browser.Screenshot(t, ctx, "overview")
 
 	second := makeJob(ns, "second").gpus(2).runsFor("10m").obj()
@@ -97,12 +101,18 @@ func TestTheHubPageShowsAJobSetToAReaderOfJobSets(t *testing.T) {
 	waitForPending(t, ns, "train", "", gantry.WorkloadJobCreated)
 	waitForPending(t, ns, "plain", "", gantry.WorkloadJobCreated)
 
-	code, overview := bodyOf(t, endpoint+"/fragment/", tenant)
-	for _, want := range []string{`data-name="` + ns + `/train" data-kind="JobSet"`, `href="/jobs/` + ns + `/jobset/train"`} {
-		if code != http.StatusOK || !strings.Contains(overview, want) {
-			t.Errorf("the tenant's overview (%d) has no %q:\n%s", code, want, overview)
+	// The page's table is made anew at most once a second (web.RefreshInterval).
+	var overview string
+	eventually(t, "the tenant's overview showing the JobSet", 10*time.Second, poll, func() error {
+		var code int
+		code, overview = bodyOf(t, endpoint+"/fragment/", tenant)
+		for _, want := range []string{`data-name="` + ns + `/train" data-kind="JobSet"`, `href="/jobs/` + ns + `/jobset/train"`} {
+			if code != http.StatusOK || !strings.Contains(overview, want) {
+				return fmt.Errorf("the tenant's overview (%d) has no %q:\n%s", code, want, overview)
+			}
 		}
-	}
+		return nil
+	})
 	if strings.Contains(overview, ns+"/plain") {
 		t.Errorf("the overview shows a Job to a tenant who may not list Jobs:\n%s", overview)
 	}
