@@ -108,13 +108,17 @@ func TestThePageStaysResponsiveOverADeepQueue(t *testing.T) {
 func firstRender(t *testing.T, ctx context.Context, endpointURL string) {
 	t.Helper()
 	navigate(t, ctx, endpointURL+"/")
-	timing, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
+	// The paint is awaited: its entry may come after the load the navigation waited for.
+	timing, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`new Promise(done => {
 		const n = performance.getEntriesByType("navigation")[0];
-		const paint = performance.getEntriesByType("paint").find(e => e.name === "first-contentful-paint")
-			|| performance.getEntriesByType("paint")[0];
-		return {response: n.responseEnd - n.startTime, loaded: n.domContentLoadedEventEnd - n.startTime,
-			paint: paint ? paint.startTime : -1, bytes: n.encodedBodySize, decoded: n.decodedBodySize};
-	})()`))
+		const report = paint => done({response: n.responseEnd - n.startTime, loaded: n.domContentLoadedEventEnd - n.startTime,
+			paint: paint, bytes: n.encodedBodySize, decoded: n.decodedBodySize});
+		setTimeout(() => report(-1), 5000);
+		new PerformanceObserver(list => {
+			const p = list.getEntries().find(e => e.name === "first-contentful-paint");
+			if (p) report(p.startTime);
+		}).observe({type: "paint", buffered: true});
+	})`, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatal(err)
 	}
