@@ -310,7 +310,7 @@ func TestWinnerIsImmutable(t *testing.T) {
 }
 
 // TestBadPlacementAnnotationsAreRejected: the API server refuses a queued Job whose placement
-// annotations are malformed, saying what is wrong; good ones pass.
+// annotations (or stop annotation) are malformed, saying what is wrong; good ones pass.
 func TestBadPlacementAnnotationsAreRejected(t *testing.T) {
 	ns := newNamespace(t, "annotations")
 	cases := map[string]struct {
@@ -328,6 +328,9 @@ func TestBadPlacementAnnotationsAreRejected(t *testing.T) {
 		"a deadline of no time": {map[string]string{gantry.AdmissionDeadlineAnnotation: "0s"}, "must be a positive duration"},
 		"a deadline in words":   {map[string]string{gantry.AdmissionDeadlineAnnotation: "tomorrow"}, "must be a positive duration"},
 		"a deadline, no unit":   {map[string]string{gantry.AdmissionDeadlineAnnotation: "30"}, "must be a positive duration"},
+		"stopped":               {map[string]string{gantry.StoppedAnnotation: "true"}, ""},
+		"not stopped":           {map[string]string{gantry.StoppedAnnotation: "false"}, ""},
+		"stopped, in words":     {map[string]string{gantry.StoppedAnnotation: "yes"}, "must be true (kubectl gantry stop) or false"},
 	}
 	i := 0
 	for name, tc := range cases {
