@@ -105,13 +105,13 @@ func (h *Handler) readOverview(ctx context.Context, q Query) (Overview, error) {
 		}
 	}
 	f.Clusters, f.GlobalQueues = wcs.Items, gqs.Items
-	snap := h.Table.current()
+	snap, now := h.Table.current(), h.Now()
 	visible, failed := h.jobAccess(ctx)
-	jobs := snap.Select(q, visible, h.Now())
+	jobs := snap.Select(q, visible, now)
 	if err := failed(); err != nil {
 		return Overview{}, err
 	}
-	return BuildOverview(f, jobs, q, snap.runningOn, showClusters, showQueues, h.Now()), nil
+	return BuildOverview(f, jobs, q, snap.runningOn, showClusters, showQueues, now), nil
 }
 
 // jobAccess says of each row whether the user may list the jobs of its kind in its namespace

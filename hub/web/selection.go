@@ -99,10 +99,7 @@ type placedRow struct {
 
 // PositionText is "3/7": third of the 7 that wait in its GlobalQueue; "-" for a row that does not wait.
 func (r placedRow) PositionText() string {
-	if r.At.InGlobalQueue == 0 {
-		return "-"
-	}
-	return strconv.Itoa(r.At.InGlobalQueue) + "/" + strconv.Itoa(r.At.Of)
+	return view.Position{GlobalQueue: r.At.GlobalQueue, Index: r.At.InGlobalQueue, Of: r.At.Of}.String()
 }
 
 // GlobalQueueName is the GlobalQueue the row waits in, or whose quota it uses.

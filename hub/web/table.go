@@ -87,8 +87,10 @@ func (t *Table) touch() {
 // rowOf is a Workload's row: as kubectl gantry jobs shows it, but for its place in the queue, which
 // the snapshot adds.
 func rowOf(wl *gantry.Workload) *Row {
-	row := &Row{WorkloadRow: view.Workloads([]gantry.Workload{*wl}, nil, nil)[0]}
-	row.Position = ""
+	row := &Row{WorkloadRow: view.RowOf(wl)}
+	if row.State == view.StatePending {
+		row.GlobalQueue = "" // the one it waits in is its placement's
+	}
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadFinished); c != nil && c.Status == "True" {
 		row.Finished = c.LastTransitionTime.Time
 	}

@@ -158,20 +158,27 @@ func Workloads(wls []gantry.Workload, queues []gantry.Queue, positions map[strin
 	rows := make([]WorkloadRow, 0, len(wls))
 	for i := range wls {
 		wl := &wls[i]
-		state, reason := StateOf(wl)
-		gq := wl.Status.GlobalQueue
-		if gq == "" || state == StatePending {
-			gq = globalOf[wl.Namespace+"/"+wl.Spec.QueueName]
+		row := RowOf(wl)
+		if row.GlobalQueue == "" || row.State == StatePending {
+			row.GlobalQueue = globalOf[wl.Namespace+"/"+wl.Spec.QueueName]
 		}
-		rows = append(rows, WorkloadRow{
-			Namespace: wl.Namespace, Name: JobOrWorkloadName(wl), Workload: wl.Name, Kind: jobkind.Of(wl).Name(), Queue: wl.Spec.QueueName, GlobalQueue: gq,
-			State: state, Reason: reason, Position: positions[wl.Namespace+"/"+wl.Name].String(),
-			Cluster: wl.Status.Winner(), Epoch: wl.Status.DispatchEpoch, GPUProduct: gpuProductOf(wl),
-			GPUs: dispatch.GPUDemandOf(&wl.Spec).Total, Priority: wl.Spec.Priority, Created: wl.CreationTimestamp.Time,
-		})
+		row.Position = positions[wl.Namespace+"/"+wl.Name].String()
+		rows = append(rows, row)
 	}
 	sortRows(rows)
 	return rows
+}
+
+// RowOf is a Workload's row without what needs the other objects: its GlobalQueue is the one whose
+// quota it used, if any, and it has no position.
+func RowOf(wl *gantry.Workload) WorkloadRow {
+	state, reason := StateOf(wl)
+	return WorkloadRow{
+		Namespace: wl.Namespace, Name: JobOrWorkloadName(wl), Workload: wl.Name, Kind: jobkind.Of(wl).Name(), Queue: wl.Spec.QueueName,
+		GlobalQueue: wl.Status.GlobalQueue, State: state, Reason: reason,
+		Cluster: wl.Status.Winner(), Epoch: wl.Status.DispatchEpoch, GPUProduct: gpuProductOf(wl),
+		GPUs: dispatch.GPUDemandOf(&wl.Spec).Total, Priority: wl.Spec.Priority, Created: wl.CreationTimestamp.Time,
+	}
 }
 
 // JobOrWorkloadName is the name of the Job a Workload stands for, or the Workload's own name.
