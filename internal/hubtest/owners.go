@@ -16,7 +16,8 @@ import (
 var (
 	// DispatcherFields are written by the dispatcher (hub/dispatcher): what it decided.
 	DispatcherFields = []string{"dispatchEpoch", "globalQueue", "nominatedClusters", "clusterName", "admission",
-		"preemption", "rejectedClusters", "conditions[Pending]", "conditions[Dispatched]", "conditions[Admitted]"}
+		"preemption", "rejectedClusters", "conditions[Pending]", "conditions[Dispatched]", "conditions[Admitted]",
+		"conditions[Stopped]"}
 	// WorkloadControllerFields are written by the Workload controller (hub/workload, dispatch/workersync):
 	// what became of the job on the workers.
 	WorkloadControllerFields = []string{"evictions", "conditions[ClusterReachable]", "conditions[JobCreated]",

@@ -23,7 +23,7 @@ func TestEveryStatusFieldHasOneWriter(t *testing.T) {
 	want := []string{"conditions[" + gantry.WorkloadPending + "]", "conditions[" + gantry.WorkloadDispatched + "]",
 		"conditions[" + gantry.WorkloadAdmitted + "]", "conditions[" + gantry.WorkloadClusterReachable + "]",
 		"conditions[" + gantry.WorkloadJobCreated + "]", "conditions[" + gantry.WorkloadFinished + "]",
-		"conditions[" + gantry.WorkloadDeleting + "]"}
+		"conditions[" + gantry.WorkloadDeleting + "]", "conditions[" + gantry.WorkloadStopped + "]"}
 	st := reflect.TypeFor[gantry.WorkloadStatus]()
 	for i := range st.NumField() {
 		if name := StatusFieldName(st.Field(i)); name != "conditions" {
