@@ -98,7 +98,8 @@ func TestEveryScoreOfTheAPIIsRegistered(t *testing.T) {
 			t.Errorf("score registered as %s is named %s", name, s.name())
 		}
 	}
-	for _, name := range []gantry.ScoreName{gantry.ScoreHeadroom, gantry.ScoreMostFreeGPUs, gantry.ScoreBinPacking, gantry.ScoreSpread, gantry.ScorePreference} {
+	for _, name := range []gantry.ScoreName{gantry.ScoreHeadroom, gantry.ScoreMostFreeGPUs, gantry.ScoreBinPacking, gantry.ScoreSpread, gantry.ScorePreference,
+		gantry.ScorePrice, gantry.ScoreNearData, gantry.ScoreWithinQuota} {
 		if scorers[string(name)] == nil {
 			t.Errorf("the API's score %s has no scorer", name)
 		}

@@ -310,7 +310,8 @@ func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 }
 
 // chooseWinner picks the earliest admitted copy on a nominated cluster whose confirmed usage stays within
-// quota, and moves the workload's reservations to confirmed usage on the winner.
+// quota, and moves the workload's reservations to confirmed usage on the winner. Of copies admitted at
+// the same time, the one first in the nomination (the queue's ranking, best first) wins.
 func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (string, bool) {
 	copies := make([]Copy, 0, len(w.Copies))
 	for _, cp := range w.Copies {
@@ -318,11 +319,11 @@ func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (string, bool) {
 			copies = append(copies, cp)
 		}
 	}
-	sort.Slice(copies, func(i, j int) bool {
-		if !copies[i].AdmittedAt.Equal(copies[j].AdmittedAt) {
-			return copies[i].AdmittedAt.Before(copies[j].AdmittedAt)
+	slices.SortStableFunc(copies, func(a, b Copy) int {
+		if c := a.AdmittedAt.Compare(b.AdmittedAt); c != 0 {
+			return c
 		}
-		return copies[i].Cluster < copies[j].Cluster
+		return cmp.Compare(slices.Index(w.Nominated, a.Cluster), slices.Index(w.Nominated, b.Cluster))
 	})
 	for _, cp := range copies {
 		i, ok := ql.byName[cp.Cluster]

@@ -77,6 +77,10 @@ type Cluster struct {
 	// nodes; nil when it reported none. It decides only whether a workload goes there alone (alone.go),
 	// never whether it may go.
 	Resources []ResourceRoom
+	// Labels are its WorkerCluster's labels, which a workload's DataLocation matches.
+	Labels map[string]string
+	// Price is what an hour there costs; nil when its WorkerCluster sets none.
+	Price *Price
 }
 
 // ResourceRoom is what a cluster had of one resource at its agent's last report, in milli-units.
@@ -233,6 +237,8 @@ type Workload struct {
 	// rejected are the clusters it may not go to in this pass, each with why: Plan works them out on
 	// its own copy of the workload (rejectedClusters), never on the snapshot's.
 	rejected map[string]string
+	// DataLocation are the cluster labels where its data lives (NearData ranks clusters by them).
+	DataLocation []gantry.LabelTerm
 	// Kind of its job ("" is a batch Job): clusters that cannot run it are left out as if they rejected it.
 	Kind string
 

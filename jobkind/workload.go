@@ -39,6 +39,10 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 	if err != nil {
 		return nil, err
 	}
+	dataLocation, err := DataLocationOf(obj.GetAnnotations())
+	if err != nil {
+		return nil, err
+	}
 	podSets := make([]gantry.PodSet, 0, len(sets))
 	for _, ps := range sets {
 		p, err := podSetOf(ps, products)
@@ -55,7 +59,7 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 			Finalizers:      []string{gantry.WorkloadFinalizer},
 		},
 		Spec: gantry.WorkloadSpec{JobKind: k.Name(), QueueName: labels[gantry.QueueLabel], Priority: priority,
-			PodSets: podSets, TopologyKey: topologyKey, AdmissionDeadline: deadline, JobGeneration: obj.GetGeneration(),
+			PodSets: podSets, TopologyKey: topologyKey, DataLocation: dataLocation, AdmissionDeadline: deadline, JobGeneration: obj.GetGeneration(),
 			Stopped: Stopped(obj)},
 	}, nil
 }
@@ -78,6 +82,7 @@ func Changes(have, want *gantry.WorkloadSpec) []string {
 	differs("priority", have.Priority, want.Priority)
 	differs("topology key", have.TopologyKey, want.TopologyKey)
 	differs("admission deadline", have.AdmissionDeadline, want.AdmissionDeadline)
+	differs("data location", have.DataLocation, want.DataLocation)
 	if len(have.PodSets) != len(want.PodSets) {
 		return append(out, fmt.Sprintf("%d pod sets -> %d", len(have.PodSets), len(want.PodSets)))
 	}
@@ -239,4 +244,34 @@ func PlacementOf(annotations map[string]string) (products []string, topologyKey 
 		topologyKey = v
 	}
 	return products, topologyKey, nil
+}
+
+// DataLocationOf reads where a job's data lives (gantry.dev/data-location: comma-separated key=value
+// labels of WorkerClusters); nil when the job does not say.
+func DataLocationOf(annotations map[string]string) ([]gantry.LabelTerm, error) {
+	v, ok := annotations[gantry.DataLocationAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var terms []gantry.LabelTerm
+	for _, t := range strings.Split(v, ",") {
+		key, value, found := strings.Cut(strings.TrimSpace(t), "=")
+		if !found {
+			return nil, fmt.Errorf("annotation %s=%q: %q is not key=value", gantry.DataLocationAnnotation, v, t)
+		}
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return nil, fmt.Errorf("annotation %s: %q is not a label key: %s", gantry.DataLocationAnnotation, key, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+			return nil, fmt.Errorf("annotation %s: %q is not a label value: %s", gantry.DataLocationAnnotation, value, strings.Join(errs, "; "))
+		}
+		if slices.ContainsFunc(terms, func(o gantry.LabelTerm) bool { return o.Key == key }) {
+			return nil, fmt.Errorf("annotation %s=%q names %q twice", gantry.DataLocationAnnotation, v, key)
+		}
+		terms = append(terms, gantry.LabelTerm{Key: key, Value: value})
+	}
+	if len(terms) > gantry.MaxDataLocationTerms {
+		return nil, fmt.Errorf("annotation %s has %d terms; at most %d are allowed", gantry.DataLocationAnnotation, len(terms), gantry.MaxDataLocationTerms)
+	}
+	return terms, nil
 }

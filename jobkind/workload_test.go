@@ -1,6 +1,7 @@
 package jobkind
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,8 +69,9 @@ func TestNewWorkloadPlacement(t *testing.T) {
 	}}}}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "team-a", Annotations: map[string]string{
-			gantry.GPUProductsAnnotation: "NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB",
-			gantry.TopologyKeyAnnotation: "topology.kubernetes.io/zone",
+			gantry.GPUProductsAnnotation:  "NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB",
+			gantry.TopologyKeyAnnotation:  "topology.kubernetes.io/zone",
+			gantry.DataLocationAnnotation: "topology.kubernetes.io/region=eu-west",
 		}},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: affinity}},
@@ -88,6 +90,9 @@ func TestNewWorkloadPlacement(t *testing.T) {
 	}
 	if wl.Spec.TopologyKey != "topology.kubernetes.io/zone" {
 		t.Errorf("topology key %q", wl.Spec.TopologyKey)
+	}
+	if want := []gantry.LabelTerm{{Key: "topology.kubernetes.io/region", Value: "eu-west"}}; !slices.Equal(wl.Spec.DataLocation, want) {
+		t.Errorf("data location %v, want %v", wl.Spec.DataLocation, want)
 	}
 }
 
@@ -228,5 +233,38 @@ func TestChanges(t *testing.T) {
 				t.Errorf("Changes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A job's data location is key=value labels of WorkerClusters, each key once; anything else says what
+// is wrong, as the hub's admission policy does.
+func TestDataLocationOf(t *testing.T) {
+	cases := map[string]struct {
+		value   string
+		want    []gantry.LabelTerm
+		wantErr string
+	}{
+		"a region": {value: "topology.kubernetes.io/region=eu-west",
+			want: []gantry.LabelTerm{{Key: "topology.kubernetes.io/region", Value: "eu-west"}}},
+		"two terms, spaced": {value: " region=eu , example.com/dataset=imagenet",
+			want: []gantry.LabelTerm{{Key: "region", Value: "eu"}, {Key: "example.com/dataset", Value: "imagenet"}}},
+		"an empty value": {value: "cache=", want: []gantry.LabelTerm{{Key: "cache"}}},
+		"a bare key":     {value: "region", wantErr: "is not key=value"},
+		"spaces at =":    {value: "region = eu", wantErr: "is not a label key"},
+		"a bad value":    {value: "region=eu/west", wantErr: "is not a label value"},
+		"a key twice":    {value: "region=eu,region=us", wantErr: `names "region" twice`},
+		"nine terms":     {value: "a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1", wantErr: "at most 8"},
+	}
+	for name, tc := range cases {
+		got, err := DataLocationOf(map[string]string{gantry.DataLocationAnnotation: tc.value})
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: %v, %v; want an error containing %q", name, got, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || !slices.Equal(got, tc.want)):
+			t.Errorf("%s: %v, %v; want %v", name, got, err, tc.want)
+		}
+	}
+	if got, err := DataLocationOf(nil); got != nil || err != nil {
+		t.Errorf("no annotation: %v, %v", got, err)
 	}
 }

@@ -67,6 +67,10 @@ const (
 	// TopologyKeyAnnotation on a batch Job names a node label key; all its pods must land on nodes
 	// sharing one value of it (one zone, one rack).
 	TopologyKeyAnnotation = "gantry.dev/topology-key"
+	// DataLocationAnnotation on a job says where its data or last checkpoint lives: comma-separated
+	// key=value labels of WorkerClusters ("topology.kubernetes.io/region=eu-west"), which the NearData
+	// score ranks first.
+	DataLocationAnnotation = "gantry.dev/data-location"
 	// AdmissionDeadlineAnnotation on a job sets how long it may wait for a cluster (a duration: "30m",
 	// "2h"), over its GlobalQueue's spec.admissionDeadline.
 	AdmissionDeadlineAnnotation = "gantry.dev/admission-deadline"
@@ -76,6 +80,8 @@ const (
 	StoppedAnnotation = "gantry.dev/stopped"
 	// MaxGPUProducts is how many products a job may list.
 	MaxGPUProducts = 8
+	// MaxDataLocationTerms is how many key=value terms a job's data location may have.
+	MaxDataLocationTerms = 8
 	// MaxPodSets is how many groups of pods a workload may have (a JobSet's replicated jobs).
 	MaxPodSets = 8
 	// GPUProductLabel is the node label naming the GPU product a node carries.

@@ -212,7 +212,7 @@ const (
 )
 
 // ScoreName names a way of ranking clusters.
-// +kubebuilder:validation:Enum=Headroom;MostFreeGPUs;BinPacking;Spread;Preference
+// +kubebuilder:validation:Enum=Headroom;MostFreeGPUs;BinPacking;Spread;Preference;Price;NearData;WithinQuota
 type ScoreName string
 
 // Scores a GlobalQueue may rank clusters by.
@@ -230,6 +230,15 @@ const (
 	ScoreSpread ScoreName = "Spread"
 	// ScorePreference prefers clusters earlier in preferredClusters.
 	ScorePreference ScoreName = "Preference"
+	// ScorePrice prefers the cluster where the workload costs least per hour, by the prices its
+	// WorkerCluster's spec.price sets; a cluster without a price for what the workload uses ranks last.
+	ScorePrice ScoreName = "Price"
+	// ScoreNearData prefers the clusters whose labels match more of the terms of the workload's data
+	// location (its job's annotation gantry.dev/data-location); a workload without one ranks all alike.
+	ScoreNearData ScoreName = "NearData"
+	// ScoreWithinQuota prefers the clusters where the workload runs within its queue's own quota over those
+	// where it must borrow from its cohort, where it may be preempted to give the quota back.
+	ScoreWithinQuota ScoreName = "WithinQuota"
 )
 
 // DispatchScore is one score and its weight.

@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,50 @@ type WorkerClusterSpec struct {
 	// Gantry never changes Kueue's objects.
 	// +optional
 	Kueue *WorkerKueue `json:"kueue,omitempty"`
+
+	// Price is what running on the cluster costs per hour, in one currency across the fleet. The Price
+	// score of a GlobalQueue ranks clusters by it.
+	// +optional
+	Price *ClusterPrice `json:"price,omitempty"`
+}
+
+// ClusterPrice is what an hour of a cluster's GPUs and CPUs costs.
+// +kubebuilder:validation:XValidation:rule="!has(self.gpu) || self.gpu.all(p, self.gpu.exists_one(q, (has(q.product) ? q.product : ”) == (has(p.product) ? p.product : ”)))",message="each GPU product may be priced only once"
+type ClusterPrice struct {
+	// GPU prices one GPU for an hour, by product (the node label nvidia.com/gpu.product); the entry
+	// without a product prices every product not listed.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	GPU []GPUPrice `json:"gpu,omitempty"`
+	// CPU prices one CPU core for an hour.
+	// +optional
+	CPU *Amount `json:"cpu,omitempty"`
+}
+
+// Amount is a price: a decimal number, not negative, such as "2.10" (quoted in YAML).
+// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]{0,8})(\.[0-9]{1,6})?$`
+// +kubebuilder:validation:MaxLength=16
+type Amount string
+
+// Value is the amount as a number; 0 for one the API would not accept.
+func (a Amount) Value() float64 {
+	v, err := strconv.ParseFloat(string(a), 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// GPUPrice is the price of an hour of one GPU of a product.
+type GPUPrice struct {
+	// Product is the GPU product (a value of the node label nvidia.com/gpu.product); empty for every
+	// product not priced on its own.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Product string `json:"product,omitempty"`
+	// PerHour is the price of one GPU of the product for one hour, such as "2.10".
+	PerHour Amount `json:"perHour"`
 }
 
 // WorkerKueue names the LocalQueues of a worker's Kueue that Gantry's jobs go through.

@@ -104,6 +104,14 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:MaxLength=317
 	// +optional
 	TopologyKey string `json:"topologyKey,omitempty"`
+	// DataLocation says where the job's data or last checkpoint lives, as terms key=value over the labels
+	// of WorkerClusters (its annotation gantry.dev/data-location, such as
+	// "topology.kubernetes.io/region=eu-west"): a GlobalQueue with the NearData score ranks first the
+	// clusters that match the most terms.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	DataLocation []LabelTerm `json:"dataLocation,omitempty"`
 	// AdmissionDeadline is the job's own deadline to get a cluster (its annotation
 	// gantry.dev/admission-deadline), over its GlobalQueue's.
 	// +optional
@@ -121,6 +129,16 @@ type WorkloadSpec struct {
 	// its queue, until the annotation is removed. A finished job is not stopped.
 	// +optional
 	Stopped bool `json:"stopped,omitempty"`
+}
+
+// LabelTerm is one label a cluster carries: a key and its value.
+type LabelTerm struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key"`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Value string `json:"value,omitempty"`
 }
 
 // MilliRequests sums the requests of all pods of all pod sets, in milli-units: what the hub counts

@@ -52,6 +52,8 @@ func clusterOf(wc *gantry.WorkerCluster) dispatch.Cluster {
 		Fenced:     wc.Spec.Fenced,
 		GPUs:       dispatch.GPUCapacityOf(wc.Status.Capacity),
 		Resources:  dispatch.ResourceRoomOf(wc.Status.Capacity),
+		Labels:     wc.Labels,
+		Price:      dispatch.PriceOf(wc.Spec.Price),
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
@@ -581,6 +582,24 @@ func (w *WorkerClusterWrapper) KubeconfigSecret(name string) *WorkerClusterWrapp
 }
 
 // ClusterProfile registers the cluster through the ClusterProfile of that name.
+// GPUPrice prices an hour of one GPU of the product ("" for every product not priced on its own).
+func (w *WorkerClusterWrapper) GPUPrice(product, perHour string) *WorkerClusterWrapper {
+	if w.Spec.Price == nil {
+		w.Spec.Price = &gantry.ClusterPrice{}
+	}
+	w.Spec.Price.GPU = append(w.Spec.Price.GPU, gantry.GPUPrice{Product: product, PerHour: gantry.Amount(perHour)})
+	return w
+}
+
+// CPUPrice prices an hour of one CPU core.
+func (w *WorkerClusterWrapper) CPUPrice(perHour string) *WorkerClusterWrapper {
+	if w.Spec.Price == nil {
+		w.Spec.Price = &gantry.ClusterPrice{}
+	}
+	w.Spec.Price.CPU = ptr.To(gantry.Amount(perHour))
+	return w
+}
+
 func (w *WorkerClusterWrapper) ClusterProfile(name string) *WorkerClusterWrapper {
 	w.Spec.ClusterProfileRef = &gantry.ClusterProfileReference{Name: name}
 	return w

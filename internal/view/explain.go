@@ -2,6 +2,7 @@ package view
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -78,6 +79,9 @@ func explainedQueue(f Facts) ExplainedQueue {
 	switch {
 	case f.GlobalQueue != nil:
 		q.GlobalQueue, q.GlobalQueueExists = f.GlobalQueue.Name, ptr.To(true)
+		for _, sc := range f.GlobalQueue.Spec.Dispatch.Scores {
+			q.Scores = append(q.Scores, fmt.Sprintf("%s×%d", sc.Name, max(sc.Weight, 1)))
+		}
 	case slices.Contains(f.Unreadable, "GlobalQueues"):
 		q.GlobalQueue = f.Queue.Spec.GlobalQueue
 	default:
@@ -88,6 +92,9 @@ func explainedQueue(f Facts) ExplainedQueue {
 
 func demandOf(spec *gantry.WorkloadSpec) *Demand {
 	d := &Demand{Total: totalOf(spec), GPUProducts: dispatch.GPUDemandOf(spec).Products, TopologyKey: spec.TopologyKey}
+	for _, t := range spec.DataLocation {
+		d.DataLocation = append(d.DataLocation, t.Key+"="+t.Value)
+	}
 	for _, ps := range spec.PodSets {
 		d.PodSets = append(d.PodSets, PodSetDemand{Name: ps.Name, Count: ps.Count, Requests: ps.Requests})
 	}
@@ -209,6 +216,7 @@ func clusterVerdict(f Facts, cq gantry.ClusterQuota, u gantry.ClusterUsage, word
 	if unavailable(wc, &v) {
 		return v
 	}
+	v.Placement = placementOf(wl, wc)
 	nominated := slices.Contains(wl.Status.Nominated(), cq.Name)
 	if !nominated {
 		if check, never := quotaBlocks(wl, cq.Quota, u); check != nil {
@@ -232,6 +240,24 @@ func clusterVerdict(f Facts, cq gantry.ClusterQuota, u gantry.ClusterUsage, word
 		v.Verdict = VerdictRoom
 	}
 	return v
+}
+
+// placementOf is what the placement scores read of the cluster for the job, with the dispatcher's own
+// functions; nil when the cluster sets no price and the job names no data location.
+func placementOf(wl *gantry.Workload, wc *gantry.WorkerCluster) *PlacementCheck {
+	if wc == nil || (wc.Spec.Price == nil && len(wl.Spec.DataLocation) == 0) {
+		return nil
+	}
+	c := dispatch.Cluster{GPUs: dispatch.GPUCapacityOf(wc.Status.Capacity), Price: dispatch.PriceOf(wc.Spec.Price), Labels: wc.Labels}
+	w := &dispatch.Workload{Requests: dispatch.RequestsOf(&wl.Spec), GPU: dispatch.GPUDemandOf(&wl.Spec), DataLocation: wl.Spec.DataLocation}
+	p := &PlacementCheck{}
+	if cost := c.PerHour(w); !math.IsNaN(cost) {
+		p.PerHour = ptr.To(math.Round(cost*1e4) / 1e4)
+	}
+	if len(w.DataLocation) > 0 {
+		p.DataTermsMatched = ptr.To(c.MatchedTerms(w.DataLocation))
+	}
+	return p
 }
 
 func rejection(wl *gantry.Workload, cluster string) *gantry.RejectedCluster {

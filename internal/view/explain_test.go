@@ -117,6 +117,26 @@ func TestExplain(t *testing.T) {
 				"  Dispatch epoch 3: copies on w2",
 			},
 		},
+		"ranked by price and data: what each cluster costs and how near the data it is": {
+			facts: func() Facts {
+				wl := waiting(gantry.ReasonWaitingForCapacity, "waiting for GPUs")
+				wl.Spec.DataLocation = []gantry.LabelTerm{{Key: "topology.kubernetes.io/region", Value: "eu-west"}}
+				f := fleetFacts(wl)
+				f.GlobalQueue.Spec.Dispatch.Scores = []gantry.DispatchScore{{Name: gantry.ScorePrice, Weight: 2}, {Name: gantry.ScoreNearData}}
+				f.Clusters["w1"].Labels = map[string]string{"topology.kubernetes.io/region": "eu-west"}
+				f.Clusters["w1"].Spec.Price = &gantry.ClusterPrice{GPU: []gantry.GPUPrice{{Product: "A100", PerHour: "2.5"}}}
+				f.Clusters["w2"].Spec.Price = &gantry.ClusterPrice{GPU: []gantry.GPUPrice{{PerHour: "1.25"}}, CPU: ptr.To(gantry.Amount("0.05"))}
+				return f
+			}(),
+			want: []string{
+				"  Data:      near clusters labelled topology.kubernetes.io/region=eu-west",
+				"Clusters of GlobalQueue gpus, ranked by Price×2, NearData×1:",
+				"  w1  blocked by quota: needs nvidia.com/gpu 8, 4 left of 16 (8 used, 4 reserved)",
+				"      placement: carries 1 of the labels of its data",
+				"  w2  blocked by capacity: quota allows it, but the last capacity report has no room",
+				"      placement: costs 10.10 an hour; carries 0 of the labels of its data",
+			},
+		},
 		"running, after an eviction": {
 			facts: func() Facts {
 				wl := with(workload("team-a", "train", "qa", 0, 2, 4), won("w2", true))

@@ -22,7 +22,11 @@ func (e *Explanation) Lines(now time.Time) []string {
 	lines = append(lines, "")
 	lines = append(lines, e.stateLines(now)...)
 	if e.State.State == StatePending && !e.State.Stopped && e.Queue.GlobalQueueExists != nil && *e.Queue.GlobalQueueExists {
-		lines = append(lines, "", "Clusters of GlobalQueue "+e.Queue.GlobalQueue+":")
+		heading := "Clusters of GlobalQueue " + e.Queue.GlobalQueue + ":"
+		if len(e.Queue.Scores) > 0 {
+			heading = "Clusters of GlobalQueue " + e.Queue.GlobalQueue + ", ranked by " + strings.Join(e.Queue.Scores, ", ") + ":"
+		}
+		lines = append(lines, "", heading)
 		lines = append(lines, e.clusterLines(now)...)
 	}
 	if h := e.historyLines(now); len(h) > 0 {
@@ -47,6 +51,9 @@ func (e *Explanation) header(now time.Time) []string {
 	}
 	if e.Demand.TopologyKey != "" {
 		lines = append(lines, "  Topology:  all pods on nodes sharing one "+e.Demand.TopologyKey)
+	}
+	if len(e.Demand.DataLocation) > 0 {
+		lines = append(lines, "  Data:      near clusters labelled "+strings.Join(e.Demand.DataLocation, ", "))
 	}
 	return append(lines, fmt.Sprintf("  Priority:  %d; submitted %s ago", *e.Priority, since(now, e.Submitted.Time)))
 }
@@ -192,7 +199,7 @@ func (v *ClusterVerdict) text(now time.Time) []string {
 	case VerdictFenced, VerdictCordoned:
 		return []string{"unavailable: " + strings.ToLower(v.Verdict)}
 	case VerdictNeverFitsQuota, VerdictBlockedByQuota:
-		return []string{v.quotaText()}
+		first = v.quotaText()
 	case VerdictHasCopy:
 		first = fmt.Sprintf("has a copy of epoch %d; its agent says %s", v.Epoch, v.Agent)
 		if v.Agent == "" {
@@ -203,10 +210,32 @@ func (v *ClusterVerdict) text(now time.Time) []string {
 	default:
 		first = "quota and the last capacity report leave room: it can be nominated on its turn"
 	}
-	if v.Capacity == nil {
-		return []string{first}
+	out := []string{first}
+	if v.Capacity != nil {
+		out = append(out, v.Capacity.text())
 	}
-	return []string{first, v.Capacity.text()}
+	if p := v.Placement.text(); p != "" {
+		out = append(out, p)
+	}
+	return out
+}
+
+// text says what the cluster's price and labels offer the job; empty when nothing is known.
+func (p *PlacementCheck) text() string {
+	if p == nil {
+		return ""
+	}
+	var parts []string
+	if p.PerHour != nil {
+		parts = append(parts, fmt.Sprintf("costs %.2f an hour", *p.PerHour))
+	}
+	if p.DataTermsMatched != nil {
+		parts = append(parts, fmt.Sprintf("carries %d of the labels of its data", *p.DataTermsMatched))
+	}
+	if len(parts) == 0 {
+		return "placement: it prices nothing the job uses"
+	}
+	return "placement: " + strings.Join(parts, "; ")
 }
 
 func conditionDetail(reason, message string) string {

@@ -61,6 +61,9 @@ type ExplainedQueue struct {
 	GlobalQueue string `json:"globalQueue,omitempty"`
 	// GlobalQueueExists is false when there is no such GlobalQueue; unset when you may not read it.
 	GlobalQueueExists *bool `json:"globalQueueExists,omitempty"`
+	// Scores are what the GlobalQueue ranks its clusters by, each with its weight ("Price×2"); empty
+	// for Headroom alone, the default.
+	Scores []string `json:"scores,omitempty"`
 }
 
 // Demand is what the job asks for.
@@ -72,6 +75,8 @@ type Demand struct {
 	GPUProducts []string `json:"gpuProducts,omitempty"`
 	// TopologyKey is the node label whose one value all pods share.
 	TopologyKey string `json:"topologyKey,omitempty"`
+	// DataLocation are the cluster labels (key=value) where the job's data lives.
+	DataLocation []string `json:"dataLocation,omitempty"`
 }
 
 // PodSetDemand is what each pod of a pod set asks for.
@@ -182,6 +187,18 @@ type ClusterVerdict struct {
 	// Capacity is what the agent last reported of the GPU products the job accepts, for a job that asks
 	// for GPUs, once the quota lets it in.
 	Capacity *CapacityCheck `json:"capacity,omitempty"`
+	// Placement is what the placement scores read of the cluster for the job.
+	Placement *PlacementCheck `json:"placement,omitempty"`
+}
+
+// PlacementCheck is what a cluster offers a job beyond room: its price, and how near the job's data it is.
+type PlacementCheck struct {
+	// PerHour is what an hour of the job costs there, by the cluster's spec.price (its GPUs at the price
+	// of the product it would get); unset when the cluster does not price what the job uses.
+	PerHour *float64 `json:"perHour,omitempty"`
+	// DataTermsMatched counts the terms of the job's data location the cluster's labels carry; unset
+	// for a job without a data location.
+	DataTermsMatched *int `json:"dataTermsMatched,omitempty"`
 }
 
 // QuotaCheck is one resource of a cluster's quota against what the job needs.

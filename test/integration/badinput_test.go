@@ -250,23 +250,34 @@ func withClusters(queue *hubtest.GlobalQueueWrapper, n int) *hubtest.GlobalQueue
 }
 
 // A WorkerCluster names exactly one way to reach its cluster.
+// A WorkerCluster names one way to reach it, and its prices are not negative, each product priced once.
 func TestWorkerClustersNameOneRegistration(t *testing.T) {
 	ctx := context.Background()
 	cluster := func() *hubtest.WorkerClusterWrapper { return hubtest.MakeWorkerCluster("").GenerateName("invalid-") }
-	cases := map[string]*hubtest.WorkerClusterWrapper{
-		"neither": cluster(),
-		"both":    cluster().KubeconfigSecret("s").ClusterProfile("p"),
+	cases := map[string]struct {
+		cluster *hubtest.WorkerClusterWrapper
+		want    string
+	}{
+		"neither":              {cluster(), "set exactly one of kubeconfigSecretRef and clusterProfileRef"},
+		"both":                 {cluster().KubeconfigSecret("s").ClusterProfile("p"), "set exactly one of kubeconfigSecretRef and clusterProfileRef"},
+		"a negative GPU price": {cluster().KubeconfigSecret("s").GPUPrice("A100", "-1.5"), "spec.price.gpu[0].perHour in body should match"},
+		"a negative CPU price": {cluster().KubeconfigSecret("s").CPUPrice("-0.01"), "spec.price.cpu in body should match"},
+		"a price in words":     {cluster().KubeconfigSecret("s").GPUPrice("", "cheap"), "spec.price.gpu[0].perHour in body should match"},
+		"a product twice":      {cluster().KubeconfigSecret("s").GPUPrice("A100", "2").GPUPrice("A100", "3"), "each GPU product may be priced only once"},
+		"two without product":  {cluster().KubeconfigSecret("s").GPUPrice("", "2").GPUPrice("", "3"), "each GPU product may be priced only once"},
+		"prices":               {cluster().KubeconfigSecret("s").GPUPrice("A100", "2.10").GPUPrice("", "1.5").CPUPrice("0.031"), ""},
 	}
-	for name, registration := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			wc := registration.Obj()
-			err := hubEnv.client.Create(ctx, wc)
-			if err == nil {
-				_ = hubEnv.client.Delete(ctx, wc)
+			wc := tc.cluster.Obj()
+			err := hubEnv.client.Create(ctx, wc, client.DryRunAll)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && err == nil:
 				t.Fatal("created; want a rejection")
-			}
-			if want := "set exactly one of kubeconfigSecretRef and clusterProfileRef"; !strings.Contains(err.Error(), want) {
-				t.Fatalf("error %q does not say %q", err, want)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
 		})
 	}
@@ -331,6 +342,11 @@ func TestBadPlacementAnnotationsAreRejected(t *testing.T) {
 		"stopped":               {map[string]string{gantry.StoppedAnnotation: "true"}, ""},
 		"not stopped":           {map[string]string{gantry.StoppedAnnotation: "false"}, ""},
 		"stopped, in words":     {map[string]string{gantry.StoppedAnnotation: "yes"}, "must be true (kubectl gantry stop) or false"},
+		"data in a region":      {map[string]string{gantry.DataLocationAnnotation: "topology.kubernetes.io/region=eu-west, example.com/dataset=imagenet"}, ""},
+		"data, a bare key":      {map[string]string{gantry.DataLocationAnnotation: "region"}, "must be labels of WorkerClusters as key=value"},
+		"data, a bad value":     {map[string]string{gantry.DataLocationAnnotation: "region=eu west/1"}, "must be labels of WorkerClusters as key=value"},
+		"data, a key twice":     {map[string]string{gantry.DataLocationAnnotation: "region=eu,region=us"}, "names a label key twice"},
+		"data, nine terms":      {map[string]string{gantry.DataLocationAnnotation: "a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1"}, "more than 8 terms"},
 	}
 	i := 0
 	for name, tc := range cases {

@@ -237,15 +237,16 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 	e := &entry{wl: wl, queue: sh.queueRefs().ref(wl.Namespace, wl.Spec.QueueName), recordedQueue: wl.Status.GlobalQueue,
 		deleting: wl.DeletionTimestamp != nil, timed: len(wl.Status.RejectedClusters) > 0}
 	e.w = dispatch.Workload{
-		Key:       keyOf(wl),
-		Priority:  wl.Spec.Priority,
-		Created:   wl.CreationTimestamp.Time,
-		GPU:       dispatch.GPUDemandOf(&wl.Spec),
-		Epoch:     wl.Status.DispatchEpoch,
-		Nominated: wl.Status.Nominated(),
-		Winner:    wl.Status.Winner(),
-		Kind:      string(wl.Spec.JobKind),
-		Stopped:   wl.Spec.Stopped,
+		Key:          keyOf(wl),
+		Priority:     wl.Spec.Priority,
+		Created:      wl.CreationTimestamp.Time,
+		GPU:          dispatch.GPUDemandOf(&wl.Spec),
+		DataLocation: wl.Spec.DataLocation,
+		Epoch:        wl.Status.DispatchEpoch,
+		Nominated:    wl.Status.Nominated(),
+		Winner:       wl.Status.Winner(),
+		Kind:         string(wl.Spec.JobKind),
+		Stopped:      wl.Spec.Stopped,
 	}
 	e.w.Requests, e.shape = sh.requests(dispatch.RequestsOf(&wl.Spec))
 	e.w.Refused = refusalsOf(wl)

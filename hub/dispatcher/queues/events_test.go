@@ -83,6 +83,8 @@ func TestRestNoticesEveryChangeOfACluster(t *testing.T) {
 			v.Set(m)
 		case reflect.Slice:
 			v.Set(reflect.Append(v, reflect.Zero(v.Type().Elem())))
+		case reflect.Pointer:
+			v.Set(reflect.New(v.Type().Elem()))
 		default:
 			t.Fatalf("Cluster.%s is of a kind (%s) this test cannot change: teach it", f.Name, v.Kind())
 		}

@@ -226,7 +226,7 @@ func sameAvailability(was, now map[string]dispatch.Cluster) (string, bool) {
 		o, ok := was[name]
 		if !ok || o.Connected != c.Connected || o.Connecting != c.Connecting || o.AgentReady != c.AgentReady ||
 			o.Cordoned != c.Cordoned || o.Fenced != c.Fenced || !maps.Equal(o.Kinds, c.Kinds) ||
-			(o.Kinds == nil) != (c.Kinds == nil) {
+			(o.Kinds == nil) != (c.Kinds == nil) || !maps.Equal(o.Labels, c.Labels) || !o.Price.Equal(c.Price) {
 			return name, false
 		}
 	}
