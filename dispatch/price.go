@@ -26,14 +26,6 @@ func (p *Price) Equal(o *Price) bool {
 	return maps.Equal(p.GPU, o.GPU) && p.CPU == o.CPU && p.HasCPU == o.HasCPU
 }
 
-// PerCPUHour is the price of an hour of one CPU core; NaN when the cluster prices none.
-func (p *Price) PerCPUHour() float64 {
-	if p == nil || !p.HasCPU {
-		return math.NaN()
-	}
-	return p.CPU
-}
-
 // PriceOf reads a WorkerCluster's spec.price; nil when it sets none.
 func PriceOf(p *gantry.ClusterPrice) *Price {
 	if p == nil {
@@ -64,8 +56,9 @@ func (p *Price) PerGPUHour(product string) float64 {
 }
 
 // PerHour is what the workload would cost for an hour on the cluster: its GPUs at the price of the
-// product it would get there (GPUProductThere) and its CPU cores at the CPU price. NaN when the
-// cluster does not price something the workload uses.
+// product it would get there (GPUPriceThere), and its CPU cores at the CPU price where the cluster sets
+// one. NaN when the cluster sets no price, or prices none of the GPUs the workload would get: it would
+// seem cheap for what it does not say.
 func (c Cluster) PerHour(w *Workload) float64 {
 	if c.Price == nil {
 		return math.NaN()
@@ -74,8 +67,8 @@ func (c Cluster) PerHour(w *Workload) float64 {
 	if w.GPU.Total > 0 {
 		cost += float64(w.GPU.Total) * c.GPUPriceThere(w.GPU)
 	}
-	if cpu := w.Requests[corev1.ResourceCPU]; cpu > 0 {
-		cost += float64(cpu) / 1000 * c.Price.PerCPUHour()
+	if cpu := w.Requests[corev1.ResourceCPU]; cpu > 0 && c.Price.HasCPU {
+		cost += float64(cpu) / 1000 * c.Price.CPU
 	}
 	return cost
 }

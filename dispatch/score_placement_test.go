@@ -102,7 +102,7 @@ func TestPlacementScoresRankClusters(t *testing.T) {
 }
 
 // A workload's price per hour on a cluster: its GPUs at the price of the product it would get there,
-// its CPU cores at the CPU price; unknown (NaN) when the cluster prices not what it uses.
+// its CPU cores at the CPU price if it sets one; unknown (NaN) when it prices none of the GPUs it would get.
 func TestPerHour(t *testing.T) {
 	a100, h100 := GPUCapacity{Product: "A100", Free: 8, LargestFreeOnNode: 8}, GPUCapacity{Product: "H100", Free: 1, LargestFreeOnNode: 1}
 	cases := map[string]struct {
@@ -118,7 +118,9 @@ func TestPerHour(t *testing.T) {
 		"a product not priced":              {cluster: Cluster{GPUs: []GPUCapacity{a100}, Price: &Price{GPU: map[string]float64{"H100": 4}}}, w: makeWorkload("ns/w", "q").gpuPods(1, 1, "A100").obj(), want: math.NaN()},
 		"GPUs and CPUs": {cluster: Cluster{Price: &Price{GPU: map[string]float64{"": 2}, CPU: 0.25, HasCPU: true}},
 			w: makeWorkload("ns/w", "q").gpuPods(1, 1).cpu(4).obj(), want: 3},
-		"CPUs not priced": {cluster: Cluster{Price: &Price{GPU: map[string]float64{"": 2}}},
+		"CPUs not priced cost nothing": {cluster: Cluster{Price: &Price{GPU: map[string]float64{"": 2}}},
+			w: makeWorkload("ns/w", "q").gpuPods(1, 1).cpu(4).obj(), want: 2},
+		"GPUs not priced": {cluster: Cluster{Price: &Price{CPU: 0.25, HasCPU: true}},
 			w: makeWorkload("ns/w", "q").gpuPods(1, 1).cpu(4).obj(), want: math.NaN()},
 	}
 	for name, tc := range cases {

@@ -231,7 +231,7 @@ const (
 	// ScorePreference prefers clusters earlier in preferredClusters.
 	ScorePreference ScoreName = "Preference"
 	// ScorePrice prefers the cluster where the workload costs least per hour, by the prices its
-	// WorkerCluster's spec.price sets; a cluster without a price for what the workload uses ranks last.
+	// WorkerCluster's spec.price sets; a cluster that prices none of the GPUs it would get ranks last.
 	ScorePrice ScoreName = "Price"
 	// ScoreNearData prefers the clusters whose labels match more of the terms of the workload's data
 	// location (its job's annotation gantry.dev/data-location); a workload without one ranks all alike.

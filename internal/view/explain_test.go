@@ -132,7 +132,7 @@ func TestExplain(t *testing.T) {
 				"  Data:      near clusters labelled topology.kubernetes.io/region=eu-west",
 				"Clusters of GlobalQueue gpus, ranked by Price×2, NearData×1:",
 				"  w1  blocked by quota: needs nvidia.com/gpu 8, 4 left of 16 (8 used, 4 reserved)",
-				"      placement: carries 1 of the labels of its data",
+				"      placement: costs 20.00 an hour; carries 1 of the labels of its data",
 				"  w2  blocked by capacity: quota allows it, but the last capacity report has no room",
 				"      placement: costs 10.10 an hour; carries 0 of the labels of its data",
 			},

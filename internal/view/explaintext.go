@@ -233,7 +233,7 @@ func (p *PlacementCheck) text() string {
 		parts = append(parts, fmt.Sprintf("carries %d of the labels of its data", *p.DataTermsMatched))
 	}
 	if len(parts) == 0 {
-		return "placement: it prices nothing the job uses"
+		return "placement: it prices none of the GPUs the job would get"
 	}
 	return "placement: " + strings.Join(parts, "; ")
 }

@@ -194,7 +194,8 @@ type ClusterVerdict struct {
 // PlacementCheck is what a cluster offers a job beyond room: its price, and how near the job's data it is.
 type PlacementCheck struct {
 	// PerHour is what an hour of the job costs there, by the cluster's spec.price (its GPUs at the price
-	// of the product it would get); unset when the cluster does not price what the job uses.
+	// of the product it would get, its CPU cores at the CPU price if set); unset when the cluster prices
+	// none of the GPUs it would get.
 	PerHour *float64 `json:"perHour,omitempty"`
 	// DataTermsMatched counts the terms of the job's data location the cluster's labels carry; unset
 	// for a job without a data location.
