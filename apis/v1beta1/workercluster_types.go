@@ -55,7 +55,7 @@ type WorkerClusterSpec struct {
 }
 
 // ClusterPrice is what an hour of a cluster's GPUs and CPUs costs.
-// +kubebuilder:validation:XValidation:rule="!has(self.gpu) || self.gpu.all(p, self.gpu.exists_one(q, (has(q.product) ? q.product : ”) == (has(p.product) ? p.product : ”)))",message="each GPU product may be priced only once"
+// +kubebuilder:validation:XValidation:rule="!has(self.gpu) || self.gpu.all(p, self.gpu.exists_one(q, has(q.product) == has(p.product) && (!has(p.product) || q.product == p.product)))",message="each GPU product may be priced only once"
 type ClusterPrice struct {
 	// GPU prices one GPU for an hour, by product (the node label nvidia.com/gpu.product); the entry
 	// without a product prices every product not listed.

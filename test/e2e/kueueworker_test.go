@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -90,8 +91,8 @@ func startKueueFor(t *testing.T, w *testbed.Cluster) {
 	}
 }
 
-// updateWorkerCluster changes a WorkerCluster's spec for the rest of the test; the spec comes back at
-// the end.
+// updateWorkerCluster changes a WorkerCluster for the rest of the test; its spec and labels come back
+// at the end.
 func updateWorkerCluster(t *testing.T, name string, change func(*gantry.WorkerCluster)) {
 	t.Helper()
 	var original gantry.WorkerClusterSpec
@@ -105,8 +106,12 @@ func updateWorkerCluster(t *testing.T, name string, change func(*gantry.WorkerCl
 			return tb.Hub.Client.Update(context.Background(), &wc)
 		})
 	}
-	update(func(wc *gantry.WorkerCluster) { original = *wc.Spec.DeepCopy(); change(wc) })
-	t.Cleanup(func() { update(func(wc *gantry.WorkerCluster) { wc.Spec = original }) })
+	var labels map[string]string
+	update(func(wc *gantry.WorkerCluster) {
+		original, labels = *wc.Spec.DeepCopy(), maps.Clone(wc.Labels)
+		change(wc)
+	})
+	t.Cleanup(func() { update(func(wc *gantry.WorkerCluster) { wc.Spec, wc.Labels = original, labels }) })
 }
 
 // submitLocal creates a job straight on the worker, in Kueue's LocalQueue: a local user's job.
