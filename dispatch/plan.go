@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -12,11 +13,13 @@ import (
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
 
-// Winner records that Cluster runs the workload Key, using quota of GlobalQueue.
+// Winner records that Cluster runs the workload Key, using quota of GlobalQueue; Borrowed says it runs
+// beyond that queue's quota there, on quota its cohort lends.
 type Winner struct {
 	Key         string
 	Cluster     string
 	GlobalQueue string
+	Borrowed    bool
 }
 
 // Rejection is a cluster that said it cannot run a workload as the cluster is.
@@ -149,8 +152,8 @@ func (q *queueLedger) review(w *Workload, res *Result) (nominee, bool) {
 	// A nomination made under another GlobalQueue reserved nothing here and may not win here.
 	valid := w.Epoch > 0 && !w.nominationVoid()
 	if valid {
-		if c, ok := q.chooseWinner(w, q.vector(w.Requests)); ok {
-			res.Winners = append(res.Winners, Winner{Key: w.Key, Cluster: c, GlobalQueue: w.GlobalQueue})
+		if c, borrowed, ok := q.chooseWinner(w, q.vector(w.Requests)); ok {
+			res.Winners = append(res.Winners, Winner{Key: w.Key, Cluster: c, GlobalQueue: w.GlobalQueue, Borrowed: borrowed})
 			return nominee{}, false
 		}
 	}
@@ -310,9 +313,10 @@ func (l *ledger) countAndGroup(s *Snapshot) []queuePending {
 }
 
 // chooseWinner picks the earliest admitted copy on a nominated cluster whose confirmed usage stays within
-// quota, and moves the workload's reservations to confirmed usage on the winner. Of copies admitted at
-// the same time, the one first in the nomination (the queue's ranking, best first) wins.
-func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (string, bool) {
+// quota, and moves the workload's reservations to confirmed usage on the winner; borrowed says its use
+// there goes beyond the queue's own quota. Of copies admitted at the same time, the one first in the
+// nomination (the queue's ranking, best first) wins.
+func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (winner string, borrowed, ok bool) {
 	copies := make([]Copy, 0, len(w.Copies))
 	for _, cp := range w.Copies {
 		if cp.Admitted && slices.Contains(w.Nominated, cp.Cluster) {
@@ -335,10 +339,22 @@ func (ql *queueLedger) chooseWinner(w *Workload, vec []int64) (string, bool) {
 			continue
 		}
 		ql.release(w)
+		borrowed = c.confirmedBeyondQuota(vec)
 		c.add(true, vec, 1)
-		return cp.Cluster, true
+		return cp.Cluster, borrowed, true
 	}
-	return "", false
+	return "", false, false
+}
+
+// confirmedBeyondQuota says whether the queue's admitted use on the cluster with vec goes beyond its
+// own quota of some resource.
+func (c *clusterLedger) confirmedBeyondQuota(vec []int64) bool {
+	for k, v := range vec {
+		if v > 0 && c.quota[k] != math.MaxInt64 && c.admitted[k]+v > c.quota[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // hasValidNomination says whether a nominated cluster can still admit the workload.

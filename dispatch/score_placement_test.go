@@ -132,3 +132,20 @@ func TestPerHour(t *testing.T) {
 		})
 	}
 }
+
+// A winner that takes its queue beyond its own quota on the cluster is recorded as borrowing; one
+// within it is not.
+func TestAWinnerBeyondItsQueuesQuotaBorrows(t *testing.T) {
+	for _, tc := range []struct {
+		gpus     int
+		borrowed bool
+	}{{4, false}, {6, true}} {
+		s := makeSnapshot().cluster("a").queue(makeQueue("q").cohort("lab").quota("a", "nvidia.com/gpu", 4).obj()).
+			queue(makeQueue("lender").cohort("lab").quota("a", "nvidia.com/gpu", 8).obj()).
+			workloads(makeWorkload("ns/w", "q").gpus(tc.gpus).nominated(1, "a").copyAdmitted("a", 1).obj()).obj()
+		res := Plan(s)
+		if want := []Winner{{Key: "ns/w", Cluster: "a", GlobalQueue: "q", Borrowed: tc.borrowed}}; !cmp.Equal(want, res.Winners) {
+			t.Errorf("%d GPUs on a quota of 4: winners %+v, want %+v", tc.gpus, res.Winners, want)
+		}
+	}
+}

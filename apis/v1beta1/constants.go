@@ -44,6 +44,8 @@ const (
 
 	// WorkloadFinalizer keeps a hub Workload until its objects on workers are withdrawn.
 	WorkloadFinalizer = "gantry.dev/remote-cleanup"
+	// UsageFinalizer keeps a hub Workload until its namespace's Usage counts its runs.
+	UsageFinalizer = "gantry.dev/usage"
 
 	// HubLeaseName is the Lease the hub renews in GantryNamespace on every worker it reaches; under the
 	// failover policy Fence its agent stops the hub's Jobs once it is not renewed in time.

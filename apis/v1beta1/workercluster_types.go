@@ -1,7 +1,9 @@
 package v1beta1
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,9 +70,10 @@ type ClusterPrice struct {
 	CPU *Amount `json:"cpu,omitempty"`
 }
 
-// Amount is a price: a decimal number, not negative, such as "2.10" (quoted in YAML).
-// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]{0,8})(\.[0-9]{1,6})?$`
-// +kubebuilder:validation:MaxLength=16
+// Amount is an amount of money: a decimal number, not negative, of at most six decimals, such as
+// "2.10" (quoted in YAML).
+// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]{0,11})(\.[0-9]{1,6})?$`
+// +kubebuilder:validation:MaxLength=19
 type Amount string
 
 // Value is the amount as a number; 0 for one the API would not accept.
@@ -80,6 +83,29 @@ func (a Amount) Value() float64 {
 		return 0
 	}
 	return v
+}
+
+// Micros is the amount in millionths, exactly; 0 for one the API would not accept.
+func (a Amount) Micros() int64 {
+	whole, frac, _ := strings.Cut(string(a), ".")
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || len(frac) > 6 {
+		return 0
+	}
+	f, err := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return w*1_000_000 + f
+}
+
+// AmountOfMicros writes millionths as an Amount, without trailing zeros.
+func AmountOfMicros(m int64) Amount {
+	s := strconv.FormatInt(m/1_000_000, 10)
+	if frac := strings.TrimRight(fmt.Sprintf("%06d", m%1_000_000), "0"); frac != "" {
+		s += "." + frac
+	}
+	return Amount(s)
 }
 
 // GPUPrice is the price of an hour of one GPU of a product.

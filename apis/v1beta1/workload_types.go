@@ -184,6 +184,10 @@ type Admission struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	PodGroup string `json:"podGroup,omitempty"`
+	// Borrowed, on the hub, says the winner ran it beyond its GlobalQueue's quota, on quota its cohort
+	// lent: the dispatcher records it with the winner.
+	// +optional
+	Borrowed bool `json:"borrowed,omitempty"`
 }
 
 // Eviction records a winner whose agent gave the workload up before its pods were all placed; the hub
@@ -346,7 +350,62 @@ type WorkloadStatus struct {
 	// +listMapKey=name
 	// +optional
 	RejectedClusters []RejectedCluster `json:"rejectedClusters,omitempty"`
+
+	// Runs are the times its job ran on a cluster, oldest first (the last MaxRuns): each from the
+	// creation of its Job there to its end there. The hub's accounting of GPU-hours adds them up.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Runs []Run `json:"runs,omitempty"`
+
+	// AccountedEpoch is the epoch of the last run the namespace's Usage counts: runs of that epoch and
+	// before are in it.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	AccountedEpoch int64 `json:"accountedEpoch,omitempty"`
 }
+
+// MaxRuns bounds the runs a Workload keeps.
+const MaxRuns = 16
+
+// Run is one time a workload's job ran on a cluster: from the creation of its Job there to its end.
+type Run struct {
+	// Cluster it ran on, in dispatch epoch Epoch.
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+	Epoch   int64  `json:"epoch"`
+	// GlobalQueue whose quota it used.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	GlobalQueue string `json:"globalQueue,omitempty"`
+	// GPUs its pods asked for in all, and the product they got (the agent's choice, or the cluster's
+	// only product); empty when not known.
+	// +optional
+	GPUs int64 `json:"gpus,omitempty"`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	GPUProduct string `json:"gpuProduct,omitempty"`
+	// Borrowed says it ran beyond its GlobalQueue's quota on the cluster, on quota its cohort lent.
+	// +optional
+	Borrowed bool `json:"borrowed,omitempty"`
+	// Started is when its Job was created there; Ended when it finished or was taken back, unset while
+	// it runs.
+	Started metav1.Time `json:"started"`
+	// +optional
+	Ended *metav1.Time `json:"ended,omitempty"`
+	// Outcome is why it ended: the Finished condition's reason (Succeeded, Failed, ...), the eviction's
+	// (Preempted, WorkerLost, Stopped, ...), or Deleted with its job.
+	// +kubebuilder:validation:MaxLength=316
+	// +optional
+	Outcome string `json:"outcome,omitempty"`
+	// TakenBack says the hub took the job back from the cluster before it ended there (an eviction): the
+	// work of the run is lost, and the job runs again.
+	// +optional
+	TakenBack bool `json:"takenBack,omitempty"`
+}
+
+// RunDeleted is the outcome of a run whose job was deleted while it ran.
+const RunDeleted = "Deleted"
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -369,6 +369,7 @@ func givenUp(cp *gantry.Workload) bool {
 func (d *decider) recordJobCreated(cluster string) {
 	d.setCondition(gantry.WorkloadJobCreated, metav1.ConditionTrue, gantry.ReasonJobCreated,
 		fmt.Sprintf("the %s was created on %s in epoch %d", jobkind.Of(d.wl).Name(), cluster, d.wl.Status.DispatchEpoch))
+	d.openRun(cluster)
 }
 
 // mirror copies the worker job's status to the hub job, and finishes the Workload once the job ended
@@ -565,6 +566,7 @@ func (d *decider) takeBack(reason, message string) {
 		}
 	}
 	st := d.status
+	d.closeRun(reason, true)
 	st.Evictions = append(st.Evictions, gantry.Eviction{Cluster: st.ClusterName, Epoch: st.DispatchEpoch,
 		Reason: reason, Message: message, Time: metav1.NewTime(d.v.Now)})
 	if n := len(st.Evictions); n > gantry.MaxEvictions {
@@ -587,6 +589,7 @@ func (d *decider) end(reason, message string) bool {
 		return false
 	}
 	d.setCondition(gantry.WorkloadFinished, metav1.ConditionTrue, reason, message)
+	d.closeRun(reason, false)
 	if reason != gantry.ReasonJobSucceeded && reason != gantry.ReasonJobFailed {
 		d.event(corev1.EventTypeWarning, EventFinished, "%s", message)
 	}
@@ -625,6 +628,7 @@ func (d *decider) finalize() {
 	switch {
 	case w.Fenced || d.fenceDue(w):
 		d.plan.RemoveFinalizer = true // nothing of it runs there any more
+		d.closeRun(gantry.RunDeleted, false)
 		d.endStandingHubJob(winner)
 	case !ok || !w.Connected:
 		d.reachable(w, ok)
@@ -635,6 +639,7 @@ func (d *decider) finalize() {
 	default:
 		d.plan.ConfirmGone = winner
 		d.plan.RemoveFinalizer = true
+		d.closeRun(gantry.RunDeleted, false)
 		d.endStandingHubJob(winner)
 	}
 }

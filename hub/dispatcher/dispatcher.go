@@ -322,6 +322,7 @@ type change struct {
 	wl          *gantry.Workload
 	winner      string
 	winnerQueue string // the GlobalQueue whose quota the winner uses
+	borrowed    bool   // the winner runs it beyond that queue's quota
 	rejections  []dispatch.Rejection
 	nomination  *dispatch.Nomination
 	verdict     *dispatch.Verdict
@@ -341,7 +342,7 @@ func (d *Dispatcher) execute(ctx context.Context, writable func(key string) *gan
 	}
 	for _, w := range res.Winners {
 		c := get(w.Key)
-		c.winner, c.winnerQueue = w.Cluster, w.GlobalQueue
+		c.winner, c.winnerQueue, c.borrowed = w.Cluster, w.GlobalQueue, w.Borrowed
 	}
 	for key, r := range res.Rejections {
 		get(key).rejections = r
@@ -434,6 +435,12 @@ func (d *Dispatcher) recordWinner(c *change, st *gantry.WorkloadStatus, gen int6
 		if chosen := describeAdmission(st.Admission); chosen != "" {
 			winner += " (" + chosen + ")"
 		}
+	}
+	if c.borrowed {
+		if st.Admission == nil {
+			st.Admission = &gantry.Admission{}
+		}
+		st.Admission.Borrowed = true
 	}
 	msg := "admitted by " + winner
 	setCondition(st, gantry.WorkloadAdmitted, metav1.ConditionTrue, gantry.ReasonAdmittedByCluster, msg, gen)

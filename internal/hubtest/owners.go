@@ -20,8 +20,10 @@ var (
 		"conditions[Stopped]"}
 	// WorkloadControllerFields are written by the Workload controller (hub/workload, dispatch/workersync):
 	// what became of the job on the workers.
-	WorkloadControllerFields = []string{"evictions", "conditions[ClusterReachable]", "conditions[JobCreated]",
+	WorkloadControllerFields = []string{"evictions", "runs", "conditions[ClusterReachable]", "conditions[JobCreated]",
 		"conditions[Finished]", "conditions[Deleting]"}
+	// AccountantFields are written by the accountant (hub/usage): which runs its namespace's Usage counts.
+	AccountantFields = []string{"accountedEpoch"}
 	// CopyOnlyFields are written on a worker's copy, by its agent, and on the hub by no one.
 	CopyOnlyFields = []string{"wouldFitWithout"}
 )

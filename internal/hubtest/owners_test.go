@@ -15,7 +15,8 @@ import (
 // is named by exactly one writer's list; a field added to the type without an owner fails here.
 func TestEveryStatusFieldHasOneWriter(t *testing.T) {
 	owners := map[string][]string{}
-	for who, fields := range map[string][]string{"dispatcher": DispatcherFields, "workload controller": WorkloadControllerFields, "agent": CopyOnlyFields} {
+	for who, fields := range map[string][]string{"dispatcher": DispatcherFields, "workload controller": WorkloadControllerFields,
+		"accountant": AccountantFields, "agent": CopyOnlyFields} {
 		for _, f := range fields {
 			owners[f] = append(owners[f], who)
 		}

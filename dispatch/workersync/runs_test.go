@@ -1,0 +1,69 @@
+package workersync
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
+	"github.com/gantry-dev/gantry/internal/hubtest"
+)
+
+// A run opens when the Job is created on the winner, with the GPUs, product and borrowing of its
+// admission, and closes when the job ends there (its Finished reason), is taken back (the eviction's
+// reason, TakenBack) or is deleted with its job.
+func TestRunsRecordEachTimeTheJobRanOnACluster(t *testing.T) {
+	started := metav1.NewTime(now.Add(-time.Hour))
+	open := gantry.Run{Cluster: "w1", Epoch: 2, GlobalQueue: "q", GPUs: 8, GPUProduct: "H100", Borrowed: true, Started: started}
+	closed := func(outcome string, takenBack bool) []gantry.Run {
+		r := open
+		r.Ended, r.Outcome, r.TakenBack = &metav1.Time{Time: now}, outcome, takenBack
+		return []gantry.Run{r}
+	}
+	admitted := func(running bool) *hubtest.WorkloadWrapper {
+		w := hubtest.MakeWorkload("job-train", "ns").UID(uid).Generation(1).Finalizer(gantry.WorkloadFinalizer).
+			OwnedByJob("train", "job-uid").Queue("q").PodSet("main", 2, string(gantry.GPUResource), "4").Now(now.Add(-time.Hour)).
+			Nominated("q", 2, "w1").AdmittedOn("w1")
+		w.Status.Admission = &gantry.Admission{PodSets: []gantry.PodSetAdmission{{Name: "main", GPUProduct: "H100"}}, Borrowed: true}
+		if running {
+			w.JobCreated()
+			w.Status.Runs = []gantry.Run{open}
+		}
+		return w
+	}
+	cases := map[string]struct {
+		view View
+		want []gantry.Run
+	}{
+		"the Job is created: a run opens": {
+			view: view(admitted(false).Obj(), hubJob(), up("w1").with(copyOf(uid, 2).Admitted(), running(remoteJob(uid, 2)))),
+			want: []gantry.Run{{Cluster: "w1", Epoch: 2, GlobalQueue: "q", GPUs: 8, GPUProduct: "H100", Borrowed: true, Started: metav1.NewTime(now)}},
+		},
+		"it succeeds": {
+			view: view(admitted(true).Obj(), hubJob(), up("w1").with(copyOf(uid, 2).Admitted(), completed(remoteJob(uid, 2)))),
+			want: closed(gantry.ReasonJobSucceeded, false),
+		},
+		"it is preempted": {
+			view: view(admitted(true).Preempted("w1", 2, "ns/urgent", gantry.ReasonInQueuePriority).Obj(), hubJob(),
+				up("w1").with(copyOf(uid, 2).Admitted(), nil)),
+			want: closed(gantry.ReasonPreempted, true),
+		},
+		"it is deleted with its job": {
+			view: view(admitted(true).Deleting().Obj(), nil, up("w1")),
+			want: closed(gantry.RunDeleted, false),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := Decide(tc.view)
+			if p.Status == nil {
+				t.Fatal("no status written")
+			}
+			if diff := cmp.Diff(tc.want, p.Status.Runs); diff != "" {
+				t.Errorf("runs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
