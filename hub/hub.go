@@ -27,6 +27,7 @@ import (
 	"github.com/gantry-dev/gantry/hub/jobs"
 	"github.com/gantry-dev/gantry/hub/metrics"
 	"github.com/gantry-dev/gantry/hub/remote"
+	"github.com/gantry-dev/gantry/hub/usage"
 	"github.com/gantry-dev/gantry/hub/workercluster"
 	"github.com/gantry-dev/gantry/hub/workerclusterset"
 	"github.com/gantry-dev/gantry/hub/workload"
@@ -132,6 +133,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Hub, error) {
 	}
 	if err := h.setupSets(mgr, opts, watchProfiles); err != nil {
 		return nil, err
+	}
+	if err := (&usage.Reconciler{Client: mgr.GetClient(), Clock: opts.Clock}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the usage controller: %w", err)
 	}
 	if err := mgr.Add(h.Dispatcher); err != nil {
 		return nil, err

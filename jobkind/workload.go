@@ -18,8 +18,8 @@ import (
 )
 
 // NewWorkload builds the hub Workload for a job of the kind: its demand, one pod set per pod set of the
-// job, owned by the job and carrying the finalizer that keeps it until its objects on workers are
-// withdrawn. An error says what in the job Gantry cannot dispatch.
+// job, owned by the job and carrying the finalizers that keep it until its objects on workers are
+// withdrawn and its runs counted in its namespace's Usage. An error says what in the job Gantry cannot dispatch.
 func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, error) {
 	sets, err := k.PodSets(obj)
 	if err != nil {
@@ -56,7 +56,7 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 		ObjectMeta: metav1.ObjectMeta{
 			Name: WorkloadName(k, obj.GetName()), Namespace: obj.GetNamespace(), Labels: labels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, k.GroupVersionKind())},
-			Finalizers:      []string{gantry.WorkloadFinalizer},
+			Finalizers:      []string{gantry.WorkloadFinalizer, gantry.UsageFinalizer},
 		},
 		Spec: gantry.WorkloadSpec{JobKind: k.Name(), QueueName: labels[gantry.QueueLabel], Priority: priority,
 			PodSets: podSets, TopologyKey: topologyKey, DataLocation: dataLocation, AdmissionDeadline: deadline, JobGeneration: obj.GetGeneration(),

@@ -45,7 +45,7 @@ func TestNewWorkload(t *testing.T) {
 	if ref := metav1.GetControllerOf(wl); ref == nil || ref.Kind != "Job" || ref.Name != "train" || ref.UID != "u1" {
 		t.Fatalf("owner %+v", ref)
 	}
-	if len(wl.Finalizers) != 1 || wl.Finalizers[0] != gantry.WorkloadFinalizer {
+	if !slices.Equal(wl.Finalizers, []string{gantry.WorkloadFinalizer, gantry.UsageFinalizer}) {
 		t.Fatalf("finalizers %v", wl.Finalizers)
 	}
 	want := []gantry.PodSet{{
