@@ -122,10 +122,11 @@ func retained(days []gantry.DayUsage, now time.Time) []gantry.DayUsage {
 	return slices.DeleteFunc(days, func(d gantry.DayUsage) bool { return d.Day < oldest })
 }
 
-// book adds runs to a Usage's status.
+// book adds runs to a Usage's status: to its totals, and by day unless totalsOnly.
 type book struct {
-	st       *gantry.UsageStatus
-	clusters map[string]Cluster
+	st         *gantry.UsageStatus
+	clusters   map[string]Cluster
+	totalsOnly bool
 }
 
 // count adds the Workload's closed runs of epochs after mark, and returns the epoch of the last one it
@@ -157,8 +158,9 @@ func (b *book) add(queue string, r *gantry.Run) {
 			end = r.Ended.UTC()
 		}
 		gpuSeconds := r.GPUs * int64(end.Sub(start)/time.Second)
-		day := b.day(start.Format(time.DateOnly))
-		addTo(&day.Entries, key, gpuSeconds, r, price)
+		if !b.totalsOnly {
+			addTo(&b.day(start.Format(time.DateOnly)).Entries, key, gpuSeconds, r, price)
+		}
 		addTo(&b.st.Totals, key, gpuSeconds, r, price)
 		start = end
 	}

@@ -119,3 +119,37 @@ func TestAccount(t *testing.T) {
 		})
 	}
 }
+
+// Summarize adds to what the Usage counts the runs it does not count yet, up to now; a run moving into
+// the Usage's count changes nothing of the sum, and days before since are left out.
+func TestSummarize(t *testing.T) {
+	now := t0.Add(3 * time.Hour)
+	wl := workloadWith("a", 0, run(1, 2, 0, at(time.Hour)), run(2, 1, 2*time.Hour, nil))
+	ns := Namespace{Workloads: []*gantry.Workload{wl}, Clusters: fleet, Now: now}
+	want := []gantry.UsageEntry{entry(7200+3600, "7.5")}
+	if diff := cmp.Diff(want, Summarize(ns, time.Time{})); diff != "" {
+		t.Fatalf("nothing counted yet (-want +got):\n%s", diff)
+	}
+	for step := range 2 { // the Usage counts the closed run; then the Workload says so
+		p := Account(ns)
+		if p.Usage != nil {
+			ns.Usage = p.Usage
+		}
+		for uid, e := range p.Marks {
+			if uid == wl.UID {
+				wl.Status.AccountedEpoch = e
+			}
+		}
+		if diff := cmp.Diff(want, Summarize(ns, time.Time{})); diff != "" {
+			t.Fatalf("after step %d (-want +got):\n%s", step, diff)
+		}
+	}
+	ns.Usage.Days = append([]gantry.DayUsage{{Day: "2026-12-01", Entries: []gantry.UsageEntry{entry(100, "1")}}}, ns.Usage.Days...)
+	ns.Usage.Totals[0].GPUSeconds += 100
+	if got := Summarize(ns, t0.Add(-24*time.Hour)); len(got) != 1 || got[0].GPUSeconds != 7200+3600 {
+		t.Errorf("since the day before: %+v, want the runs of today only", got)
+	}
+	if got := Summarize(ns, time.Time{}); len(got) != 1 || got[0].GPUSeconds != 7200+3600+100 {
+		t.Errorf("all: %+v, want the totals", got)
+	}
+}
