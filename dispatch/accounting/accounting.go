@@ -212,3 +212,16 @@ func compareKeys(a, b gantry.UsageEntry) int {
 	return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.GlobalQueue, b.GlobalQueue),
 		cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.GPUProduct, b.GPUProduct))
 }
+
+// ClustersOf is what the accounting reads of the WorkerClusters: their prices and reported products.
+func ClustersOf(wcs []gantry.WorkerCluster) map[string]Cluster {
+	out := make(map[string]Cluster, len(wcs))
+	for i := range wcs {
+		c := Cluster{Price: dispatch.PriceOf(wcs[i].Spec.Price)}
+		for _, g := range dispatch.GPUCapacityOf(wcs[i].Status.Capacity) {
+			c.Products = append(c.Products, g.Product)
+		}
+		out[wcs[i].Name] = c
+	}
+	return out
+}

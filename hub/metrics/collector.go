@@ -121,10 +121,21 @@ var (
 		"cluster")
 	clusterRefusingDesc = desc("gantry_hub_worker_cluster_refusing_workloads", "Workloads the cluster won whose Job its API server does not take yet (JobCreated=False, WorkerRefusing: a quota, a policy, RBAC); each is taken back if it goes on.",
 		"cluster")
+	gpuSecondsDesc = desc("gantry_hub_gpu_seconds_total", "GPU time of the runs of jobs (their GPUs times how long each ran, from its Job's creation on the cluster), ended or running; by namespace and Queue only with --metrics-per-queue.",
+		"namespace", "queue", "global_queue", "cluster", "product")
+	borrowedGPUSecondsDesc = desc("gantry_hub_borrowed_gpu_seconds_total", "The part of gantry_hub_gpu_seconds_total that ran on quota the GlobalQueue's cohort lent.",
+		"namespace", "queue", "global_queue", "cluster", "product")
+	lostGPUSecondsDesc = desc("gantry_hub_lost_gpu_seconds_total", "The part of gantry_hub_gpu_seconds_total of runs taken back before they ended (preempted, failed over, stopped, given up): work lost.",
+		"namespace", "queue", "global_queue", "cluster", "product")
+	gpuCostDesc = desc("gantry_hub_gpu_cost_total", "What gantry_hub_gpu_seconds_total cost at the clusters' prices (WorkerCluster spec.price), where one is set.",
+		"namespace", "queue", "global_queue", "cluster", "product")
+	lostGPUCostDesc = desc("gantry_hub_lost_gpu_cost_total", "What gantry_hub_lost_gpu_seconds_total cost at the clusters' prices, where one is set.",
+		"namespace", "queue", "global_queue", "cluster", "product")
 	queueWorkloadsDesc = desc("gantry_hub_queue_workloads", "Workloads of a namespace's Queue, by state (pending, admitted), as the dispatcher last published them in the Queue's status; exported only with --metrics-per-queue.",
 		"namespace", "queue", "state")
 	allDescs = []*prometheus.Desc{queueWorkloadsDesc, workloadsDesc, pendingDesc, oldestPendingDesc, quotaDesc, usedDesc, reservedDesc, connectedDesc,
-		agentReadyDesc, lastContactDesc, leaseAgeDesc, failoverTimeoutDesc, gpusAllocatableDesc, gpusFreeDesc, clusterAdmittedDesc, clusterRefusingDesc}
+		agentReadyDesc, lastContactDesc, leaseAgeDesc, failoverTimeoutDesc, gpusAllocatableDesc, gpusFreeDesc, clusterAdmittedDesc, clusterRefusingDesc,
+		gpuSecondsDesc, borrowedGPUSecondsDesc, lostGPUSecondsDesc, gpuCostDesc, lostGPUCostDesc}
 )
 
 // Describe implements prometheus.Collector.
@@ -151,6 +162,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	collectWorkloads(objs, now, emit)
 	collectQuota(objs.globals, emit)
 	c.collectClusters(objs, now, emit)
+	c.collectUsage(objs, now, func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	})
 	if c.src.PerQueue {
 		collectQueues(objs.queues, emit)
 	}
@@ -173,6 +187,7 @@ type objects struct {
 	globals   []gantry.GlobalQueue
 	queues    []gantry.Queue
 	workloads []gantry.Workload
+	usages    []gantry.Usage
 }
 
 func (c *Collector) list(ctx context.Context) (*objects, error) {
@@ -180,13 +195,14 @@ func (c *Collector) list(ctx context.Context) (*objects, error) {
 	var gqs gantry.GlobalQueueList
 	var qs gantry.QueueList
 	var wls gantry.WorkloadList
-	for _, l := range []client.ObjectList{&wcs, &gqs, &qs, &wls} {
+	var us gantry.UsageList
+	for _, l := range []client.ObjectList{&wcs, &gqs, &qs, &wls, &us} {
 		// The cache's own objects: a scrape reads them and copies none.
 		if err := c.src.Reader.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	return &objects{clusters: wcs.Items, globals: gqs.Items, queues: qs.Items, workloads: wls.Items}, nil
+	return &objects{clusters: wcs.Items, globals: gqs.Items, queues: qs.Items, workloads: wls.Items, usages: us.Items}, nil
 }
 
 // stateOf is the state a Workload counts in; false for one being deleted before it had a winner, which

@@ -30,6 +30,8 @@ func (r staticReader) List(_ context.Context, list client.ObjectList, _ ...clien
 		l.Items = r.objs.queues
 	case *gantry.WorkloadList:
 		l.Items = r.objs.workloads
+	case *gantry.UsageList:
+		l.Items = r.objs.usages
 	default:
 		return fmt.Errorf("unexpected list %T", list)
 	}
@@ -56,10 +58,15 @@ func ExampleSource() Source {
 		Spec: gantry.WorkloadSpec{QueueName: "example"}}
 	pending.Status.Conditions = []metav1.Condition{cond(gantry.WorkloadPending, metav1.ConditionTrue, gantry.ReasonWaitingForQuota)}
 	admitted := gantry.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "example", Name: "admitted"}, Spec: gantry.WorkloadSpec{QueueName: "example"},
-		Status: gantry.WorkloadStatus{GlobalQueue: "example", ClusterName: "example"}}
+		Status: gantry.WorkloadStatus{GlobalQueue: "example", ClusterName: "example",
+			Runs: []gantry.Run{{Cluster: "example", Epoch: 1, GlobalQueue: "example", GPUs: 4, Started: metav1.NewTime(now.Add(-time.Hour))}}}}
+	wc.Spec.Price = &gantry.ClusterPrice{GPU: []gantry.GPUPrice{{PerHour: "2"}}}
+	usage := gantry.Usage{ObjectMeta: metav1.ObjectMeta{Namespace: "example", Name: gantry.UsageName}, Status: gantry.UsageStatus{
+		Totals: []gantry.UsageEntry{{Queue: "example", GlobalQueue: "example", Cluster: "example", GPUProduct: "example",
+			GPUSeconds: 7200, BorrowedGPUSeconds: 3600, LostGPUSeconds: 1800, Cost: "4", LostCost: "1"}}}}
 	return Source{
 		Reader: staticReader{objects{clusters: []gantry.WorkerCluster{wc}, globals: []gantry.GlobalQueue{gq},
-			queues: []gantry.Queue{q}, workloads: []gantry.Workload{pending, admitted}}},
+			queues: []gantry.Queue{q}, workloads: []gantry.Workload{pending, admitted}, usages: []gantry.Usage{usage}}},
 		Leading:      func() bool { return true },
 		Connected:    func(string) bool { return true },
 		LastContact:  func(string) time.Time { return now.Add(-10 * time.Second) },

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
-	"github.com/gantry-dev/gantry/dispatch"
 	"github.com/gantry-dev/gantry/dispatch/accounting"
 )
 
@@ -91,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // read gathers the namespace's Workloads that the accounting reads, its Usage (nil when it has none)
 // and the clusters.
 func (r *Reconciler) read(ctx context.Context, ns string) (accounting.Namespace, *gantry.Usage, error) {
-	in := accounting.Namespace{Now: r.Clock.Now(), Clusters: map[string]accounting.Cluster{}}
+	in := accounting.Namespace{Now: r.Clock.Now()}
 	var wls gantry.WorkloadList
 	if err := r.Client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
 		return in, nil, fmt.Errorf("listing the Workloads of %s: %w", ns, err)
@@ -105,13 +104,7 @@ func (r *Reconciler) read(ctx context.Context, ns string) (accounting.Namespace,
 	if err := r.Client.List(ctx, &clusters); err != nil {
 		return in, nil, fmt.Errorf("listing WorkerClusters: %w", err)
 	}
-	for _, wc := range clusters.Items {
-		c := accounting.Cluster{Price: dispatch.PriceOf(wc.Spec.Price)}
-		for _, g := range dispatch.GPUCapacityOf(wc.Status.Capacity) {
-			c.Products = append(c.Products, g.Product)
-		}
-		in.Clusters[wc.Name] = c
-	}
+	in.Clusters = accounting.ClustersOf(clusters.Items)
 	usage := &gantry.Usage{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gantry.UsageName}, usage); {
 	case apierrors.IsNotFound(err):
