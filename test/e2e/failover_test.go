@@ -109,7 +109,7 @@ func podsOn(w string, job *batchv1.Job) (int, error) {
 // worker that runs a gang. The worker's agent suspends the Job and the Job controller deletes its pods;
 // only then does the hub dispatch the gang elsewhere, as WorkerLost, where it runs. When the worker is
 // back, the old Job goes. The etcd ledger of every pod ever written shows the gang never lived in two
-// places at once.
+// places at once, and the namespace's Usage counts both runs as the ledgers show them, the first lost.
 func TestFenceMovesALostWorkersJobWithoutRunningItTwice(t *testing.T) {
 	ns := newNamespace(t, "e2e-fence")
 	dumpOnFailure(t, ns)
@@ -150,4 +150,5 @@ func TestFenceMovesALostWorkersJobWithoutRunningItTwice(t *testing.T) {
 	eventually(t, "the gang gone from "+second, 2*time.Minute, poll, func() error {
 		return workerJobGone(tb.Worker(second), job)
 	})
+	checkUsage(t, ns) // the run failed over, lost, and the one deleted
 }

@@ -26,7 +26,8 @@ import (
 // of them whose going would let it fit, and the hub preempts those. On worker-2, a queue borrows the
 // 16 GPUs its cohort's lender leaves unused; the lender's job arrives and takes back what it needs. In
 // the workers' etcd ledger, every pod of each victim is deleted before the first pod of the job it made
-// room for exists, and no job ever runs in two places.
+// room for exists, and no job ever runs in two places; the namespace's Usage counts the victims' runs,
+// lost, as the ledgers show them.
 func TestPreemptionMakesRoomOnlyOnceTheVictimsAreGone(t *testing.T) {
 	ns := newNamespace(t, "e2e-preempt")
 	dumpOnFailure(t, ns)
@@ -62,6 +63,7 @@ func TestPreemptionMakesRoomOnlyOnceTheVictimsAreGone(t *testing.T) {
 	checkVictimsGoneFirst(t, ns, "worker-1", lows, urgent, 2)
 	checkVictimsGoneFirst(t, ns, "worker-2", borrowed, own, 1)
 	checkOneRun(t, ns)
+	checkUsage(t, ns) // the victims' runs, lost
 }
 
 // checkVictimsGoneFirst checks that exactly want of the jobs were preempted for preemptor, each once, and

@@ -73,9 +73,12 @@ type HubRecord struct {
 	UID       string
 	// Terminal is the hub Job's condition Complete or Failed that is True, if one is.
 	Terminal batchv1.JobConditionType
-	// Epoch and Winner are the Workload's dispatch epoch and the cluster it records as the winner.
+	// Epoch and Winner are the Workload's dispatch epoch and the cluster it records as the winner; Queue
+	// its Queue, and Runs the runs it records.
 	Epoch    int64
 	Winner   string
+	Queue    string
+	Runs     []gantry.Run
 	Revision int64
 	Seen     time.Time
 }
@@ -238,7 +241,8 @@ func (a *Ledger) recordHub(ev *clientv3.Event, now time.Time) {
 			a.errs = append(a.errs, fmt.Errorf("decoding hub workload %s: %w", key, err))
 			return
 		}
-		r = HubRecord{Kind: "Workload", Namespace: ns, Name: name, UID: string(wl.UID), Epoch: wl.Status.DispatchEpoch, Winner: wl.Status.ClusterName}
+		r = HubRecord{Kind: "Workload", Namespace: ns, Name: name, UID: string(wl.UID), Epoch: wl.Status.DispatchEpoch, Winner: wl.Status.ClusterName,
+			Queue: wl.Spec.QueueName, Runs: wl.Status.Runs}
 	} else {
 		return
 	}
@@ -475,4 +479,31 @@ func CheckQuota(pods []PodRecord, quota map[string]int64) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// LedgerRun is a run of a hub Workload as the ledger last saw it.
+type LedgerRun struct {
+	WorkloadUID string
+	Queue       string
+	gantry.Run
+}
+
+// Runs are the runs the hub's Workloads recorded over the ledger's whole history, each (Workload, epoch)
+// once, as last written: a run recorded and later left out of a Workload's list of the last
+// gantry.MaxRuns is still there.
+func Runs(records []HubRecord) []LedgerRun {
+	index := map[string]int{}
+	var out []LedgerRun
+	for _, r := range records {
+		for _, run := range r.Runs {
+			key := fmt.Sprintf("%s/%d", r.UID, run.Epoch)
+			if i, ok := index[key]; ok {
+				out[i].Run = run
+				continue
+			}
+			index[key] = len(out)
+			out = append(out, LedgerRun{WorkloadUID: r.UID, Queue: r.Queue, Run: run})
+		}
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -155,5 +157,30 @@ func TestGangBound(t *testing.T) {
 	}
 	if last, most := GangBound(records, "w3", "g"); last != 0 || most != 0 {
 		t.Errorf("GangBound on a cluster without the gang = %d, %d; want 0 and 0", last, most)
+	}
+}
+
+// Runs keeps each run of each Workload once, as last written, also when a later write left it out.
+func TestRuns(t *testing.T) {
+	open := gantry.Run{Cluster: "w1", Epoch: 1, GPUs: 8}
+	closed := open
+	closed.Outcome, closed.TakenBack = gantry.ReasonPreempted, true
+	second := gantry.Run{Cluster: "w2", Epoch: 2, GPUs: 8}
+	records := []HubRecord{
+		{Kind: "Workload", UID: "a", Queue: "q", Runs: []gantry.Run{open}},
+		{Kind: "Workload", UID: "a", Queue: "q", Runs: []gantry.Run{closed, second}},
+		{Kind: "Workload", UID: "a", Queue: "q", Runs: []gantry.Run{second}},
+		{Kind: "Workload", UID: "b", Queue: "q", Runs: []gantry.Run{open}},
+		{Kind: "Job", UID: "j"},
+	}
+	got := Runs(records)
+	want := []LedgerRun{{WorkloadUID: "a", Queue: "q", Run: closed}, {WorkloadUID: "a", Queue: "q", Run: second}, {WorkloadUID: "b", Queue: "q", Run: open}}
+	if len(got) != len(want) {
+		t.Fatalf("runs %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].WorkloadUID != want[i].WorkloadUID || got[i].Epoch != want[i].Epoch || got[i].Outcome != want[i].Outcome || got[i].TakenBack != want[i].TakenBack {
+			t.Errorf("run %d: %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
