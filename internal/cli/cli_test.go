@@ -244,6 +244,12 @@ func TestBadFlagsAreRefusedBeforeTheHubIsRead(t *testing.T) {
 		{[]string{"resume", "jobset/"}, `"jobset/": want NAME or KIND/NAME`},
 		{[]string{"resume"}, "accepts 1 arg(s), received 0"},
 		{[]string{"stop", "a", "b"}, "accepts 1 arg(s), received 2"},
+		{[]string{"usage", "--since", "7x"}, `bad --since: "7x" is not a duration: want one such as 7d, 36h or 90m`},
+		{[]string{"usage", "--since", "-3d"}, `bad --since: "-3d" is negative`},
+		{[]string{"usage", "--by", "team"}, `bad --by "team": "team" is not a dimension: want some of namespace, queue, globalqueue, cluster, product`},
+		{[]string{"usage", "--by", "queue,queue"}, `bad --by "queue,queue": queue is named twice`},
+		{[]string{"usage", "-o", "wide"}, `bad --output "wide": want one of table, csv, json, yaml`},
+		{[]string{"usage", "team-a"}, `unknown command "team-a" for "kubectl gantry usage"`},
 	} {
 		var out bytes.Buffer
 		o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})

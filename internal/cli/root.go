@@ -86,9 +86,10 @@ func NewRootCommand(o *Options) *cobra.Command {
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl gantry"},
 		Short:       "Gantry's fleet seen from the hub: worker clusters, queues and jobs",
 		Long: `kubectl gantry reads the hub cluster of a Gantry fleet with your kubeconfig and your rights,
-shows its worker clusters, global queues and jobs, explains why a job waits and where it runs, prints
-the logs of a job's pods through the hub, stops and resumes jobs, registers and unregisters worker
-clusters, and cordons, uncordons or fences them.`,
+shows its worker clusters, global queues and jobs, explains why a job waits and where it runs, reports
+the GPU-hours each namespace used and what they cost, prints the logs of a job's pods through the hub,
+stops and resumes jobs, registers and unregisters worker clusters, and cordons, uncordons or fences
+them.`,
 		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -100,7 +101,7 @@ clusters, and cordons, uncordons or fences them.`,
 	// version is --version alone.
 	logs.AddFlags(root.PersistentFlags())
 	root.AddCommand(newClustersCommand(o), newQueuesCommand(o), newJobsCommand(o), newWorkloadsCommand(o),
-		newExplainCommand(o))
+		newExplainCommand(o), newUsageCommand(o))
 	root.AddCommand(newStateCommands(o)...)
 	root.AddCommand(newHoldCommands(o)...)
 	root.AddCommand(newStopCommands(o)...)
