@@ -168,6 +168,8 @@ type victim struct {
 	// borrows on the cluster.
 	sameQueue bool
 	reason    string
+	// atRisk is the GPU time its preemption would lose (Workload.AtRisk).
+	atRisk float64
 }
 
 // choice is the victims on one cluster whose going makes room for a preemptor.
@@ -184,12 +186,24 @@ func (c *choice) message() string {
 	return fmt.Sprintf("preempting %s on %s to make room for it", strings.Join(keys, ", "), c.cluster)
 }
 
-// worse says whether a needs more harm than b: more victims, then a higher priority among them.
+// worse says whether a needs more harm than b: more victims, then a higher priority among them, then
+// more work lost.
 func (a *choice) worse(b *choice) bool {
 	if len(a.victims) != len(b.victims) {
 		return len(a.victims) > len(b.victims)
 	}
-	return maxPriority(a.victims) > maxPriority(b.victims)
+	if pa, pb := maxPriority(a.victims), maxPriority(b.victims); pa != pb {
+		return pa > pb
+	}
+	return lost(a.victims) > lost(b.victims)
+}
+
+func lost(vs []*victim) float64 {
+	var sum float64
+	for _, v := range vs {
+		sum += v.atRisk
+	}
+	return sum
 }
 
 func maxPriority(vs []*victim) int32 {
@@ -296,7 +310,7 @@ func (p *preempter) candidates(ql *queueLedger, c *clusterLedger, w *Workload) [
 		if !ok {
 			continue // its queue counts nothing there
 		}
-		v := &victim{w: r, ql: rq, c: &rq.clusters[i], sameQueue: rq == ql}
+		v := &victim{w: r, ql: rq, c: &rq.clusters[i], sameQueue: rq == ql, atRisk: r.AtRisk(ql.now)}
 		switch {
 		case v.sameQueue && mayPreempt(rules.WithinQueue, w, r):
 			v.reason = gantry.ReasonInQueuePriority
@@ -315,7 +329,8 @@ func (p *preempter) candidates(ql *queueLedger, c *clusterLedger, w *Workload) [
 		case a.w.Priority != b.w.Priority:
 			return cmp.Compare(a.w.Priority, b.w.Priority)
 		}
-		return cmp.Or(b.w.Created.Compare(a.w.Created), strings.Compare(a.w.Key, b.w.Key))
+		// The least work lost first: since its last checkpoint, or its start (newer first, without).
+		return cmp.Or(cmp.Compare(a.atRisk, b.atRisk), b.w.Created.Compare(a.w.Created), strings.Compare(a.w.Key, b.w.Key))
 	})
 	return out
 }

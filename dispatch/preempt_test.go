@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
@@ -53,6 +55,31 @@ func TestPlanPreempts(t *testing.T) {
 			snapshot: makeSnapshot().cluster("c").queue(q().preempts(lower, never, never).obj()).workloads(
 				run("ns/old", "q", 4, 0, 1), run("ns/new", "q", 4, 0, 2), pending("ns/high", "q", 4, 10)).obj(),
 			want:    []Preemption{preempt("ns/new", "ns/high", gantry.ReasonInQueuePriority)},
+			verdict: gantry.ReasonPreempting,
+		},
+		"of equal priority, the one that loses the least work since its last checkpoint": {
+			snapshot: func() *Snapshot {
+				s := makeSnapshot().cluster("c").queue(q().preempts(lower, never, never).obj()).workloads(
+					run("ns/old", "q", 4, 0, 1), run("ns/new", "q", 4, 0, 2), pending("ns/high", "q", 4, 10)).obj()
+				s.Now = t0.Add(time.Hour)
+				s.Workloads[0].Run = &gantry.Run{Started: metav1.NewTime(t0), Checkpointed: &metav1.Time{Time: t0.Add(59 * time.Minute)}}
+				s.Workloads[1].Run = &gantry.Run{Started: metav1.NewTime(t0.Add(50 * time.Minute))}
+				return s
+			}(),
+			want:    []Preemption{preempt("ns/old", "ns/high", gantry.ReasonInQueuePriority)},
+			verdict: gantry.ReasonPreempting,
+		},
+		"of equal priority, the one whose checkpoint interval saved the most": {
+			snapshot: func() *Snapshot {
+				s := makeSnapshot().cluster("c").queue(q().preempts(lower, never, never).obj()).workloads(
+					run("ns/old", "q", 4, 0, 1), run("ns/new", "q", 4, 0, 2), pending("ns/high", "q", 4, 10)).obj()
+				s.Now = t0.Add(time.Hour)
+				s.Workloads[0].Run = &gantry.Run{Started: metav1.NewTime(t0)}
+				s.Workloads[0].CheckpointInterval = &metav1.Duration{Duration: 20 * time.Minute} // saved at 60 min
+				s.Workloads[1].Run = &gantry.Run{Started: metav1.NewTime(t0.Add(55 * time.Minute))}
+				return s
+			}(),
+			want:    []Preemption{preempt("ns/old", "ns/high", gantry.ReasonInQueuePriority)},
 			verdict: gantry.ReasonPreempting,
 		},
 		"the lowest priority goes first, and only as many as it takes": {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 )
@@ -246,6 +247,12 @@ type Workload struct {
 	// withdrawn; admitted, the Workload controller takes it back from its winner.
 	Stopped bool
 
+	// Run is, for an admitted workload, its run on the winner as its Workload records it (its start and
+	// last checkpoint); nil when not known. CheckpointInterval is how often its job says it checkpoints.
+	// They tell how much work a preemption would lose (AtRisk).
+	Run                *gantry.Run
+	CheckpointInterval *metav1.Duration
+
 	// PreemptedFor is, for an admitted workload the hub is taking back from its winner to make room for
 	// another, that other's key; it holds its quota until its Job is gone.
 	PreemptedFor string
@@ -345,4 +352,15 @@ func (t *Tally) Add(w *Workload, sign int64) {
 // Talliable says whether a snapshot may count the workload in a Tally rather than list it.
 func (w *Workload) Talliable() bool {
 	return w.Phase == Admitted && w.PreemptedFor == "" && w.GlobalQueue != "" && w.Winner != ""
+}
+
+// AtRisk is the GPU time, in GPU-seconds, the admitted workload would lose if it stopped at now: its
+// GPUs times the time since its work was last saved (gantry.Run.Saved: its last checkpoint, recorded or
+// reckoned by its interval, else its run's start). Without a known run, since its creation.
+func (w *Workload) AtRisk(now time.Time) float64 {
+	saved := w.Created
+	if w.Run != nil {
+		saved = w.Run.Saved(now, w.CheckpointInterval)
+	}
+	return float64(w.Requests[gantry.GPUResource]) / 1000 * max(now.Sub(saved).Seconds(), 0)
 }

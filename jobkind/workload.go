@@ -43,6 +43,10 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 	if err != nil {
 		return nil, err
 	}
+	checkpoints, err := CheckpointIntervalOf(obj.GetAnnotations())
+	if err != nil {
+		return nil, err
+	}
 	podSets := make([]gantry.PodSet, 0, len(sets))
 	for _, ps := range sets {
 		p, err := podSetOf(ps, products)
@@ -59,7 +63,7 @@ func NewWorkload(k Kind, obj client.Object, priority int32) (*gantry.Workload, e
 			Finalizers:      []string{gantry.WorkloadFinalizer, gantry.UsageFinalizer},
 		},
 		Spec: gantry.WorkloadSpec{JobKind: k.Name(), QueueName: labels[gantry.QueueLabel], Priority: priority,
-			PodSets: podSets, TopologyKey: topologyKey, DataLocation: dataLocation, AdmissionDeadline: deadline, JobGeneration: obj.GetGeneration(),
+			PodSets: podSets, TopologyKey: topologyKey, DataLocation: dataLocation, AdmissionDeadline: deadline, CheckpointInterval: checkpoints, JobGeneration: obj.GetGeneration(),
 			Stopped: Stopped(obj)},
 	}, nil
 }
@@ -83,6 +87,7 @@ func Changes(have, want *gantry.WorkloadSpec) []string {
 	differs("topology key", have.TopologyKey, want.TopologyKey)
 	differs("admission deadline", have.AdmissionDeadline, want.AdmissionDeadline)
 	differs("data location", have.DataLocation, want.DataLocation)
+	differs("checkpoint interval", have.CheckpointInterval, want.CheckpointInterval)
 	if len(have.PodSets) != len(want.PodSets) {
 		return append(out, fmt.Sprintf("%d pod sets -> %d", len(have.PodSets), len(want.PodSets)))
 	}
@@ -204,13 +209,24 @@ func PriorityClassName(k Kind, obj client.Object) string {
 // AdmissionDeadlineOf reads a job's own admission deadline (gantry.dev/admission-deadline: "30m"); nil
 // when the job has none.
 func AdmissionDeadlineOf(annotations map[string]string) (*metav1.Duration, error) {
-	v, ok := annotations[gantry.AdmissionDeadlineAnnotation]
+	return durationOf(annotations, gantry.AdmissionDeadlineAnnotation)
+}
+
+// CheckpointIntervalOf reads how often a job writes a checkpoint (gantry.dev/checkpoint-interval: "30m");
+// nil when it does not say.
+func CheckpointIntervalOf(annotations map[string]string) (*metav1.Duration, error) {
+	return durationOf(annotations, gantry.CheckpointIntervalAnnotation)
+}
+
+// durationOf reads an annotation holding a positive duration; nil without it.
+func durationOf(annotations map[string]string, key string) (*metav1.Duration, error) {
+	v, ok := annotations[key]
 	if !ok {
 		return nil, nil
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil || d <= 0 {
-		return nil, fmt.Errorf("annotation %s=%q is not a positive duration such as 30m or 2h", gantry.AdmissionDeadlineAnnotation, v)
+		return nil, fmt.Errorf("annotation %s=%q is not a positive duration such as 30m or 2h", key, v)
 	}
 	return &metav1.Duration{Duration: d}, nil
 }

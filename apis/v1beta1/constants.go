@@ -73,6 +73,14 @@ const (
 	// key=value labels of WorkerClusters ("topology.kubernetes.io/region=eu-west"), which the NearData
 	// score ranks first.
 	DataLocationAnnotation = "gantry.dev/data-location"
+	// CheckpointIntervalAnnotation on a job says how often it writes a checkpoint it can resume from (a
+	// duration: "30m"): the hub reckons its work since the last one at risk when it chooses whom to
+	// preempt and what a run taken back lost.
+	CheckpointIntervalAnnotation = "gantry.dev/checkpoint-interval"
+	// LastCheckpointAnnotation is written by a running job on its own object on the worker (the Job,
+	// JobSet, RayJob or TrainJob Gantry created there), as an RFC 3339 time: when it last wrote a
+	// checkpoint it can resume from. The hub records it on the job's run.
+	LastCheckpointAnnotation = "gantry.dev/last-checkpoint"
 	// AdmissionDeadlineAnnotation on a job sets how long it may wait for a cluster (a duration: "30m",
 	// "2h"), over its GlobalQueue's spec.admissionDeadline.
 	AdmissionDeadlineAnnotation = "gantry.dev/admission-deadline"

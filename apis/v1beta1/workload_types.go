@@ -1,6 +1,8 @@
 package v1beta1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -116,6 +118,11 @@ type WorkloadSpec struct {
 	// gantry.dev/admission-deadline), over its GlobalQueue's.
 	// +optional
 	AdmissionDeadline *metav1.Duration `json:"admissionDeadline,omitempty"`
+	// CheckpointInterval is how often the job writes a checkpoint it can resume from (its annotation
+	// gantry.dev/checkpoint-interval): without a recorded checkpoint, its work since the last multiple
+	// of it from its run's start is taken to be at risk.
+	// +optional
+	CheckpointInterval *metav1.Duration `json:"checkpointInterval,omitempty"`
 	// JobGeneration is the job's metadata.generation this spec was last found to describe. A job whose
 	// spec moved on is compared again: while it waits, its Workload is made anew when it changed; the
 	// Job created on a winner is built only from the generation the Workload describes. 0: unknown.
@@ -393,6 +400,10 @@ type Run struct {
 	Started metav1.Time `json:"started"`
 	// +optional
 	Ended *metav1.Time `json:"ended,omitempty"`
+	// Checkpointed is when the job last wrote a checkpoint in this run, as it said on its object there
+	// (annotation gantry.dev/last-checkpoint).
+	// +optional
+	Checkpointed *metav1.Time `json:"checkpointed,omitempty"`
 	// Outcome is why it ended: the Finished condition's reason (Succeeded, Failed, ...), the eviction's
 	// (Preempted, WorkerLost, Stopped, ...), or Deleted with its job.
 	// +kubebuilder:validation:MaxLength=316
@@ -402,6 +413,19 @@ type Run struct {
 	// work of the run is lost, and the job runs again.
 	// +optional
 	TakenBack bool `json:"takenBack,omitempty"`
+}
+
+// Saved is how far the run's work is saved at the time at: its last checkpoint before then, recorded, or
+// reckoned from its start by the job's checkpoint interval (none: its start, nothing saved).
+func (r *Run) Saved(at time.Time, interval *metav1.Duration) time.Time {
+	saved := r.Started.Time
+	if interval != nil && interval.Duration > 0 && at.After(saved) {
+		saved = saved.Add(at.Sub(saved) / interval.Duration * interval.Duration)
+	}
+	if r.Checkpointed != nil && r.Checkpointed.After(saved) && !r.Checkpointed.After(at) {
+		saved = r.Checkpointed.Time
+	}
+	return saved
 }
 
 // RunDeleted is the outcome of a run whose job was deleted while it ran.

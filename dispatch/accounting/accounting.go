@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -138,32 +139,54 @@ func (b *book) count(wl *gantry.Workload, mark int64) int64 {
 		if r.Ended == nil || r.Epoch <= mark {
 			continue
 		}
-		b.add(wl.Spec.QueueName, r)
+		b.add(wl.Spec.QueueName, r, wl.Spec.CheckpointInterval)
 		newMark = max(newMark, r.Epoch)
 	}
 	return newMark
 }
 
-// add counts one run, in the totals and in each UTC day it ran in.
-func (b *book) add(queue string, r *gantry.Run) {
+// add counts one run, in the totals and in each UTC day it ran in. Of a run taken back, what ran since
+// its work was last saved (Run.Saved: its last checkpoint, or its start) is lost.
+func (b *book) add(queue string, r *gantry.Run, interval *metav1.Duration) {
 	if r.GPUs <= 0 {
 		return
 	}
 	c := b.clusters[r.Cluster]
 	key := gantry.UsageEntry{Queue: queue, GlobalQueue: r.GlobalQueue, Cluster: r.Cluster, GPUProduct: productOf(r, c)}
 	price := c.Price.PerGPUHour(key.GPUProduct)
+	lostFrom := r.Ended.Time // nothing lost
+	if r.TakenBack {
+		lostFrom = r.Saved(r.Ended.Time, interval)
+	}
 	for start := r.Started.UTC(); start.Before(r.Ended.Time); {
 		end := time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, time.UTC)
 		if r.Ended.Time.Before(end) {
 			end = r.Ended.UTC()
 		}
-		gpuSeconds := r.GPUs * int64(end.Sub(start)/time.Second)
-		if !b.totalsOnly {
-			addTo(&b.day(start.Format(time.DateOnly)).Entries, key, gpuSeconds, r, price)
+		s := seconds{used: r.GPUs * int64(end.Sub(start)/time.Second), lost: r.GPUs * int64(overlap(start, end, lostFrom, r.Ended.Time)/time.Second)}
+		if r.Borrowed {
+			s.borrowed = s.used
 		}
-		addTo(&b.st.Totals, key, gpuSeconds, r, price)
+		if !b.totalsOnly {
+			addTo(&b.day(start.Format(time.DateOnly)).Entries, key, s, price)
+		}
+		addTo(&b.st.Totals, key, s, price)
 		start = end
 	}
+}
+
+// seconds are the GPU-seconds of a run in one day: used, of them borrowed and lost.
+type seconds struct{ used, borrowed, lost int64 }
+
+// overlap is how long [a, b) and [c, d) share.
+func overlap(a, b, c, d time.Time) time.Duration {
+	if c.After(a) {
+		a = c
+	}
+	if d.Before(b) {
+		b = d
+	}
+	return max(b.Sub(a), 0)
 }
 
 // productOf is the product the run got: as recorded, else the cluster's only one.
@@ -183,28 +206,23 @@ func (b *book) day(date string) *gantry.DayUsage {
 	return &b.st.Days[i]
 }
 
-// addTo adds GPU time of a run to the entry of key, made in key order when missing; price is of an hour
-// of one GPU (NaN: none).
-func addTo(entries *[]gantry.UsageEntry, key gantry.UsageEntry, gpuSeconds int64, r *gantry.Run, price float64) {
+// addTo adds GPU-seconds of a run to the entry of key, made in key order when missing; price is of an
+// hour of one GPU (NaN: none).
+func addTo(entries *[]gantry.UsageEntry, key gantry.UsageEntry, s seconds, price float64) {
 	i, found := slices.BinarySearchFunc(*entries, key, compareKeys)
 	if !found {
 		*entries = slices.Insert(*entries, i, key)
 	}
 	e := &(*entries)[i]
-	e.GPUSeconds += gpuSeconds
-	if r.Borrowed {
-		e.BorrowedGPUSeconds += gpuSeconds
-	}
-	if r.TakenBack {
-		e.LostGPUSeconds += gpuSeconds
-	}
+	e.GPUSeconds += s.used
+	e.BorrowedGPUSeconds += s.borrowed
+	e.LostGPUSeconds += s.lost
 	if math.IsNaN(price) {
 		return
 	}
-	cost := int64(math.Round(price * 1e6 * float64(gpuSeconds) / 3600))
-	e.Cost = gantry.AmountOfMicros(e.Cost.Micros() + cost)
-	if r.TakenBack {
-		e.LostCost = gantry.AmountOfMicros(e.LostCost.Micros() + cost)
+	e.Cost = gantry.AmountOfMicros(e.Cost.Micros() + int64(math.Round(price*1e6*float64(s.used)/3600)))
+	if s.lost > 0 {
+		e.LostCost = gantry.AmountOfMicros(e.LostCost.Micros() + int64(math.Round(price*1e6*float64(s.lost)/3600)))
 	}
 }
 

@@ -76,6 +76,25 @@ func TestAccount(t *testing.T) {
 				InFlight: []gantry.AccountedRuns{{WorkloadUID: "a", Epoch: 1}}},
 			wantMarks: map[types.UID]int64{"a": 1},
 		},
+		"a run taken back loses only what it did since its last checkpoint": {
+			ns: Namespace{Workloads: []*gantry.Workload{func() *gantry.Workload {
+				r := run(1, 4, 0, at(50*time.Minute))
+				r.TakenBack, r.Checkpointed = true, at(40*time.Minute)
+				return workloadWith("a", 0, r)
+			}(), func() *gantry.Workload { // every 15 minutes: saved at 45
+				r := run(1, 4, 0, at(50*time.Minute))
+				r.TakenBack = true
+				wl := workloadWith("b", 0, r)
+				wl.Spec.CheckpointInterval = &metav1.Duration{Duration: 15 * time.Minute}
+				return wl
+			}()}},
+			want: &gantry.UsageStatus{Totals: []gantry.UsageEntry{{Queue: "q", GlobalQueue: "gq", Cluster: "w1", GPUProduct: "A100",
+				GPUSeconds: 2 * 4 * 3000, LostGPUSeconds: 4*600 + 4*300, Cost: "16.666666", LostCost: "2.5"}},
+				Days: []gantry.DayUsage{{Day: "2026-12-07", Entries: []gantry.UsageEntry{{Queue: "q", GlobalQueue: "gq", Cluster: "w1", GPUProduct: "A100",
+					GPUSeconds: 2 * 4 * 3000, LostGPUSeconds: 4*600 + 4*300, Cost: "16.666666", LostCost: "2.5"}}}},
+				InFlight: []gantry.AccountedRuns{{WorkloadUID: "a", Epoch: 1}, {WorkloadUID: "b", Epoch: 1}}},
+			wantMarks: map[types.UID]int64{"a": 1, "b": 1},
+		},
 		"in flight, not marked yet: marked again, not counted again": {
 			ns: Namespace{Usage: &gantry.UsageStatus{Totals: []gantry.UsageEntry{entry(7200, "5")}, InFlight: []gantry.AccountedRuns{{WorkloadUID: "a", Epoch: 1}}},
 				Workloads: []*gantry.Workload{workloadWith("a", 0, run(1, 2, 0, at(time.Hour)))}},

@@ -50,7 +50,7 @@ func Summarize(ns Namespace, since time.Time) []gantry.UsageEntry {
 			if r.Started.Time.Before(from) {
 				r.Started = metav1.Time{Time: from}
 			}
-			b.add(wl.Spec.QueueName, &r)
+			b.add(wl.Spec.QueueName, &r, wl.Spec.CheckpointInterval)
 		}
 	}
 	return b.st.Totals

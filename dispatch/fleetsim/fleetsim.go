@@ -36,6 +36,9 @@ type Job struct {
 	Pods         int
 	GPUsPerPod   int
 	DataLocation []gantry.LabelTerm
+	// CheckpointEvery is how often the job saves its work (0: never): taken back, it loses what it did
+	// since its last checkpoint, and runs again from there.
+	CheckpointEvery time.Duration
 }
 
 // Fleet is what the jobs are dispatched over: its clusters and the GlobalQueues (and Cohorts) the jobs
@@ -56,8 +59,11 @@ type Outcome struct {
 	Ended   time.Duration
 	// Cost is what its GPUs cost for the time they ran, at its cluster's price (0 without one).
 	Cost float64
-	// GPUHours is the GPU time it ran.
-	GPUHours float64
+	// GPUHours is the GPU time it ran; LostGPUHours the part of it lost when it was taken back.
+	GPUHours     float64
+	LostGPUHours float64
+	// TakenBack counts the times it was.
+	TakenBack int
 }
 
 // Wait is how long the job waited from its arrival to its start.
@@ -69,6 +75,9 @@ type Options struct {
 	Step time.Duration
 	// Until stops the run (default: when every job ended, at most 100 days).
 	Until time.Duration
+	// KnowCheckpoints tells the dispatcher each job's checkpoint interval and run (as a job's annotation
+	// gantry.dev/checkpoint-interval and its Workload's runs do); without, it knows neither.
+	KnowCheckpoints bool
 }
 
 // Run plays the trace over the fleet and returns each job's outcome, in the trace's order.
@@ -103,6 +112,8 @@ type running struct {
 	holds    map[string][]int // GPUs held per node, by cluster where a copy is admitted or the job runs
 	endsAt   time.Duration
 	finished bool
+	// saved is the work done and saved by checkpoints over its runs so far.
+	saved time.Duration
 }
 
 func newSim(f Fleet, trace []Job, opts Options) *sim {

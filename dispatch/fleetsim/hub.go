@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/dispatch"
 )
@@ -22,7 +24,13 @@ func (sm *sim) apply(res dispatch.Result) {
 		w.Phase, w.Winner, w.Copies, w.Nominated = dispatch.Admitted, win.Cluster, nil, nil
 		w.PendingReason, w.PendingMessage = "", ""
 		r.outcome.Cluster, r.outcome.Started = win.Cluster, sm.now
-		r.endsAt = sm.now + r.job.Run
+		r.endsAt = sm.now + r.job.Run - r.saved
+		if sm.opts.KnowCheckpoints {
+			w.Run = &gantry.Run{Cluster: win.Cluster, Started: metav1.NewTime(epoch.Add(sm.now))}
+			if r.job.CheckpointEvery > 0 {
+				w.CheckpointInterval = &metav1.Duration{Duration: r.job.CheckpointEvery}
+			}
+		}
 	}
 	for _, n := range res.Nominations {
 		r := sm.jobs[n.Key]
@@ -59,13 +67,22 @@ func (sm *sim) withdraw(r *running) {
 	r.w.Copies = nil
 }
 
-// takeBack stops a preempted job, frees its GPUs and queues it again to run from the start.
+// takeBack stops a preempted job, frees its GPUs and queues it again to run from its last checkpoint:
+// what it did since is lost.
 func (sm *sim) takeBack(r *running) {
 	w := r.w
 	sm.release(r, w.Winner)
-	r.outcome.GPUHours += (sm.now - r.outcome.Started).Hours() * float64(w.GPU.Total)
-	r.outcome.Cost += (sm.now - r.outcome.Started).Hours() * float64(w.GPU.Total) * sm.price(w.Winner)
-	w.Phase, w.Winner, w.Nominated, w.Copies = dispatch.Pending, "", nil, nil
+	ran := sm.now - r.outcome.Started
+	kept := time.Duration(0)
+	if every := r.job.CheckpointEvery; every > 0 {
+		kept = ran / every * every
+	}
+	r.saved += kept
+	r.outcome.GPUHours += ran.Hours() * float64(w.GPU.Total)
+	r.outcome.LostGPUHours += (ran - kept).Hours() * float64(w.GPU.Total)
+	r.outcome.Cost += ran.Hours() * float64(w.GPU.Total) * sm.price(w.Winner)
+	r.outcome.TakenBack++
+	w.Phase, w.Winner, w.Nominated, w.Copies, w.Run = dispatch.Pending, "", nil, nil, nil
 }
 
 // release gives back what the job holds on the cluster.

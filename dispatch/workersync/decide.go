@@ -312,6 +312,9 @@ func (d *decider) runOnWinner() {
 	case job != nil && d.suspendedByFence(job):
 		d.plan.requeue(LeasePoll) // resumed once the lease is renewed, or the agent would stop it again
 	}
+	if job != nil {
+		d.noteCheckpoint(job)
+	}
 	if job != nil && d.v.HubJob != nil {
 		d.mirror(w, job)
 	}

@@ -1,7 +1,12 @@
 package workersync
 
 import (
+	"strings"
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/dispatch"
@@ -57,4 +62,22 @@ func admittedProduct(wl *gantry.Workload) string {
 		}
 	}
 	return best
+}
+
+// noteCheckpoint records on the open run the last checkpoint the job says it wrote there (its annotation
+// gantry.dev/last-checkpoint), when it is later than the one recorded, within the run and not in the
+// future. A value that is no time is left alone: it saves nothing.
+func (d *decider) noteCheckpoint(job client.Object) {
+	v, ok := job.GetAnnotations()[gantry.LastCheckpointAnnotation]
+	st := d.status
+	n := len(st.Runs)
+	if !ok || n == 0 || st.Runs[n-1].Ended != nil || st.Runs[n-1].Epoch != st.DispatchEpoch {
+		return
+	}
+	at, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
+	r := &st.Runs[n-1]
+	if err != nil || at.Before(r.Started.Time) || at.After(d.v.Now) || (r.Checkpointed != nil && !at.After(r.Checkpointed.Time)) {
+		return
+	}
+	r.Checkpointed = &metav1.Time{Time: at}
 }

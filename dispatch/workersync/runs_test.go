@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
@@ -41,6 +42,19 @@ func TestRunsRecordEachTimeTheJobRanOnACluster(t *testing.T) {
 			view: view(admitted(false).Obj(), hubJob(), up("w1").with(copyOf(uid, 2).Admitted(), running(remoteJob(uid, 2)))),
 			want: []gantry.Run{{Cluster: "w1", Epoch: 2, GlobalQueue: "q", GPUs: 8, GPUProduct: "H100", Borrowed: true, Started: metav1.NewTime(now)}},
 		},
+		"the job says it wrote a checkpoint: recorded on its run": {
+			view: view(admitted(true).Obj(), hubJob(), up("w1").with(copyOf(uid, 2).Admitted(),
+				checkpointed(running(remoteJob(uid, 2)), now.Add(-10*time.Minute).Format(time.RFC3339)))),
+			want: func() []gantry.Run {
+				r := open
+				r.Checkpointed = &metav1.Time{Time: now.Add(-10 * time.Minute)}
+				return []gantry.Run{r}
+			}(),
+		},
+		"a checkpoint in the future, before the run or no time is left alone": {
+			view: view(admitted(true).Obj(), hubJob(), up("w1").with(copyOf(uid, 2).Admitted(),
+				checkpointed(running(remoteJob(uid, 2)), now.Add(time.Hour).Format(time.RFC3339)))),
+		},
 		"it succeeds": {
 			view: view(admitted(true).Obj(), hubJob(), up("w1").with(copyOf(uid, 2).Admitted(), completed(remoteJob(uid, 2)))),
 			want: closed(gantry.ReasonJobSucceeded, false),
@@ -58,6 +72,12 @@ func TestRunsRecordEachTimeTheJobRanOnACluster(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := Decide(tc.view)
+			if tc.want == nil {
+				if p.Status != nil {
+					t.Errorf("status written: runs %+v", p.Status.Runs)
+				}
+				return
+			}
 			if p.Status == nil {
 				t.Fatal("no status written")
 			}
@@ -66,4 +86,9 @@ func TestRunsRecordEachTimeTheJobRanOnACluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+func checkpointed(j *batchv1.Job, at string) *batchv1.Job {
+	j.Annotations = map[string]string{gantry.LastCheckpointAnnotation: at}
+	return j
 }

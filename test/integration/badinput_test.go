@@ -342,6 +342,8 @@ func TestBadPlacementAnnotationsAreRejected(t *testing.T) {
 		"stopped":               {map[string]string{gantry.StoppedAnnotation: "true"}, ""},
 		"not stopped":           {map[string]string{gantry.StoppedAnnotation: "false"}, ""},
 		"stopped, in words":     {map[string]string{gantry.StoppedAnnotation: "yes"}, "must be true (kubectl gantry stop) or false"},
+		"checkpoints every 30m": {map[string]string{gantry.CheckpointIntervalAnnotation: "30m"}, ""},
+		"checkpoints in words":  {map[string]string{gantry.CheckpointIntervalAnnotation: "often"}, "must be a positive duration"},
 		"data in a region":      {map[string]string{gantry.DataLocationAnnotation: "topology.kubernetes.io/region=eu-west, example.com/dataset=imagenet"}, ""},
 		"data, a bare key":      {map[string]string{gantry.DataLocationAnnotation: "region"}, "must be labels of WorkerClusters as key=value"},
 		"data, a bad value":     {map[string]string{gantry.DataLocationAnnotation: "region=eu west/1"}, "must be labels of WorkerClusters as key=value"},

@@ -237,18 +237,23 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 	e := &entry{wl: wl, queue: sh.queueRefs().ref(wl.Namespace, wl.Spec.QueueName), recordedQueue: wl.Status.GlobalQueue,
 		deleting: wl.DeletionTimestamp != nil, timed: len(wl.Status.RejectedClusters) > 0}
 	e.w = dispatch.Workload{
-		Key:          keyOf(wl),
-		Priority:     wl.Spec.Priority,
-		Created:      wl.CreationTimestamp.Time,
-		GPU:          dispatch.GPUDemandOf(&wl.Spec),
-		DataLocation: wl.Spec.DataLocation,
-		Epoch:        wl.Status.DispatchEpoch,
-		Nominated:    wl.Status.Nominated(),
-		Winner:       wl.Status.Winner(),
-		Kind:         string(wl.Spec.JobKind),
-		Stopped:      wl.Spec.Stopped,
+		Key:                keyOf(wl),
+		Priority:           wl.Spec.Priority,
+		Created:            wl.CreationTimestamp.Time,
+		GPU:                dispatch.GPUDemandOf(&wl.Spec),
+		DataLocation:       wl.Spec.DataLocation,
+		Epoch:              wl.Status.DispatchEpoch,
+		Nominated:          wl.Status.Nominated(),
+		Winner:             wl.Status.Winner(),
+		Kind:               string(wl.Spec.JobKind),
+		Stopped:            wl.Spec.Stopped,
+		CheckpointInterval: wl.Spec.CheckpointInterval,
 	}
 	e.w.Requests, e.shape = sh.requests(dispatch.RequestsOf(&wl.Spec))
+	if n := len(wl.Status.Runs); n > 0 && wl.Status.Runs[n-1].Ended == nil {
+		run := wl.Status.Runs[n-1]
+		e.w.Run = &run
+	}
 	e.w.Refused = refusalsOf(wl)
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil &&
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == wl.Generation {

@@ -179,6 +179,8 @@ var planInputs = map[string][]Event{
 	"Workloads.Refused.EvictedFrom.LastReason": {WorkloadChanged{}},
 	"Workloads.Kind":                           {WorkloadChanged{}},
 	"Workloads.DataLocation":                   {WorkloadChanged{}},
+	"Workloads.Run":                            {WorkloadChanged{}},
+	"Workloads.CheckpointInterval":             {WorkloadChanged{}},
 	"Workloads.Stopped":                        {WorkloadChanged{}},
 	"Workloads.PreemptedFor":                   {WorkloadChanged{}, OwnWrite{}},
 	"Workloads.Copies.Cluster":                 {CopiesRead{}},
