@@ -3,10 +3,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
@@ -43,8 +48,8 @@ func checkUsage(t *testing.T, ns string) {
 			if r.Borrowed {
 				sums.borrowed += s
 			}
-			if r.TakenBack {
-				sums.lost += s
+			if r.TakenBack { // lost since its work was last saved
+				sums.lost += r.GPUs * int64(r.Ended.Sub(r.Saved(r.Ended.Time, r.CheckpointInterval))/time.Second)
 			}
 			want[k] = sums
 		}
@@ -97,5 +102,106 @@ func checkRunsMatchPods(t *testing.T, ns string, runs []testbed.LedgerRun) {
 		case r.Ended != nil && p.Seen.After(r.Ended.Add(slack)):
 			t.Errorf("pod %s lived on %s at %s, after its run ended at %s (%s)", p.Name, p.Cluster, p.Seen, r.Ended, r.Outcome)
 		}
+	}
+}
+
+// TestGPUHoursAreAccountedExactly prices worker-1's A100s at 2.00 a GPU-hour and runs a low-priority
+// training job there that says it checkpoints every hour and, while it runs, writes on its Job that it
+// wrote a checkpoint; a high-priority job preempts it, runs, and the training job runs again. The
+// training job's first run is lost only since the checkpoint it wrote; the namespace's Usage counts
+// every run as the hub's ledger recomputes it and the pods ran; kubectl gantry usage says the same, with
+// the cost.
+func TestGPUHoursAreAccountedExactly(t *testing.T) {
+	ns := newNamespace(t, "e2e-usage")
+	dumpOnFailure(t, ns)
+	updateWorkerCluster(t, "worker-1", func(wc *gantry.WorkerCluster) {
+		wc.Spec.Price = &gantry.ClusterPrice{GPU: []gantry.GPUPrice{{Product: a100, PerHour: "2.00"}}}
+	})
+	low, high := priorityClassEverywhere(t, ns+"-low", 0), priorityClassEverywhere(t, ns+"-high", 1000)
+	queue(t, ns, "metered", gantry.GlobalQueueSpec{Clusters: []gantry.ClusterQuota{
+		{Name: "worker-1", Quota: corev1.ResourceList{gantry.GPUResource: resource.MustParse("8")}}},
+		Preemption: gantry.PreemptionPolicy{WithinQueue: gantry.PreemptLowerPriority}})
+	train := jobIn(makeJob(ns, "train").gpus(8).runsFor("40s").priorityClass(low), "metered")
+	train.Annotations = map[string]string{gantry.CheckpointIntervalAnnotation: "1h"}
+	submit(t, train)
+	podsLive(t, ns, []*batchv1.Job{train}, 2*time.Minute)
+	time.Sleep(3 * time.Second) // work before the checkpoint, saved
+	checkpoint := writeCheckpoint(t, train)
+	time.Sleep(2 * time.Second) // work after it, lost
+
+	urgent := jobIn(makeJob(ns, "urgent").gpus(8).runsFor(runTime).priorityClass(high), "metered")
+	submit(t, urgent)
+	allComplete(t, []*batchv1.Job{urgent, train}, 4*time.Minute)
+
+	runs := hubWorkload(t, train).Status.Runs
+	if len(runs) != 2 || !runs[0].TakenBack || runs[0].Outcome != gantry.ReasonPreempted || runs[0].Checkpointed == nil ||
+		!runs[0].Checkpointed.Equal(&checkpoint) || runs[1].TakenBack {
+		t.Fatalf("runs %+v; want one preempted after its checkpoint at %s, then one that ended", runs, checkpoint)
+	}
+	checkUsage(t, ns)
+	var u gantry.Usage
+	if err := tb.Hub.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gantry.UsageName}, &u); err != nil {
+		t.Fatal(err)
+	}
+	lost := 8 * int64(runs[0].Ended.Sub(checkpoint.Time)/time.Second)
+	var used, counted int64
+	for _, e := range u.Status.Totals {
+		used, counted = used+e.GPUSeconds, counted+e.LostGPUSeconds
+	}
+	if counted != lost || lost >= 8*int64(runs[0].Ended.Sub(runs[0].Started.Time)/time.Second) {
+		t.Errorf("lost %d GPU-seconds counted, want %d: since the checkpoint, not the whole run", counted, lost)
+	}
+	checkUsageReport(t, ns, u.Status.Totals)
+	t.Logf("%d GPU-seconds used, %d lost (since the checkpoint), as the Usage counts and kubectl gantry usage says", used, counted)
+}
+
+// writeCheckpoint writes on the job's Job on its worker, as a job does, that it wrote a checkpoint now,
+// and waits for the hub to record it on its run; it returns the time written.
+func writeCheckpoint(t *testing.T, job *batchv1.Job) metav1.Time {
+	t.Helper()
+	at := metav1.NewTime(time.Now().Truncate(time.Second))
+	winner, err := winnerOf(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var remote batchv1.Job
+	w := tb.Worker(winner)
+	if err := w.Client.Get(context.Background(), client.ObjectKeyFromObject(job), &remote); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(remote.DeepCopy())
+	if remote.Annotations == nil {
+		remote.Annotations = map[string]string{}
+	}
+	remote.Annotations[gantry.LastCheckpointAnnotation] = at.UTC().Format(time.RFC3339)
+	if err := w.Client.Patch(context.Background(), &remote, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the hub recording the checkpoint of "+job.Name, 30*time.Second, poll, func() error {
+		runs := hubWorkload(t, job).Status.Runs
+		if n := len(runs); n == 0 || runs[n-1].Checkpointed == nil || !runs[n-1].Checkpointed.Equal(&at) {
+			return fmt.Errorf("runs %+v", runs)
+		}
+		return nil
+	})
+	return at
+}
+
+// checkUsageReport runs kubectl gantry usage on the namespace, as its owner would, and finds in its CSV
+// the GPU-seconds, lost GPU-seconds and cost the Usage counts.
+func checkUsageReport(t *testing.T, ns string, totals []gantry.UsageEntry) {
+	t.Helper()
+	out := kubectlGantry(t, "usage", "-n", ns, "--since", "7d", "-o", "csv")
+	for _, e := range totals {
+		want := fmt.Sprintf("%s,%s,%s,%s,%s,%d,%d,%d,", ns, e.Queue, e.GlobalQueue, e.Cluster, e.GPUProduct, e.GPUSeconds, e.BorrowedGPUSeconds, e.LostGPUSeconds)
+		if !strings.Contains(out, want) || !strings.Contains(out, ","+string(e.Cost)+","+string(e.LostCost)) {
+			t.Errorf("kubectl gantry usage says no %q with cost %s, lost %s:\n%s", want, e.Cost, e.LostCost, out)
+		}
+		if e.Cost == "" {
+			t.Errorf("no cost counted for %+v at 2.00 a GPU-hour", e)
+		}
+	}
+	if table := kubectlGantry(t, "usage", "-n", ns); !strings.Contains(table, "TOTAL") {
+		t.Errorf("kubectl gantry usage prints no TOTAL:\n%s", table)
 	}
 }

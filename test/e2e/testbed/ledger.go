@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
@@ -79,6 +80,8 @@ type HubRecord struct {
 	Winner   string
 	Queue    string
 	Runs     []gantry.Run
+	// CheckpointInterval is the job's, as its Workload's spec says.
+	CheckpointInterval *metav1.Duration
 	Revision int64
 	Seen     time.Time
 }
@@ -242,7 +245,7 @@ func (a *Ledger) recordHub(ev *clientv3.Event, now time.Time) {
 			return
 		}
 		r = HubRecord{Kind: "Workload", Namespace: ns, Name: name, UID: string(wl.UID), Epoch: wl.Status.DispatchEpoch, Winner: wl.Status.ClusterName,
-			Queue: wl.Spec.QueueName, Runs: wl.Status.Runs}
+			Queue: wl.Spec.QueueName, Runs: wl.Status.Runs, CheckpointInterval: wl.Spec.CheckpointInterval}
 	} else {
 		return
 	}
@@ -483,8 +486,9 @@ func CheckQuota(pods []PodRecord, quota map[string]int64) error {
 
 // LedgerRun is a run of a hub Workload as the ledger last saw it.
 type LedgerRun struct {
-	WorkloadUID string
-	Queue       string
+	WorkloadUID        string
+	Queue              string
+	CheckpointInterval *metav1.Duration
 	gantry.Run
 }
 
@@ -502,7 +506,7 @@ func Runs(records []HubRecord) []LedgerRun {
 				continue
 			}
 			index[key] = len(out)
-			out = append(out, LedgerRun{WorkloadUID: r.UID, Queue: r.Queue, Run: run})
+			out = append(out, LedgerRun{WorkloadUID: r.UID, Queue: r.Queue, CheckpointInterval: r.CheckpointInterval, Run: run})
 		}
 	}
 	return out
