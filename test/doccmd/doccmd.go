@@ -119,6 +119,6 @@ func markerOf(line string) (Marker, error) {
 // blocks in: a later doc may use what an earlier one made (the queue of install.md, the job of jobs.md).
 var Order = []string{
 	"README.md", "docs/install.md", "docs/jobs.md", "docs/waiting.md", "docs/cli.md", "docs/sharing.md",
-	"docs/failover.md", "docs/troubleshooting.md", "docs/operating.md", "docs/upgrading.md",
+	"docs/usage.md", "docs/failover.md", "docs/troubleshooting.md", "docs/operating.md", "docs/upgrading.md",
 	"docs/kueue.md", "docs/ocm.md", "docs/security.md", "docs/concepts.md", "docs/development.md",
 }
