@@ -149,3 +149,28 @@ func TestAWinnerBeyondItsQueuesQuotaBorrows(t *testing.T) {
 		}
 	}
 }
+
+// A workload taken back from a lost cluster after it saved work goes, under NearData, to a cluster in
+// the region of the one it ran on, where its checkpoint is; without saved work the tie stays as listed.
+func TestAFailedOverJobGoesNearItsCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		checkpointedOn string
+		want           string
+	}{{"a", "b"}, {"", "c"}} {
+		q := makeQueue("q").maxCandidates(1).quota("a", "nvidia.com/gpu", 8).quota("c", "nvidia.com/gpu", 8).quota("b", "nvidia.com/gpu", 8).obj()
+		q.Scores = []WeightedScore{{Name: "NearData"}}
+		s := makeSnapshot().cluster("a", "b", "c").queue(q).obj()
+		for name, region := range map[string]string{"a": "eu", "b": "eu", "c": "us"} {
+			c := s.Clusters[name]
+			c.Labels, c.Fenced = map[string]string{RegionLabel: region}, name == "a"
+			s.Clusters[name] = c
+		}
+		w := makeWorkload("ns/moved", "q").gpus(8).obj()
+		w.CheckpointedOn = tc.checkpointedOn
+		s.Workloads = []*Workload{w}
+		res := Plan(s)
+		if len(res.Nominations) != 1 || !cmp.Equal(res.Nominations[0].Clusters, []string{tc.want}) {
+			t.Errorf("checkpointed on %q: nominations %+v, want %s", tc.checkpointedOn, res.Nominations, tc.want)
+		}
+	}
+}

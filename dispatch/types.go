@@ -240,6 +240,9 @@ type Workload struct {
 	rejected map[string]string
 	// DataLocation are the cluster labels where its data lives (NearData ranks clusters by them).
 	DataLocation []gantry.LabelTerm
+	// CheckpointedOn is, for a workload taken back after it saved work, the cluster of that run: its
+	// checkpoint is near there, and NearData ranks clusters sharing that cluster's location first.
+	CheckpointedOn string
 	// Kind of its job ("" is a batch Job): clusters that cannot run it are left out as if they rejected it.
 	Kind string
 

@@ -250,9 +250,14 @@ func newEntry(wl *gantry.Workload, sh *shared) *entry {
 		CheckpointInterval: wl.Spec.CheckpointInterval,
 	}
 	e.w.Requests, e.shape = sh.requests(dispatch.RequestsOf(&wl.Spec))
-	if n := len(wl.Status.Runs); n > 0 && wl.Status.Runs[n-1].Ended == nil {
+	if n := len(wl.Status.Runs); n > 0 {
 		run := wl.Status.Runs[n-1]
-		e.w.Run = &run
+		switch {
+		case run.Ended == nil:
+			e.w.Run = &run
+		case run.TakenBack && run.Saved(run.Ended.Time, wl.Spec.CheckpointInterval).After(run.Started.Time):
+			e.w.CheckpointedOn = run.Cluster
+		}
 	}
 	e.w.Refused = refusalsOf(wl)
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, gantry.WorkloadPending); c != nil &&

@@ -181,6 +181,7 @@ var planInputs = map[string][]Event{
 	"Workloads.DataLocation":                   {WorkloadChanged{}},
 	"Workloads.Run":                            {WorkloadChanged{}},
 	"Workloads.CheckpointInterval":             {WorkloadChanged{}},
+	"Workloads.CheckpointedOn":                 {WorkloadChanged{}},
 	"Workloads.Stopped":                        {WorkloadChanged{}},
 	"Workloads.PreemptedFor":                   {WorkloadChanged{}, OwnWrite{}},
 	"Workloads.Copies.Cluster":                 {CopiesRead{}},
