@@ -64,6 +64,9 @@ type Outcome struct {
 	LostGPUHours float64
 	// TakenBack counts the times it was.
 	TakenBack int
+	// Forecast is when it was forecast to start when it arrived, had it to wait (dispatch.ForecastStart,
+	// from its queue's starts and what was ahead of it); unknown for one dispatched at once.
+	Forecast dispatch.Forecast
 }
 
 // Wait is how long the job waited from its arrival to its start.
@@ -102,6 +105,9 @@ type sim struct {
 	next     int // the next job of the trace to arrive
 	jobs     map[string]*running
 	finished int
+	// starts are the jobs each queue started, for forecasts; arrived the workloads of this tick.
+	starts  map[string][]dispatch.Start
+	arrived []*dispatch.Workload
 }
 
 // running is the simulator's record of one arrived job.
@@ -133,7 +139,8 @@ func newSim(f Fleet, trace []Job, opts Options) *sim {
 	for _, c := range f.Cohorts {
 		s.Cohorts[c.Name] = c
 	}
-	sm := &sim{opts: opts, fleet: f, trace: trace, nodes: map[string][]int{}, s: s, jobs: map[string]*running{}}
+	sm := &sim{opts: opts, fleet: f, trace: trace, nodes: map[string][]int{}, s: s, jobs: map[string]*running{},
+		starts: map[string][]dispatch.Start{}}
 	for _, c := range f.Clusters {
 		free := make([]int, c.Nodes)
 		for i := range free {
@@ -158,8 +165,28 @@ func (sm *sim) tick() {
 	res := dispatch.Plan(sm.s)
 	sm.s.Proposed = res.Proposed
 	sm.apply(res)
+	sm.forecast()
 	sm.admit()
 	sm.now += sm.opts.Step
+}
+
+// forecast forecasts the start of each job that arrived in this tick and must wait: no cluster was
+// nominated for it.
+func (sm *sim) forecast() {
+	for _, w := range sm.arrived {
+		if w.Phase != dispatch.Pending || len(w.Nominated) > 0 {
+			continue
+		}
+		ahead := 1
+		for _, o := range sm.s.Workloads {
+			if o != w && o.Phase == dispatch.Pending && o.GlobalQueue == w.GlobalQueue && dispatch.Shape(o.GPU.Total) == dispatch.Shape(w.GPU.Total) &&
+				dispatch.CompareInQueue(o, w) < 0 {
+				ahead++
+			}
+		}
+		sm.jobs[w.Key].outcome.Forecast = dispatch.ForecastStart(sm.starts[w.GlobalQueue], w.GPU.Total, ahead, epoch.Add(sm.now))
+	}
+	sm.arrived = sm.arrived[:0]
 }
 
 // arrive adds the jobs whose time came as pending workloads.
@@ -172,6 +199,7 @@ func (sm *sim) arrive() {
 			GPU:      dispatch.GPUDemand{Total: gpus, PerPod: int64(j.GPUsPerPod)}, DataLocation: j.DataLocation}
 		sm.jobs[w.Key] = &running{job: j, w: w, outcome: Outcome{Job: j}, holds: map[string][]int{}}
 		sm.s.Workloads = append(sm.s.Workloads, w)
+		sm.arrived = append(sm.arrived, w)
 	}
 }
 

@@ -1,0 +1,49 @@
+package dispatch
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// A queue that started a job of 8 GPUs an hour for six hours (and others of other shapes), with one
+// more of 8 ahead, starts the job in about two hours, within the Gamma quantiles; a shape it started
+// none of gets no forecast.
+func TestForecastStart(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	var starts []Start
+	for h := range 6 {
+		starts = append(starts, Start{At: now.Add(-time.Duration(h)*time.Hour - time.Minute), GPUs: 8},
+			Start{At: now.Add(-time.Duration(h) * time.Hour), GPUs: 1})
+	}
+	starts = append(starts, Start{At: now.Add(-7 * time.Hour), GPUs: 8}) // before the window
+	f := ForecastStart(starts, 7, 2, now)                                // 7 GPUs: the shape of 8
+	if !f.Known || math.Abs(f.Rate-1) > 1e-9 || f.Likely != 2*time.Hour {
+		t.Fatalf("forecast %+v; want a job of its shape an hour, likely in 2h", f)
+	}
+	if !(f.Early < f.Likely && f.Likely < f.Late) || f.Early < 20*time.Minute || f.Late > 4*time.Hour {
+		t.Errorf("range %v..%v around %v", f.Early, f.Late, f.Likely)
+	}
+	if f := ForecastStart(starts, 32, 1, now); f.Known {
+		t.Errorf("no start of 32 GPUs: %+v", f)
+	}
+}
+
+func TestShape(t *testing.T) {
+	for gpus, want := range map[int64]int{0: 0, 1: 0, 2: 1, 3: 2, 4: 2, 5: 3, 8: 3, 9: 4, 32: 5} {
+		if got := Shape(gpus); got != want {
+			t.Errorf("Shape(%d) = %d, want %d", gpus, got, want)
+		}
+	}
+}
+
+// The approximation of the Gamma quantiles is close to known values (shape 1: the exponential).
+func TestGammaQuantile(t *testing.T) {
+	for _, tc := range []struct{ k, q, want, tol float64 }{
+		{1, 0.5, math.Ln2, 0.02}, {1, 0.9, -math.Log(0.1), 0.05}, {10, 0.5, 9.6687, 0.01}, {10, 0.9, 14.2060, 0.02},
+	} {
+		if got := gammaQuantile(tc.k, tc.q); math.Abs(got-tc.want) > tc.tol*tc.want {
+			t.Errorf("gammaQuantile(%v, %v) = %v, want %v", tc.k, tc.q, got, tc.want)
+		}
+	}
+}
