@@ -2,6 +2,7 @@ package web
 
 import (
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
@@ -97,4 +100,62 @@ func BenchmarkFragment100kDeep(b *testing.B) {
 	body, _ := io.ReadAll(gz)
 	b.ReportMetric(float64(sent), "bytes/answer")
 	b.ReportMetric(float64(len(body)), "bytes-uncompressed/answer")
+}
+
+// BenchmarkFragment100kDeepWithUsage is BenchmarkFragment100kDeep for a reader who may also list every
+// Usage: the 500 running jobs have a run each, and each of the 100 namespaces a Usage of 90 days of 4
+// entries each, added up over the last 7 days with the runs into 400 rows. The Usages are listed as
+// the hub's cache lists them.
+func BenchmarkFragment100kDeepWithUsage(b *testing.B) {
+	objs := deepFleet()
+	for _, o := range objs[len(objs)-500:] {
+		wl := o.(*gantry.Workload)
+		wl.UID = types.UID(wl.Namespace + "/" + wl.Name)
+		wl.Status.Runs = []gantry.Run{{Cluster: wl.Status.ClusterName, Epoch: 1, GlobalQueue: "gpus", GPUs: 8,
+			GPUProduct: "NVIDIA-A100-SXM4-80GB", Started: metav1.NewTime(now.Add(-time.Hour))}}
+	}
+	usages := make([]gantry.Usage, 0, 100)
+	for ns := range 100 {
+		u := &gantry.Usage{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%02d", ns), Name: gantry.UsageName}}
+		for d := range gantry.UsageRetentionDays {
+			day := gantry.DayUsage{Day: now.AddDate(0, 0, d-gantry.UsageRetentionDays+1).Format(time.DateOnly)}
+			for c := range 4 {
+				day.Entries = append(day.Entries, gantry.UsageEntry{Queue: "q", GlobalQueue: "gpus", Cluster: fmt.Sprintf("worker-%d", c),
+					GPUProduct: "NVIDIA-A100-SXM4-80GB", GPUSeconds: 3600})
+			}
+			u.Status.Days = append(u.Status.Days, day)
+		}
+		usages = append(usages, *u)
+	}
+	h := handlerOf(fleet(), "list workerclusters", "list globalqueues", "list jobs", "list usages")
+	h.Cache = cachedUsages{Reader: h.Cache, usages: usages}
+	h.Table = tableOf(objs...)
+	mux := h.Routes()
+	req := httptest.NewRequest(http.MethodGet, "/fragment/", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	var answer *httptest.ResponseRecorder
+	b.ReportAllocs()
+	for b.Loop() {
+		answer = httptest.NewRecorder()
+		mux.ServeHTTP(answer, req)
+		if answer.Code != http.StatusOK {
+			b.Fatalf("%d %s", answer.Code, answer.Body)
+		}
+	}
+	b.ReportMetric(float64(answer.Body.Len()), "bytes/answer")
+}
+
+// cachedUsages lists the Usages as an informer's cache does without deep copies: the objects it holds,
+// copied shallowly into the list, not encoded and decoded as the fake client does.
+type cachedUsages struct {
+	client.Reader
+	usages []gantry.Usage
+}
+
+func (c cachedUsages) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if l, ok := list.(*gantry.UsageList); ok {
+		l.Items = append(l.Items[:0], c.usages...)
+		return nil
+	}
+	return c.Reader.List(ctx, list, opts...)
 }

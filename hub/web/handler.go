@@ -111,7 +111,13 @@ func (h *Handler) readOverview(ctx context.Context, q Query) (Overview, error) {
 	if err := failed(); err != nil {
 		return Overview{}, err
 	}
-	return BuildOverview(f, jobs, q, snap.runningOn, showClusters, showQueues, now), nil
+	usage, err := h.readUsage(ctx, wcs.Items, now)
+	if err != nil {
+		return Overview{}, err
+	}
+	o := BuildOverview(f, jobs, q, snap.runningOn, showClusters, showQueues, now)
+	o.Usage = usage
+	return o, nil
 }
 
 // jobAccess says of each row whether the user may list the jobs of its kind in its namespace

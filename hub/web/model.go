@@ -1,10 +1,10 @@
 // Package web is the hub's live page: the fleet at a glance (worker clusters with their free GPUs,
-// queues with usage against quota, jobs with their position and cluster, filtered, sorted and cut into
-// pages on the hub) and a page per job telling its story as kubectl gantry explain does. It reads only
-// the hub's caches: a Table follows the Workloads and makes them into a snapshot at most once per
-// RefreshInterval, and open pages are told of each change, so pages never poll the API servers and a
-// deep queue costs a page its own length. Who sees what is asked of the hub's authorizer through
-// Allowed; authentication happens before (hub/endpoint).
+// queues with usage against quota, the GPU-hours of the last 7 days, jobs with their position and
+// cluster, filtered, sorted and cut into pages on the hub) and a page per job telling its story as
+// kubectl gantry explain does. It reads only the hub's caches: a Table follows the Workloads and makes
+// them into a snapshot at most once per RefreshInterval, and open pages are told of each change, so
+// pages never poll the API servers and a deep queue costs a page its own length. Who sees what is
+// asked of the hub's authorizer through Allowed; authentication happens before (hub/endpoint).
 package web
 
 import (
@@ -63,6 +63,9 @@ type Overview struct {
 	Queues       []QueueCard
 	ShowClusters bool
 	ShowQueues   bool
+	// Usage is the GPU time of the UsageWindow of the namespaces whose Usage the reader may list; nil
+	// when there is none.
+	Usage *UsageTable
 	// Jobs is the page of the jobs the query asked for, of those the reader may list.
 	Jobs    Selection
 	Query   Query

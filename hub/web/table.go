@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,8 +34,11 @@ type Table struct {
 	positions *visibility.Index
 	now       func() time.Time
 
-	mu    sync.Mutex
-	rows  map[types.NamespacedName]*Row
+	mu   sync.Mutex
+	rows map[types.NamespacedName]*Row
+	// ran are the Workloads that ran (status.runs), by namespace and name: the cache's own objects, which
+	// the informers replace and nobody changes, for the GPU time their runs add to the Usages.
+	ran   map[string]map[string]*gantry.Workload
 	dirty bool
 
 	// building serialises the making of snapshots; snap is the last one made.
@@ -44,7 +48,8 @@ type Table struct {
 
 // NewTable returns an empty table whose waiting rows stand where positions places them.
 func NewTable(positions *visibility.Index, now func() time.Time) *Table {
-	return &Table{positions: positions, now: now, rows: map[types.NamespacedName]*Row{}, dirty: true}
+	return &Table{positions: positions, now: now, rows: map[types.NamespacedName]*Row{}, ran: map[string]map[string]*gantry.Workload{},
+		dirty: true}
 }
 
 // Follow feeds the table from the cache's informers: Workloads make its rows, and a change of a Queue
@@ -62,8 +67,12 @@ func (t *Table) SetWorkload(o any, deleted bool) {
 	}
 	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
 	var row *Row
+	var ran *gantry.Workload
 	if !deleted {
 		row = rowOf(wl)
+		if len(wl.Status.Runs) > 0 {
+			ran = wl
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -72,7 +81,40 @@ func (t *Table) SetWorkload(o any, deleted bool) {
 	} else {
 		t.rows[key] = row
 	}
+	t.setRan(key, ran)
 	t.dirty = true
+}
+
+// setRan keeps wl as the Workload of key that ran, or forgets key's when wl is nil. t.mu is held.
+func (t *Table) setRan(key types.NamespacedName, wl *gantry.Workload) {
+	in := t.ran[key.Namespace]
+	if wl == nil {
+		delete(in, key.Name)
+		if len(in) == 0 {
+			delete(t.ran, key.Namespace)
+		}
+		return
+	}
+	if in == nil {
+		in = map[string]*gantry.Workload{}
+		t.ran[key.Namespace] = in
+	}
+	in[key.Name] = wl
+}
+
+// ranNamespaces are the namespaces with Workloads that ran, as the cache has them now.
+func (t *Table) ranNamespaces() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Collect(maps.Keys(t.ran))
+}
+
+// ranIn are the Workloads of ns that ran, as the cache has them now (not as of the last snapshot: read
+// with a Usage read now, an older Workload could have its runs counted twice). Only to be read.
+func (t *Table) ranIn(ns string) []*gantry.Workload {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Collect(maps.Values(t.ran[ns]))
 }
 
 // SetQueue takes in a change of a Queue: what waits may stand elsewhere now.

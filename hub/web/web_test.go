@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -243,5 +245,197 @@ func TestSubscribersAreBounded(t *testing.T) {
 	}
 	if _, _, ok := c.Subscribe(); ok {
 		t.Errorf("subscriber %d accepted, want at most %d", MaxSubscribers+1, MaxSubscribers)
+	}
+}
+
+// usageFleet is fleet() with GPU time: team-a's Usage counts 10 GPU-hours on worker-2 within the last 7
+// days and 100 before them, team-b's 2 within them, and team-a/train runs on worker-1 with 8 GPUs since
+// an hour ago. worker-1 prices an A100 hour at perHour when that is not empty.
+func usageFleet(perHour gantry.Amount) []client.Object {
+	const product = "NVIDIA-A100-SXM4-80GB"
+	objs := fleet()
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *gantry.WorkerCluster:
+			if perHour != "" {
+				o.Spec.Price = &gantry.ClusterPrice{GPU: []gantry.GPUPrice{{Product: product, PerHour: perHour}}}
+			}
+		case *gantry.Workload:
+			if o.Name == "job-train" {
+				o.UID = "uid-train"
+				o.Status.Runs = []gantry.Run{{Cluster: "worker-1", Epoch: 1, GlobalQueue: "gpus", GPUs: 8, GPUProduct: product,
+					Started: metav1.NewTime(now.Add(-time.Hour))}}
+			}
+		}
+	}
+	usage := func(ns string, days ...gantry.DayUsage) *gantry.Usage {
+		return &gantry.Usage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gantry.UsageName}, Status: gantry.UsageStatus{Days: days}}
+	}
+	day := func(day, cluster string, gpuSeconds, borrowed, lost int64) gantry.DayUsage {
+		return gantry.DayUsage{Day: day, Entries: []gantry.UsageEntry{{Queue: "q", GlobalQueue: "gpus", Cluster: cluster, GPUProduct: product,
+			GPUSeconds: gpuSeconds, BorrowedGPUSeconds: borrowed, LostGPUSeconds: lost}}}
+	}
+	return append(objs,
+		usage("team-a", day("2026-04-20", "worker-2", 360_000, 0, 0), day("2026-04-28", "worker-2", 36_000, 3600, 1800)),
+		usage("team-b", day("2026-04-30", "worker-1", 7200, 0, 0)))
+}
+
+// Rows of the overview's GPU-hours, as the page writes them.
+const (
+	usageA2     = `<tr class="usage" data-namespace="team-a"><td>team-a</td><td>q</td><td>gpus</td><td>worker-2</td><td>NVIDIA-A100-SXM4-80GB</td><td class="num">10.00</td><td class="num">1.00</td><td class="num">0.50</td>`
+	usageA1     = `<tr class="usage" data-namespace="team-a"><td>team-a</td><td>q</td><td>gpus</td><td>worker-1</td><td>NVIDIA-A100-SXM4-80GB</td><td class="num">8.00</td><td class="num">0.00</td><td class="num">0.00</td>`
+	usageB1     = `<tr class="usage" data-namespace="team-b"><td>team-b</td><td>q</td><td>gpus</td><td>worker-1</td><td>NVIDIA-A100-SXM4-80GB</td><td class="num">2.00</td>`
+	usageHeader = `<h2>GPU-hours, last 7 days</h2>`
+)
+
+// serve answers a request for path, with If-None-Match etag when not empty.
+func serve(h *Handler, path, etag string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
+	answer := httptest.NewRecorder()
+	h.Routes().ServeHTTP(answer, req)
+	return answer
+}
+
+// usageSection is the overview's GPU-hours section, empty when it has none.
+func usageSection(body string) string {
+	start := strings.Index(body, `<section id="usage">`)
+	if start < 0 {
+		return ""
+	}
+	return body[start : start+strings.Index(body[start:], "</section>")]
+}
+
+// A reader sees the GPU-hours of the namespaces where they may list Usages, asked once for every
+// namespace and then of each namespace with GPU time, and no section where they may list none.
+func TestTheOverviewShowsTheGPUHoursOfTheNamespacesTheReaderMayList(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fleet     []client.Object
+		allowed   []string
+		want, not []string
+		asked     []string
+	}{
+		{name: "a tenant of team-a", allowed: []string{"list usages team-a", "list jobs team-a"},
+			want: []string{usageHeader, "Since 2026-04-24 (UTC)", usageA1, usageA2,
+				`<tr class="total"><td>TOTAL</td><td></td><td></td><td></td><td></td><td class="num">18.00</td><td class="num">1.00</td><td class="num">0.50</td></tr>`},
+			not:   []string{"team-b", "110.00", "Cost"},
+			asked: []string{"", "team-a", "team-b"}},
+		{name: "an admin", allowed: []string{"list usages"},
+			want: []string{usageA1, usageA2, usageB1, `<td class="num">20.00</td>`}, not: []string{"Cost"},
+			asked: []string{""}},
+		{name: "a tenant of a namespace without GPU time", allowed: []string{"list usages team-c", "list jobs", "list workerclusters"},
+			not: []string{usageHeader, `id="usage"`}, asked: []string{"", "team-a", "team-b"}},
+		{name: "an admin of a fleet that used no GPU time", fleet: fleet(), allowed: []string{"list usages"},
+			want: []string{usageHeader, "No GPU time was used in the namespaces you may see."}, not: []string{"TOTAL"}, asked: []string{""}},
+	} {
+		if tc.fleet == nil {
+			tc.fleet = usageFleet("")
+		}
+		h := handlerOf(tc.fleet, tc.allowed...)
+		var asked []string
+		allowed := h.Allowed
+		h.Allowed = func(ctx context.Context, a authorizationv1.ResourceAttributes) (bool, error) {
+			if a.Resource == "usages" {
+				if a.Verb != "list" || a.Group != gantry.GroupVersion.Group {
+					t.Errorf("%s: asked %+v", tc.name, a)
+				}
+				asked = append(asked, a.Namespace)
+			}
+			return allowed(ctx, a)
+		}
+		answer := serve(h, "/", "")
+		body := answer.Body.String()
+		if answer.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", tc.name, answer.Code, body)
+		}
+		section := usageSection(body)
+		for _, want := range tc.want {
+			if !strings.Contains(section, want) {
+				t.Errorf("%s: the GPU-hours have no %q:\n%s", tc.name, want, section)
+			}
+		}
+		for _, not := range tc.not {
+			if strings.Contains(section, not) || (strings.HasPrefix(not, "<") && strings.Contains(body, not)) {
+				t.Errorf("%s: the overview shows %q:\n%s", tc.name, not, body)
+			}
+		}
+		if !slices.Equal(asked, tc.asked) {
+			t.Errorf("%s: asked about the Usages of %q, want %q", tc.name, asked, tc.asked)
+		}
+	}
+}
+
+// The cost columns show where a cluster prices what ran: the running job's 8 GPU-hours at 2.5 an hour.
+func TestTheGPUHoursAreCostedWherePriced(t *testing.T) {
+	section := usageSection(serve(handlerOf(usageFleet("2.5"), "list usages"), "/", "").Body.String())
+	for _, want := range []string{`<th class="num">Cost</th><th class="num">Lost cost</th>`,
+		usageA1 + `<td class="num">20</td><td class="num">0</td></tr>`, usageA2 + `<td class="num">-</td><td class="num">-</td></tr>`,
+		`<td class="num">20.00</td><td class="num">1.00</td><td class="num">0.50</td><td class="num">20</td><td class="num">0</td></tr>`} {
+		if !strings.Contains(section, want) {
+			t.Errorf("the priced GPU-hours have no %q:\n%s", want, section)
+		}
+	}
+	if unpriced := usageSection(serve(handlerOf(usageFleet(""), "list usages"), "/", "").Body.String()); unpriced == "" ||
+		strings.Contains(unpriced, "Cost") || !strings.Contains(unpriced, usageA1+"</tr>") {
+		t.Errorf("the unpriced GPU-hours:\n%s", unpriced)
+	}
+}
+
+// A running job's GPU-hours grow with the time, and the overview's part then has another tag: a live
+// page that sends back the old one is sent the new GPU-hours.
+func TestARunningJobsGPUHoursGrowWithTheTime(t *testing.T) {
+	h := handlerOf(usageFleet(""), "list usages")
+	first := serve(h, "/fragment/", "")
+	etag := first.Header().Get("ETag")
+	if !strings.Contains(first.Body.String(), usageA1) || etag == "" {
+		t.Fatalf("the GPU-hours at first (tag %s):\n%s", etag, usageSection(first.Body.String()))
+	}
+	if again := serve(h, "/fragment/", etag); again.Code != http.StatusNotModified {
+		t.Errorf("the same GPU-hours: %d, want 304", again.Code)
+	}
+	h.Now = func() time.Time { return now.Add(30 * time.Minute) }
+	later := serve(h, "/fragment/", etag)
+	want := strings.Replace(usageA1, "8.00", "12.00", 1)
+	if later.Code != http.StatusOK || later.Header().Get("ETag") == etag || !strings.Contains(later.Body.String(), want) {
+		t.Errorf("half an hour later (%d, tag %s after %s), want %q:\n%s", later.Code, later.Header().Get("ETag"), etag, want,
+			usageSection(later.Body.String()))
+	}
+}
+
+// The table keeps the Workloads that ran, as the cache has them now, and forgets one deleted or whose
+// runs are gone.
+func TestTheTableKeepsTheWorkloadsThatRan(t *testing.T) {
+	table := tableOf(usageFleet("")...)
+	ran := func() []string {
+		var out []string
+		for _, ns := range table.ranNamespaces() {
+			for _, wl := range table.ranIn(ns) {
+				out = append(out, wl.Namespace+"/"+wl.Name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := ran(); !slices.Equal(got, []string{"team-a/job-train"}) {
+		t.Fatalf("ran: %q, want team-a/job-train", got)
+	}
+	evalRan := workloadIn("team-b", "eval", "q", time.Hour, "worker-1", 0)
+	evalRan.Status.Runs = []gantry.Run{{Cluster: "worker-1", Epoch: 1, GPUs: 1, Started: metav1.NewTime(now.Add(-time.Hour))}}
+	table.SetWorkload(evalRan, false)
+	if got := ran(); !slices.Equal(got, []string{"team-a/job-train", "team-b/job-eval"}) {
+		t.Errorf("after team-b/job-eval ran: %q", got)
+	}
+	table.SetWorkload(toolscache.DeletedFinalStateUnknown{Key: "team-b/job-eval", Obj: evalRan}, false)
+	for _, o := range usageFleet("") {
+		if wl, ok := o.(*gantry.Workload); ok && wl.Name == "job-train" {
+			wl.Status.Runs = nil
+			table.SetWorkload(wl, false)
+		}
+	}
+	if got, namespaces := ran(), table.ranNamespaces(); len(got) != 0 || len(namespaces) != 0 {
+		t.Errorf("after one was deleted and the other lost its runs: %q in %q", got, namespaces)
 	}
 }

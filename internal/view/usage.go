@@ -274,6 +274,21 @@ func UsageColumns(by []UsageDimension) []string {
 	return append(names, "GPU-hours", "Borrowed", "Lost", "Cost", "Lost cost")
 }
 
+// usageCostColumns are the last columns of the table: Cost and Lost cost.
+const usageCostColumns = 2
+
+// UsagePriced says whether any of the rows has a cost. Where none has, no price applied to what they
+// count, and a table may leave the cost columns out (WithoutCost).
+func UsagePriced(rows []UsageRow) bool {
+	return slices.ContainsFunc(rows, func(r UsageRow) bool { return r.Cost != "" || r.LostCost != "" })
+}
+
+// WithoutCost leaves the cost columns out of the table's column names or a row's cells (UsageColumns,
+// UsageCells, UsageTotalCells).
+func WithoutCost(cells []string) []string {
+	return cells[:max(0, len(cells)-usageCostColumns)]
+}
+
 // UsageCells are a row's cells in the table: the dimensions' values ("-" when empty), GPU-hours with
 // two decimals, the costs ("-" where unknown).
 func UsageCells(r UsageRow, by []UsageDimension) []string {

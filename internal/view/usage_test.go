@@ -201,6 +201,41 @@ func TestUsageTableAndCSV(t *testing.T) {
 	}
 }
 
+// A table of rows none of which is priced may leave out the cost columns: of its head, rows and total.
+func TestUsageWithoutCost(t *testing.T) {
+	by := []UsageDimension{ByNamespace}
+	unpriced := UsageRows([]NamespaceUsage{{Namespace: "team-c", Entries: []gantry.UsageEntry{
+		{Queue: "q", Cluster: "c", GPUSeconds: 5400, LostGPUSeconds: 1800}}}}, by)
+	for _, tc := range []struct {
+		name   string
+		rows   []UsageRow
+		priced bool
+	}{
+		{"none", nil, false},
+		{"unpriced", unpriced, false},
+		{"priced", UsageRows(usedByTeams(), by), true},
+		{"one priced of several", UsageRows(usedByTeams(), []UsageDimension{ByCluster}), true},
+		{"a lost cost alone", []UsageRow{{Namespace: "team-c", LostCost: "1"}}, true},
+	} {
+		if got := UsagePriced(tc.rows); got != tc.priced {
+			t.Errorf("UsagePriced(%s) = %v, want %v", tc.name, got, tc.priced)
+		}
+	}
+	for _, tc := range []struct {
+		cells, want []string
+	}{
+		{UsageColumns(by), []string{"Namespace", "GPU-hours", "Borrowed", "Lost"}},
+		{UsageCells(unpriced[0], by), []string{"team-c", "1.50", "0.00", "0.50"}},
+		{UsageTotalCells(unpriced, by), []string{"TOTAL", "1.50", "0.00", "0.50"}},
+		{UsageColumns(nil), []string{"GPU-hours", "Borrowed", "Lost"}},
+		{[]string{"Cost"}, []string{}},
+	} {
+		if got := WithoutCost(tc.cells); !cmp.Equal(got, tc.want) {
+			t.Errorf("WithoutCost(%q) = %q, want %q", tc.cells, got, tc.want)
+		}
+	}
+}
+
 // The report's JSON is what docs/cli.md says: since is left out without --since, rows is a list even
 // when empty, and a column not in --by is left out of the rows.
 func TestUsageReportJSON(t *testing.T) {
