@@ -86,7 +86,8 @@ func addPage(mgr ctrl.Manager, allowed web.Access, positions *visibility.Index) 
 	if err != nil {
 		return nil, err
 	}
-	watched := []client.Object{&gantry.WorkerCluster{}, &gantry.GlobalQueue{}}
+	// A Usage's write changes the page's GPU-hours (a run moves into its count; days pass).
+	watched := []client.Object{&gantry.WorkerCluster{}, &gantry.GlobalQueue{}, &gantry.Usage{}}
 	for _, k := range kinds {
 		watched = append(watched, k.New()) // a job's mirrored status changes its page
 	}

@@ -171,7 +171,7 @@ func TestInstallManifestsPerRole(t *testing.T) {
 				t.Errorf("%s holds the agent's ConfigMap", file)
 			}
 		}
-		if kinds["CustomResourceDefinition"] != 7 || kinds["Namespace"] != 1 || kinds["Deployment"] != 1 {
+		if kinds["CustomResourceDefinition"] != 8 || kinds["Namespace"] != 1 || kinds["Deployment"] != 1 {
 			t.Errorf("%s: kinds %v", file, kinds)
 		}
 		if got := images(t, out[file]); len(got) != 1 || got[0] != want {

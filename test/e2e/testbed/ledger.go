@@ -76,14 +76,14 @@ type HubRecord struct {
 	Terminal batchv1.JobConditionType
 	// Epoch and Winner are the Workload's dispatch epoch and the cluster it records as the winner; Queue
 	// its Queue, and Runs the runs it records.
-	Epoch    int64
-	Winner   string
-	Queue    string
-	Runs     []gantry.Run
+	Epoch  int64
+	Winner string
+	Queue  string
+	Runs   []gantry.Run
 	// CheckpointInterval is the job's, as its Workload's spec says.
 	CheckpointInterval *metav1.Duration
-	Revision int64
-	Seen     time.Time
+	Revision           int64
+	Seen               time.Time
 }
 
 // Ledger watches the etcd of every worker from the moment it starts, so it records every Job ever
