@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"net/http"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,6 +155,7 @@ func TestGPUHoursAreAccountedExactly(t *testing.T) {
 		t.Errorf("lost %d GPU-seconds counted, want %d: since the checkpoint, not the whole run", counted, lost)
 	}
 	checkUsageReport(t, ns, u.Status.Totals)
+	checkUsageOnThePage(t, ns, used)
 	t.Logf("%d GPU-seconds used, %d lost (since the checkpoint), as the Usage counts and kubectl gantry usage says", used, counted)
 }
 
@@ -204,4 +208,26 @@ func checkUsageReport(t *testing.T, ns string, totals []gantry.UsageEntry) {
 	if table := kubectlGantry(t, "usage", "-n", ns); !strings.Contains(table, "TOTAL") {
 		t.Errorf("kubectl gantry usage prints no TOTAL:\n%s", table)
 	}
+}
+
+// checkUsageOnThePage reads the hub's page as a tenant of the namespace who may read its jobs and its
+// Usage: it shows the namespace's GPU-hours of the last 7 days, and no other namespace's.
+func checkUsageOnThePage(t *testing.T, ns string, gpuSeconds int64) {
+	t.Helper()
+	tenant := tokenWithRules(t, ns, "accountant", false,
+		rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{gantry.GroupVersion.Group}, Resources: []string{"usages"}, Verbs: []string{"list"}})
+	want := fmt.Sprintf("%.2f", float64(gpuSeconds)/3600)
+	eventually(t, "the page showing the GPU-hours of "+ns, 30*time.Second, poll, func() error {
+		code, body := bodyOf(t, hubEndpoint(t)+"/", tenant)
+		switch {
+		case code != http.StatusOK:
+			return fmt.Errorf("status %d", code)
+		case !strings.Contains(body, "GPU-hours, last 7 days") || !strings.Contains(body, ns) || !strings.Contains(body, want):
+			return fmt.Errorf("no GPU-hours section with %s and %s GPU-hours:\n%s", ns, want, body)
+		case strings.Contains(body, "e2e-preempt") || strings.Contains(body, "e2e-fence"):
+			return fmt.Errorf("the page shows another namespace's GPU-hours to a tenant of %s", ns)
+		}
+		return nil
+	})
 }
