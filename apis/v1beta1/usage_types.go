@@ -73,6 +73,19 @@ type UsageEntry struct {
 	LostCost Amount `json:"lostCost,omitempty"`
 }
 
+// Add adds o's GPU-seconds and costs into e (its key stays e's). A cost unset on both stays unset.
+func (e *UsageEntry) Add(o UsageEntry) {
+	e.GPUSeconds += o.GPUSeconds
+	e.BorrowedGPUSeconds += o.BorrowedGPUSeconds
+	e.LostGPUSeconds += o.LostGPUSeconds
+	if o.Cost != "" {
+		e.Cost = AmountOfMicros(e.Cost.Micros() + o.Cost.Micros())
+	}
+	if o.LostCost != "" {
+		e.LostCost = AmountOfMicros(e.LostCost.Micros() + o.LostCost.Micros())
+	}
+}
+
 // AccountedRuns says the runs of a Workload up to Epoch are counted.
 type AccountedRuns struct {
 	WorkloadUID types.UID `json:"workloadUID"`

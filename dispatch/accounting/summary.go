@@ -62,14 +62,5 @@ func merge(entries *[]gantry.UsageEntry, e gantry.UsageEntry) {
 	if !found {
 		*entries = slices.Insert(*entries, i, gantry.UsageEntry{Queue: e.Queue, GlobalQueue: e.GlobalQueue, Cluster: e.Cluster, GPUProduct: e.GPUProduct})
 	}
-	t := &(*entries)[i]
-	t.GPUSeconds += e.GPUSeconds
-	t.BorrowedGPUSeconds += e.BorrowedGPUSeconds
-	t.LostGPUSeconds += e.LostGPUSeconds
-	if e.Cost != "" {
-		t.Cost = gantry.AmountOfMicros(t.Cost.Micros() + e.Cost.Micros())
-	}
-	if e.LostCost != "" {
-		t.LostCost = gantry.AmountOfMicros(t.LostCost.Micros() + e.LostCost.Micros())
-	}
+	(*entries)[i].Add(e)
 }

@@ -42,13 +42,7 @@ func (c *Collector) collectUsage(objs *objects, now time.Time, emit emitFunc) {
 				sum = &gantry.UsageEntry{}
 				sums[k] = sum
 			}
-			sum.GPUSeconds += e.GPUSeconds
-			sum.BorrowedGPUSeconds += e.BorrowedGPUSeconds
-			sum.LostGPUSeconds += e.LostGPUSeconds
-			if e.Cost != "" {
-				sum.Cost = gantry.AmountOfMicros(sum.Cost.Micros() + e.Cost.Micros())
-				sum.LostCost = gantry.AmountOfMicros(sum.LostCost.Micros() + e.LostCost.Micros())
-			}
+			sum.Add(e)
 		}
 	}
 	for k, e := range sums {
