@@ -1,13 +1,15 @@
 // Package v1beta1 is the visibility API the hub's endpoint serves (visibility.gantry.dev/v1beta1):
 // what waits to be dispatched, with its positions in the order the dispatcher takes workloads
-// (dispatch.CompareInQueue: priority, then creation, then name). It is read-only and not stored: the
-// endpoint computes it from the hub's cache.
+// (dispatch.CompareInQueue: priority, then creation, then name), and what the dispatcher would do with a
+// job not yet submitted (WhatIf). Nothing of it is stored: the endpoint computes it from the hub's cache.
 //
 //	GET /apis/visibility.gantry.dev/v1beta1/namespaces/{namespace}/pendingworkloads[?queue=Q][&limit=N][&continue=T]
 //	GET /apis/visibility.gantry.dev/v1beta1/globalqueues/{name}/pendingworkloads[?limit=N][&continue=T]
 //
+//	POST /apis/visibility.gantry.dev/v1beta1/namespaces/{namespace}/whatif   (body: a job)
+//
 // The first needs the right to list workloads.gantry.dev in the namespace, the second to list them in
-// every namespace.
+// every namespace, the third to create the job's kind in the namespace.
 package v1beta1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +18,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 const (
 	Group   = "visibility.gantry.dev"
 	Version = "v1beta1"
-	// PendingWorkloadListKind is the kind of every answer.
+	// PendingWorkloadListKind is the kind of the answers of the pendingworkloads paths.
 	PendingWorkloadListKind = "PendingWorkloadList"
 )
 
