@@ -6,10 +6,11 @@ import (
 	"time"
 )
 
-// Start is a job its GlobalQueue started: when, and its GPUs.
+// Start is a job its GlobalQueue started: when, where, and its GPUs.
 type Start struct {
-	At   time.Time
-	GPUs int64
+	At      time.Time
+	Cluster string
+	GPUs    int64
 }
 
 // Forecast is when a waiting job will most likely start: Likely, within [Early, Late] with the
@@ -69,6 +70,38 @@ func ForecastStart(starts []Start, gpus int64, ahead int, now time.Time) Forecas
 	}
 	return Forecast{Known: true, Early: in((1 - ForecastCoverage) / 2), Likely: time.Duration(float64(ahead) / rate * float64(time.Hour)),
 		Late: in(1 - (1-ForecastCoverage)/2), Rate: rate, Ahead: ahead}
+}
+
+// StartedRecently counts, per cluster, the starts of jobs of the shape of gpus GPUs in the
+// ForecastWindow before now: where the queue has been starting jobs like it.
+func StartedRecently(starts []Start, gpus int64, now time.Time) map[string]int {
+	shape, out := Shape(gpus), map[string]int{}
+	for _, s := range starts {
+		if Shape(s.GPUs) == shape && s.At.After(now.Add(-ForecastWindow)) && !s.At.After(now) {
+			out[s.Cluster]++
+		}
+	}
+	return out
+}
+
+// QueuePosition is where the pending workload w stands in its GlobalQueue of the snapshot, in the order
+// the dispatcher takes them (CompareInQueue): its position counting from 1 among the pending, how many
+// are pending, and how many of its shape (Shape) come before it, itself included (ForecastStart's ahead).
+func QueuePosition(s *Snapshot, w *Workload) (position, pending, aheadOfShape int) {
+	position, pending, aheadOfShape = 1, 0, 1
+	for _, o := range s.Workloads {
+		if o.Phase != Pending || o.GlobalQueue != w.GlobalQueue {
+			continue
+		}
+		pending++
+		if o != w && CompareInQueue(o, w) < 0 {
+			position++
+			if Shape(o.GPU.Total) == Shape(w.GPU.Total) {
+				aheadOfShape++
+			}
+		}
+	}
+	return position, pending, aheadOfShape
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -47,3 +47,35 @@ func TestGammaQuantile(t *testing.T) {
 		}
 	}
 }
+
+// StartedRecently counts the starts of the job's shape in the window, per cluster.
+func TestStartedRecently(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	starts := []Start{
+		{At: now.Add(-time.Hour), Cluster: "a", GPUs: 8}, {At: now.Add(-2 * time.Hour), Cluster: "a", GPUs: 5},
+		{At: now.Add(-time.Hour), Cluster: "b", GPUs: 8}, {At: now.Add(-time.Hour), Cluster: "b", GPUs: 1},
+		{At: now.Add(-7 * time.Hour), Cluster: "c", GPUs: 8}, {At: now.Add(time.Minute), Cluster: "c", GPUs: 8},
+	}
+	got := StartedRecently(starts, 6, now)
+	if len(got) != 2 || got["a"] != 2 || got["b"] != 1 {
+		t.Errorf("started recently %v; want a:2 b:1 (c's are outside the window)", got)
+	}
+}
+
+// QueuePosition counts the pending workloads of the GlobalQueue before it, in queue order, and those of
+// its shape among them; admitted ones and other queues' do not count.
+func TestQueuePosition(t *testing.T) {
+	w := makeWorkload("ns/w", "q").gpuPods(1, 8).createdAt(5).obj()
+	s := makeSnapshot().workloads(
+		makeWorkload("ns/older8", "q").gpuPods(1, 7).createdAt(1).obj(),
+		makeWorkload("ns/older1", "q").gpuPods(1, 1).createdAt(2).obj(),
+		makeWorkload("ns/urgent", "q").gpuPods(1, 8).createdAt(9).priority(5).obj(),
+		makeWorkload("ns/newer", "q").gpuPods(1, 8).createdAt(9).obj(),
+		makeWorkload("ns/running", "q").gpuPods(1, 8).admittedOn("a").obj(),
+		makeWorkload("ns/other", "r").gpuPods(1, 8).obj(),
+		w).obj()
+	position, pending, ahead := QueuePosition(s, w)
+	if position != 4 || pending != 5 || ahead != 3 {
+		t.Errorf("position %d of %d, %d of its shape ahead; want 4 of 5, 3 (older8, urgent, itself)", position, pending, ahead)
+	}
+}

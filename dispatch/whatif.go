@@ -17,6 +17,8 @@ type Prediction struct {
 	Preemptions []Preemption
 	// Clusters judge each cluster of its GlobalQueue, in the queue's order.
 	Clusters []ClusterPrediction
+	// Position, Pending and AheadOfShape are where it would stand in its GlobalQueue (QueuePosition).
+	Position, Pending, AheadOfShape int
 }
 
 // ClusterPrediction is one cluster of the workload's GlobalQueue, as the candidate pipeline sees it.
@@ -49,8 +51,9 @@ func WhatIf(s *Snapshot, w *Workload) Prediction {
 	withIt := *s
 	withIt.Workloads = append(slices.Clone(s.Workloads), &ask)
 	withIt.Proposed, withIt.AgentNews = nil, nil
-	res := Plan(&withIt)
 	var p Prediction
+	p.Position, p.Pending, p.AheadOfShape = QueuePosition(&withIt, &ask)
+	res := Plan(&withIt)
 	if i := slices.IndexFunc(res.Nominations, func(n Nomination) bool { return n.Key == w.Key }); i >= 0 {
 		p.Nomination = &res.Nominations[i]
 	}

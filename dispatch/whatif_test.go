@@ -22,6 +22,9 @@ func TestWhatIf(t *testing.T) {
 	if p.Nomination != nil || p.Verdict == nil || p.Verdict.Reason != gantry.ReasonWaitingForCapacity {
 		t.Errorf("nomination %+v, verdict %+v; want it waiting for capacity", p.Nomination, p.Verdict)
 	}
+	if p.Position != 1 || p.Pending != 2 || p.AheadOfShape != 1 {
+		t.Errorf("position %d of %d, %d of its shape ahead; want first of 2 (created before ns/waiting)", p.Position, p.Pending, p.AheadOfShape)
+	}
 	if len(p.Clusters) != 2 {
 		t.Fatalf("clusters %+v", p.Clusters)
 	}

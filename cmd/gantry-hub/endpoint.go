@@ -7,14 +7,17 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
 	"github.com/gantry-dev/gantry/hub"
+	"github.com/gantry-dev/gantry/hub/dispatcher"
 	"github.com/gantry-dev/gantry/hub/endpoint"
 	"github.com/gantry-dev/gantry/hub/remote"
 	"github.com/gantry-dev/gantry/hub/visibility"
@@ -39,7 +42,7 @@ func bindEndpointFlags(fs *flag.FlagSet, o *endpoint.Options) {
 // addEndpoint serves the endpoint, when it is on, on every replica. base is the hub's config outside
 // the leader Guard: the token and access reviews are POSTs that change nothing, and the standby
 // answers them too.
-func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access *remote.Access) error {
+func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, h *hub.Hub) error {
 	if o.BindAddress == "" {
 		return nil
 	}
@@ -51,7 +54,7 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access
 	if err != nil {
 		return err
 	}
-	workers := &remote.PodLogs{Hub: mgr.GetClient(), Access: access}
+	workers := &remote.PodLogs{Hub: mgr.GetClient(), Access: h.Access}
 	// One Authorizer, so that the logs and the page share its memory of recent answers.
 	allowed := endpoint.Authorizer(authz.SubjectAccessReviews())
 	logs := &endpoint.Logs{Hub: mgr.GetClient(), Allowed: allowed, Workers: workers,
@@ -61,7 +64,7 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access
 	if err := positions.Follow(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
-	cfg.Visibility = &visibility.Handler{Index: positions, Allowed: allowed}
+	cfg.Visibility = &visibility.Handler{Index: positions, Allowed: allowed, WhatIf: whatIf(mgr, h, allowed)}
 	if o.Page {
 		page, err := addPage(mgr, allowed, positions)
 		if err != nil {
@@ -70,6 +73,23 @@ func addEndpoint(mgr ctrl.Manager, base *rest.Config, o endpoint.Options, access
 		cfg.Page = page
 	}
 	return mgr.Add(&endpoint.Server{Options: o, Handler: endpoint.NewHandler(cfg)})
+}
+
+// whatIf answers what-if requests over the hub's cache, with the connections of the hub when this
+// replica leads.
+func whatIf(mgr ctrl.Manager, h *hub.Hub, allowed web.Access) *visibility.WhatIf {
+	leading := func() bool {
+		select {
+		case <-mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	}
+	predictor := dispatcher.NewPredictor(mgr.GetClient(), h.Connections, leading, clock.RealClock{})
+	predictor.RejectionTTL = h.Dispatcher.RejectionTTL
+	return &visibility.WhatIf{Decoder: serializer.NewCodecFactory(mgr.GetScheme()).UniversalDeserializer(), Hub: mgr.GetClient(),
+		Predictor: predictor, Allowed: allowed}
 }
 
 // addPage makes the hub's page, reading the manager's cache, and tells open pages of every change the

@@ -183,7 +183,7 @@ func run(kubeconfig, namespace string, metricsOpts metricsserver.Options, probeA
 		return err
 	}
 	defer h.Connections.DisconnectAll()
-	if err := addEndpoint(mgr, unguarded, endpointOpts, h.Access); err != nil {
+	if err := addEndpoint(mgr, unguarded, endpointOpts, h); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

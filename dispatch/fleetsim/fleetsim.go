@@ -177,13 +177,7 @@ func (sm *sim) forecast() {
 		if w.Phase != dispatch.Pending || len(w.Nominated) > 0 {
 			continue
 		}
-		ahead := 1
-		for _, o := range sm.s.Workloads {
-			if o != w && o.Phase == dispatch.Pending && o.GlobalQueue == w.GlobalQueue && dispatch.Shape(o.GPU.Total) == dispatch.Shape(w.GPU.Total) &&
-				dispatch.CompareInQueue(o, w) < 0 {
-				ahead++
-			}
-		}
+		_, _, ahead := dispatch.QueuePosition(sm.s, w)
 		sm.jobs[w.Key].outcome.Forecast = dispatch.ForecastStart(sm.starts[w.GlobalQueue], w.GPU.Total, ahead, epoch.Add(sm.now))
 	}
 	sm.arrived = sm.arrived[:0]

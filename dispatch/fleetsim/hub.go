@@ -24,7 +24,7 @@ func (sm *sim) apply(res dispatch.Result) {
 		w.Phase, w.Winner, w.Copies, w.Nominated = dispatch.Admitted, win.Cluster, nil, nil
 		w.PendingReason, w.PendingMessage = "", ""
 		r.outcome.Cluster, r.outcome.Started = win.Cluster, sm.now
-		sm.starts[w.GlobalQueue] = append(sm.starts[w.GlobalQueue], dispatch.Start{At: epoch.Add(sm.now), GPUs: w.GPU.Total})
+		sm.starts[w.GlobalQueue] = append(sm.starts[w.GlobalQueue], dispatch.Start{At: epoch.Add(sm.now), Cluster: w.Winner, GPUs: w.GPU.Total})
 		r.endsAt = sm.now + r.job.Run - r.saved
 		if sm.opts.KnowCheckpoints {
 			w.Run = &gantry.Run{Cluster: win.Cluster, Started: metav1.NewTime(epoch.Add(sm.now))}

@@ -255,25 +255,35 @@ func (d *Dispatcher) read(ctx context.Context, r *queues.Read) error {
 	if err := d.readWorkloads(ctx); err != nil {
 		return err
 	}
-	var gqs gantry.GlobalQueueList
-	var qs gantry.QueueList
-	var wcs gantry.WorkerClusterList
-	var cohorts gantry.CohortList
-	var nss corev1.NamespaceList
-	// The cache's own objects, not copies: a pass never modifies them (apply deep-copies first).
-	for _, l := range []client.ObjectList{&gqs, &qs, &wcs, &cohorts, &nss} {
-		if err := d.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
-			return fmt.Errorf("listing %T: %w", l, err)
-		}
+	wcs, err := readSpecs(ctx, d.Client, r)
+	if err != nil {
+		return err
 	}
-	*r = queues.Read{GlobalQueues: gqs.Items, Queues: qs.Items, Cohorts: cohorts.Items, Namespaces: nss.Items,
-		Clusters: snapshotClusters(wcs.Items, d.Workers), Copies: d.observeCopies, Now: d.Clock.Now(), RejectionTTL: d.RejectionTTL}
+	r.Clusters, r.Copies, r.Now, r.RejectionTTL = snapshotClusters(wcs, d.Workers), d.observeCopies, d.Clock.Now(), d.RejectionTTL
 	var applied []ownWrite
 	r.Own, applied = d.overlay()
 	for _, w := range applied {
 		d.written(w.Workload, w.c, w.event)
 	}
 	return nil
+}
+
+// readSpecs reads into r the queues, cohorts and namespaces a pass decides over, from the cache's own
+// objects, not copies: nothing that reads them modifies them (apply deep-copies first). It returns the
+// WorkerClusters, which the reader turns into r.Clusters as it knows their connections.
+func readSpecs(ctx context.Context, c client.Reader, r *queues.Read) ([]gantry.WorkerCluster, error) {
+	var gqs gantry.GlobalQueueList
+	var qs gantry.QueueList
+	var wcs gantry.WorkerClusterList
+	var cohorts gantry.CohortList
+	var nss corev1.NamespaceList
+	for _, l := range []client.ObjectList{&gqs, &qs, &wcs, &cohorts, &nss} {
+		if err := c.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing %T: %w", l, err)
+		}
+	}
+	*r = queues.Read{GlobalQueues: gqs.Items, Queues: qs.Items, Cohorts: cohorts.Items, Namespaces: nss.Items}
+	return wcs.Items, nil
 }
 
 // readWorkloads brings the queue manager up to date: from the informer's events when it follows them

@@ -84,7 +84,7 @@ type Config struct {
 	// browsers; SecureCookies marks the session cookie for HTTPS.
 	Page          http.Handler
 	SecureCookies bool
-	// Visibility, when set, serves what waits with its positions (apis/visibility/v1beta1).
+	// Visibility, when set, serves what waits with its positions and what-if requests (apis/visibility/v1beta1).
 	Visibility *visibility.Handler
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: its deletion comes back here
 	}
 	wl, err := r.newWorkload(ctx, job)
-	var invalid invalidJobError
+	var invalid InvalidJobError
 	if err != nil && !errors.As(err, &invalid) {
 		return ctrl.Result{}, err // the API server's answer, not the job's fault: retried with backoff
 	}
@@ -169,7 +168,7 @@ func (r *Reconciler) keepTrue(ctx context.Context, job client.Object, wl *gantry
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	want, err := r.newWorkload(ctx, job)
-	var invalid invalidJobError
+	var invalid InvalidJobError
 	var changes []string
 	switch {
 	case errors.As(err, &invalid):
@@ -271,62 +270,9 @@ func (r *Reconciler) failRanBefore(ctx context.Context, job client.Object) error
 // invalidJobRecheck is how often a Job that cannot be queued as it is gets looked at again.
 const invalidJobRecheck = time.Minute
 
-// invalidJobError is what is wrong with the Job itself, as opposed to a failed request.
-type invalidJobError struct{ error }
-
-// newWorkload builds the job's Workload from the job and what it refers to on the hub (its pods'
-// PriorityClass, a TrainJob's runtime). An invalidJobError says what is wrong with the job.
+// newWorkload builds the job's Workload (NewWorkload) from the hub's cache.
 func (r *Reconciler) newWorkload(ctx context.Context, job client.Object) (*gantry.Workload, error) {
-	kind, err := r.readReference(ctx, job)
-	if err != nil {
-		return nil, err
-	}
-	priority, err := r.priority(ctx, kind, job)
-	if err != nil {
-		return nil, err
-	}
-	wl, err := jobkind.NewWorkload(kind, job, priority)
-	if err != nil {
-		return nil, invalidJobError{err}
-	}
-	return wl, nil
-}
-
-// readReference is the job's kind, with the object its pods are described by read, for a kind whose
-// pods are described partly elsewhere.
-func (r *Reconciler) readReference(ctx context.Context, job client.Object) (jobkind.Kind, error) {
-	referrer, ok := r.Kind.(jobkind.Referrer)
-	if !ok {
-		return r.Kind, nil
-	}
-	ref, err := referrer.Reference(job)
-	if err != nil {
-		return nil, invalidJobError{err}
-	}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ref), ref); err != nil {
-		gvk, _ := r.Client.GroupVersionKindFor(ref)
-		kind := gvk.Kind
-		if apierrors.IsNotFound(err) {
-			return nil, invalidJobError{fmt.Errorf("%s %q not found on the hub", kind, ref.GetName())}
-		}
-		return nil, fmt.Errorf("reading %s %q: %w", kind, ref.GetName(), err)
-	}
-	return referrer.WithReference(ref), nil
-}
-
-func (r *Reconciler) priority(ctx context.Context, kind jobkind.Kind, job client.Object) (int32, error) {
-	name := jobkind.PriorityClassName(kind, job)
-	if name == "" {
-		return 0, nil
-	}
-	var pc schedulingv1.PriorityClass
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &pc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return 0, invalidJobError{fmt.Errorf("PriorityClass %q of the pod template not found", name)}
-		}
-		return 0, fmt.Errorf("reading PriorityClass %q: %w", name, err)
-	}
-	return pc.Value, nil
+	return NewWorkload(ctx, r.Client, r.Kind, job)
 }
 
 // deleteWorkload starts the deletion of the Job's Workload without waiting for the garbage collector,

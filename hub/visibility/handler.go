@@ -31,16 +31,20 @@ const (
 )
 
 // Handler answers the visibility API from an Index. Allowed asks whether the request's user may do
-// what the attributes say (endpoint.Authorizer).
+// what the attributes say (endpoint.Authorizer). WhatIf, when set, answers what-if requests.
 type Handler struct {
 	Index   *Index
 	Allowed func(context.Context, authorizationv1.ResourceAttributes) (bool, error)
+	WhatIf  *WhatIf
 }
 
 // Register adds the handler's paths to mux.
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc(NamespacePath, h.namespace)
 	mux.HandleFunc(GlobalQueuePath, h.globalQueue)
+	if h.WhatIf != nil {
+		h.WhatIf.Register(mux)
+	}
 }
 
 // namespace answers a namespace's pending Workloads, of one Queue when the request names it.
