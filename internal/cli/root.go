@@ -106,6 +106,7 @@ them.`,
 	root.AddCommand(newHoldCommands(o)...)
 	root.AddCommand(newStopCommands(o)...)
 	root.AddCommand(newLogsCommand(o))
+	root.AddCommand(newWhatIfCommand(o))
 	root.AddCommand(newRegistrationCommands(o)...)
 	return root
 }

@@ -2,12 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	visibility "github.com/gantry-dev/gantry/apis/visibility/v1beta1"
 	"github.com/gantry-dev/gantry/internal/view"
@@ -63,18 +60,9 @@ func visibilityPage(ctx context.Context, httpc *http.Client, base *url.URL, ns, 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := httpc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reaching the hub's endpoint at %s: %w", base.Redacted(), err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return nil, fmt.Errorf("the hub's endpoint answers %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
 	var list visibility.PendingWorkloadList
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil, fmt.Errorf("reading the hub's answer: %w", err)
+	if err := askEndpoint(httpc, base, req, &list); err != nil {
+		return nil, err
 	}
 	return &list, nil
 }
