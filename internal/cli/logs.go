@@ -78,9 +78,14 @@ says which kind's when several share it (jobset/train), as for kubectl gantry ex
 	cmd.Flags().StringVar(&f.podSet, "pod-set", "", "Only the pods of this pod set of the job's Workload.")
 	cmd.Flags().StringVarP(&f.container, "container", "c", "", "Only this container of each pod (an init container too).")
 	cmd.Flags().Int64Var(&f.tail, "tail", -1, "The last lines of each log to show; -1 shows all.")
+	f.addEndpointFlags(cmd)
+	return cmd
+}
+
+// addEndpointFlags adds the flags that say where the hub's endpoint is, instead of its ConfigMap.
+func (f *logsFlags) addEndpointFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.endpoint, "hub-endpoint", "", "URL of the hub's endpoint, instead of the one its ConfigMap gantry-system/gantry-hub-endpoint names.")
 	cmd.Flags().StringVar(&f.endpointCA, "hub-endpoint-ca", "", "PEM file of the CA that signed the endpoint's certificate, with --hub-endpoint; the system's CAs if empty.")
-	return cmd
 }
 
 // logs asks the hub's endpoint for the job's logs and copies them to Out until they end, the user stops

@@ -59,8 +59,7 @@ func newWhatIfCommand(o *Options) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&f.filename, "filename", "f", "", "File that holds the job, in YAML or JSON; - reads the standard input.")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "Output format: "+strings.Join(whatIfOutputs, ", ")+".")
-	cmd.Flags().StringVar(&f.endpoint.endpoint, "hub-endpoint", "", "URL of the hub's endpoint, instead of the one its ConfigMap gantry-system/gantry-hub-endpoint names.")
-	cmd.Flags().StringVar(&f.endpoint.endpointCA, "hub-endpoint-ca", "", "PEM file of the CA that signed the endpoint's certificate, with --hub-endpoint; the system's CAs if empty.")
+	f.endpoint.addEndpointFlags(cmd)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
