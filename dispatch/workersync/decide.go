@@ -28,6 +28,8 @@ const (
 	EventNotCreated  = "JobNotCreated"
 	// EventCopyNotCreated: a nominated cluster's API server does not take the Workload's copy.
 	EventCopyNotCreated = "CopyNotCreated"
+	// EventBadCheckpoint: the job's gantry.dev/last-checkpoint annotation is no time.
+	EventBadCheckpoint = "BadCheckpoint"
 )
 
 // Decide returns what to do for the Workload of v.
@@ -313,7 +315,7 @@ func (d *decider) runOnWinner() {
 		d.plan.requeue(LeasePoll) // resumed once the lease is renewed, or the agent would stop it again
 	}
 	if job != nil {
-		d.noteCheckpoint(job)
+		d.noteCheckpoint(job, w.Name)
 	}
 	if job != nil && d.v.HubJob != nil {
 		d.mirror(w, job)

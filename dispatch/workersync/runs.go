@@ -4,8 +4,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gantry "github.com/gantry-dev/gantry/apis/v1beta1"
@@ -66,8 +66,8 @@ func admittedProduct(wl *gantry.Workload) string {
 
 // noteCheckpoint records on the open run the last checkpoint the job says it wrote there (its annotation
 // gantry.dev/last-checkpoint), when it is later than the one recorded, within the run and not in the
-// future. A value that is no time is left alone: it saves nothing.
-func (d *decider) noteCheckpoint(job client.Object) {
+// future. A value that is no time saves nothing: a Warning Event on the hub job says so.
+func (d *decider) noteCheckpoint(job client.Object, cluster string) {
 	v, ok := job.GetAnnotations()[gantry.LastCheckpointAnnotation]
 	st := d.status
 	n := len(st.Runs)
@@ -75,8 +75,13 @@ func (d *decider) noteCheckpoint(job client.Object) {
 		return
 	}
 	at, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
+	if err != nil {
+		d.event(corev1.EventTypeWarning, EventBadCheckpoint, "Annotation %s on the job on %s is %q, not a time such as %s: the work it saved is not known, and counts as lost if it is preempted",
+			gantry.LastCheckpointAnnotation, cluster, v, d.v.Now.UTC().Format(time.RFC3339))
+		return
+	}
 	r := &st.Runs[n-1]
-	if err != nil || at.Before(r.Started.Time) || at.After(d.v.Now) || (r.Checkpointed != nil && !at.After(r.Checkpointed.Time)) {
+	if at.Before(r.Started.Time) || at.After(d.v.Now) || (r.Checkpointed != nil && !at.After(r.Checkpointed.Time)) {
 		return
 	}
 	r.Checkpointed = &metav1.Time{Time: at}

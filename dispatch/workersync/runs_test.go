@@ -1,6 +1,7 @@
 package workersync
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +92,26 @@ func TestRunsRecordEachTimeTheJobRanOnACluster(t *testing.T) {
 func checkpointed(j *batchv1.Job, at string) *batchv1.Job {
 	j.Annotations = map[string]string{gantry.LastCheckpointAnnotation: at}
 	return j
+}
+
+// A last-checkpoint that is no time is not recorded, and the hub job gets a Warning Event that names
+// the value; a time in the future is left alone without one (the job's clock may run ahead).
+func TestABadCheckpointTimeIsReported(t *testing.T) {
+	w := hubtest.MakeWorkload("job-train", "ns").UID(uid).Generation(1).Finalizer(gantry.WorkloadFinalizer).
+		OwnedByJob("train", "job-uid").Queue("q").PodSet("main", 1, string(gantry.GPUResource), "1").Now(now.Add(-time.Hour)).
+		Nominated("q", 2, "w1").AdmittedOn("w1").JobCreated()
+	w.Status.Runs = []gantry.Run{{Cluster: "w1", Epoch: 2, GlobalQueue: "q", Started: metav1.NewTime(now.Add(-time.Hour))}}
+	for value, warned := range map[string]bool{"yesterday": true, now.Add(time.Hour).Format(time.RFC3339): false} {
+		p := Decide(view(w.Obj(), hubJob(), up("w1").with(copyOf(uid, 2).Admitted(), checkpointed(running(remoteJob(uid, 2)), value))))
+		if p.Status != nil {
+			t.Errorf("%q: status written, runs %+v", value, p.Status.Runs)
+		}
+		got := false
+		for _, e := range p.Events {
+			got = got || (e.Reason == EventBadCheckpoint && e.Type == "Warning" && strings.Contains(e.Message, `"yesterday"`))
+		}
+		if got != warned {
+			t.Errorf("%q: events %+v; want a BadCheckpoint warning: %v", value, p.Events, warned)
+		}
+	}
 }

@@ -86,7 +86,8 @@ func NewRootCommand(o *Options) *cobra.Command {
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl gantry"},
 		Short:       "Gantry's fleet seen from the hub: worker clusters, queues and jobs",
 		Long: `kubectl gantry reads the hub cluster of a Gantry fleet with your kubeconfig and your rights,
-shows its worker clusters, global queues and jobs, explains why a job waits and where it runs, reports
+shows its worker clusters, global queues and jobs, explains why a job waits and where it runs, says
+what the dispatcher would do with a job before it is submitted, reports
 the GPU-hours each namespace used and what they cost, prints the logs of a job's pods through the hub,
 stops and resumes jobs, registers and unregisters worker clusters, and cordons, uncordons or fences
 them.`,
@@ -101,12 +102,11 @@ them.`,
 	// version is --version alone.
 	logs.AddFlags(root.PersistentFlags())
 	root.AddCommand(newClustersCommand(o), newQueuesCommand(o), newJobsCommand(o), newWorkloadsCommand(o),
-		newExplainCommand(o), newUsageCommand(o))
+		newExplainCommand(o), newWhatIfCommand(o), newUsageCommand(o))
 	root.AddCommand(newStateCommands(o)...)
 	root.AddCommand(newHoldCommands(o)...)
 	root.AddCommand(newStopCommands(o)...)
 	root.AddCommand(newLogsCommand(o))
-	root.AddCommand(newWhatIfCommand(o))
 	root.AddCommand(newRegistrationCommands(o)...)
 	return root
 }
