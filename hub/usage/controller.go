@@ -37,6 +37,14 @@ type Reconciler struct {
 // SetupWithManager registers the controller: a Workload that ran, ended a run, was marked or is being
 // deleted, and a Usage, ask for their namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &gantry.Workload{}, countedIndex, func(o client.Object) []string {
+		if counts(o) {
+			return []string{"true"}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing the Workloads the accounting reads: %w", err)
+	}
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
@@ -60,6 +68,10 @@ var accountable = predicate.Funcs{
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return true },
 }
+
+// countedIndex indexes the Workloads the accounting reads (counts): a namespace's pass reads those,
+// not every Workload that waits there.
+const countedIndex = "gantry.dev/usage-counted"
 
 // counts says whether the accounting reads the Workload: it ran, or it is being deleted.
 func counts(o client.Object) bool {
@@ -92,13 +104,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) read(ctx context.Context, ns string) (accounting.Namespace, *gantry.Usage, error) {
 	in := accounting.Namespace{Now: r.Clock.Now()}
 	var wls gantry.WorkloadList
-	if err := r.Client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
+	if err := r.Client.List(ctx, &wls, client.InNamespace(ns), client.MatchingFields{countedIndex: "true"}); err != nil {
 		return in, nil, fmt.Errorf("listing the Workloads of %s: %w", ns, err)
 	}
 	for i := range wls.Items {
-		if counts(&wls.Items[i]) {
-			in.Workloads = append(in.Workloads, &wls.Items[i])
-		}
+		in.Workloads = append(in.Workloads, &wls.Items[i])
 	}
 	var clusters gantry.WorkerClusterList
 	if err := r.Client.List(ctx, &clusters); err != nil {
