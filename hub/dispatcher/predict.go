@@ -78,8 +78,9 @@ func (p *Predictor) Predict(ctx context.Context, wl *gantry.Workload) (*Answer, 
 	if err != nil {
 		return nil, err
 	}
+	// Created now, to the second as the API server records it: ties in the queue go by name.
 	asked := wl.DeepCopy()
-	asked.CreationTimestamp.Time, asked.UID = now, "whatif"
+	asked.CreationTimestamp.Time, asked.UID = now.Truncate(time.Second), "whatif"
 	m := queues.NewManager(0)
 	m.Replace(append(items, asked))
 	m.Sync()
