@@ -10,6 +10,8 @@
 //
 // The first needs the right to list workloads.gantry.dev in the namespace, the second to list them in
 // every namespace, the third to create the job's kind in the namespace.
+//
+// +kubebuilder:skip
 package v1beta1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
