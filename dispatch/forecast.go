@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// Start is a job its GlobalQueue started: when, where, and its GPUs.
+// Start is a job its GlobalQueue started: when, where, its GPUs, and when it ended (zero while it runs).
 type Start struct {
-	At      time.Time
-	Cluster string
-	GPUs    int64
+	At, Ended time.Time
+	Cluster   string
+	GPUs      int64
 }
 
 // Forecast is when a waiting job will most likely start: Likely, within [Early, Late] with the
@@ -43,33 +43,56 @@ func Shape(gpus int64) int {
 
 // ForecastStart forecasts when a job of gpus GPUs will start, from the queue's starts in the
 // ForecastWindow before now and the jobs of its shape ahead of it in the queue (ahead, its own
-// included). The queue is taken to go on starting jobs of the shape at the rate it did, a Poisson
-// process: the time to start ahead of them is Gamma-distributed, its mean ahead over the rate, and the
-// range its quantiles around ForecastCoverage. It says nothing of a shape the queue did not start in
-// the window. A job that would be dispatched now needs no forecast: WhatIf says so.
+// included). The queue is taken to go on starting jobs of the shape at the rate it does (startRate), a
+// Poisson process: the time to start ahead of them is Gamma-distributed, its mean ahead over the rate,
+// and the range its quantiles around ForecastCoverage. It says nothing of a shape the queue did not
+// start in the window. A job that would be dispatched now needs no forecast: WhatIf says so.
 func ForecastStart(starts []Start, gpus int64, ahead int, now time.Time) Forecast {
-	shape, n := Shape(gpus), 0
-	first := now
-	for _, s := range starts {
-		if Shape(s.GPUs) == shape && s.At.After(now.Add(-ForecastWindow)) && !s.At.After(now) {
-			n++
-			first = minTime(first, s.At)
-		}
-	}
-	if n == 0 || ahead < 1 {
+	rate := startRate(starts, Shape(gpus), now)
+	if rate == 0 || ahead < 1 {
 		return Forecast{Ahead: ahead}
 	}
-	// The rate over the whole window, unless the queue started its first job of the shape late in it.
-	span := max(now.Sub(first), time.Minute)
-	if span > ForecastWindow/2 {
-		span = ForecastWindow
-	}
-	rate := float64(n) / span.Hours()
 	in := func(q float64) time.Duration {
 		return time.Duration(gammaQuantile(float64(ahead), q) / rate * float64(time.Hour))
 	}
 	return Forecast{Known: true, Early: in((1 - ForecastCoverage) / 2), Likely: time.Duration(float64(ahead) / rate * float64(time.Hour)),
 		Late: in(1 - (1-ForecastCoverage)/2), Rate: rate, Ahead: ahead}
+}
+
+// startRate is how many jobs of the shape an hour the queue starts, from its starts in the window. A
+// job waits when the queue's room is full, and then one starts as one ends: the rate is the jobs of the
+// shape running now over the mean time those that ended in the window ran (Little's law), when both
+// are known. Else it is the starts over the window, or over the time since the first of them when that
+// came late in it (a queue that has just begun).
+func startRate(starts []Start, shape int, now time.Time) float64 {
+	n, running, ended := 0, 0, 0
+	var ran time.Duration
+	first := now
+	for _, s := range starts {
+		if Shape(s.GPUs) != shape || !s.At.After(now.Add(-ForecastWindow)) || s.At.After(now) {
+			continue
+		}
+		n++
+		first = minTime(first, s.At)
+		switch {
+		case s.Ended.IsZero() || s.Ended.After(now):
+			running++
+		default:
+			ended++
+			ran += s.Ended.Sub(s.At)
+		}
+	}
+	if running > 0 && ended > 0 && ran > 0 {
+		return float64(running) / (ran.Hours() / float64(ended))
+	}
+	if n == 0 {
+		return 0
+	}
+	span := max(now.Sub(first), time.Minute)
+	if span > ForecastWindow/2 {
+		span = ForecastWindow
+	}
+	return float64(n) / span.Hours()
 }
 
 // StartedRecently counts, per cluster, the starts of jobs of the shape of gpus GPUs in the

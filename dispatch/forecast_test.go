@@ -79,3 +79,21 @@ func TestQueuePosition(t *testing.T) {
 		t.Errorf("position %d of %d, %d of its shape ahead; want 4 of 5, 3 (older8, urgent, itself)", position, pending, ahead)
 	}
 }
+
+// A queue whose room is full starts one job as one ends: with 4 jobs of the shape running and those
+// that ended having run 30 minutes, it starts 8 an hour, whatever it started earlier in the window.
+func TestForecastStartFromTheJobsRunning(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	starts := []Start{
+		{At: now.Add(-5 * time.Hour), Ended: now.Add(-5*time.Hour + 30*time.Minute), GPUs: 1},
+		{At: now.Add(-2 * time.Hour), Ended: now.Add(-2*time.Hour + 30*time.Minute), GPUs: 1},
+		{At: now.Add(-time.Hour), Ended: now.Add(-time.Hour + 20*time.Minute), GPUs: 8}, // another shape
+	}
+	for i := range 4 {
+		starts = append(starts, Start{At: now.Add(-time.Duration(i+1) * time.Minute), GPUs: 1})
+	}
+	f := ForecastStart(starts, 1, 4, now)
+	if !f.Known || math.Abs(f.Rate-8) > 1e-9 || f.Likely != 30*time.Minute {
+		t.Errorf("forecast %+v; want 8 an hour (4 running, 30 min each), likely in 30 min", f)
+	}
+}

@@ -118,6 +118,8 @@ type running struct {
 	holds    map[string][]int // GPUs held per node, by cluster where a copy is admitted or the job runs
 	endsAt   time.Duration
 	finished bool
+	// start is the index of its current run in its queue's starts.
+	start int
 	// saved is the work done and saved by checkpoints over its runs so far.
 	saved time.Duration
 }
@@ -204,6 +206,7 @@ func (sm *sim) finish() {
 		r := sm.jobs[w.Key]
 		if w.Phase == dispatch.Admitted && r.endsAt <= sm.now {
 			sm.release(r, w.Winner)
+			sm.starts[w.GlobalQueue][r.start].Ended = epoch.Add(sm.now)
 			r.outcome.Ended, r.finished = sm.now, true
 			r.outcome.GPUHours += (sm.now - r.outcome.Started).Hours() * float64(w.GPU.Total)
 			r.outcome.Cost += (sm.now - r.outcome.Started).Hours() * float64(w.GPU.Total) * sm.price(w.Winner)

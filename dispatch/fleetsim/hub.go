@@ -24,6 +24,7 @@ func (sm *sim) apply(res dispatch.Result) {
 		w.Phase, w.Winner, w.Copies, w.Nominated = dispatch.Admitted, win.Cluster, nil, nil
 		w.PendingReason, w.PendingMessage = "", ""
 		r.outcome.Cluster, r.outcome.Started = win.Cluster, sm.now
+		r.start = len(sm.starts[w.GlobalQueue])
 		sm.starts[w.GlobalQueue] = append(sm.starts[w.GlobalQueue], dispatch.Start{At: epoch.Add(sm.now), Cluster: w.Winner, GPUs: w.GPU.Total})
 		r.endsAt = sm.now + r.job.Run - r.saved
 		if sm.opts.KnowCheckpoints {
@@ -73,6 +74,7 @@ func (sm *sim) withdraw(r *running) {
 func (sm *sim) takeBack(r *running) {
 	w := r.w
 	sm.release(r, w.Winner)
+	sm.starts[w.GlobalQueue][r.start].Ended = epoch.Add(sm.now)
 	ran := sm.now - r.outcome.Started
 	kept := time.Duration(0)
 	if every := r.job.CheckpointEvery; every > 0 {

@@ -123,13 +123,18 @@ func (p *Predictor) read(ctx context.Context, now time.Time) (queues.Read, error
 	return r, nil
 }
 
-// startsOf are the runs the Workloads record under the GlobalQueue: the jobs it started, where and when.
+// startsOf are the runs the Workloads record under the GlobalQueue: the jobs it started, where, when,
+// and when they ended.
 func startsOf(wls []gantry.Workload, globalQueue string) []dispatch.Start {
 	var out []dispatch.Start
 	for i := range wls {
 		for _, run := range wls[i].Status.Runs {
 			if run.GlobalQueue == globalQueue {
-				out = append(out, dispatch.Start{At: run.Started.Time, Cluster: run.Cluster, GPUs: run.GPUs})
+				s := dispatch.Start{At: run.Started.Time, Cluster: run.Cluster, GPUs: run.GPUs}
+				if run.Ended != nil {
+					s.Ended = run.Ended.Time
+				}
+				out = append(out, s)
 			}
 		}
 	}

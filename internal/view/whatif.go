@@ -133,7 +133,7 @@ func forecastLines(f *visibility.StartForecast, globalQueue string, requests cor
 	return []string{
 		fmt.Sprintf("most likely in %s; %d%% likely between %s and %s, if the queue goes on as it did",
 			humanDuration(f.Likely), f.Coverage, humanDuration(f.Early), humanDuration(f.Late)),
-		fmt.Sprintf("(%s started %s jobs %s an hour in the last %s%s)", queue, rate, size, window, inLine),
+		fmt.Sprintf("(%s starts %s jobs %s an hour, as its runs of the last %s tell%s)", queue, rate, size, window, inLine),
 	}
 }
 

@@ -102,7 +102,7 @@ Preempts:   Workload team-b/job-x on worker-1
 			},
 			want: head + `Decision:   Wait (WaitingForCapacity): no cluster has 4 nvidia.com/gpu free on one node
 Forecast:   most likely in 12m; 80% likely between 4m and 25m, if the queue goes on as it did
-            (GlobalQueue gpus started 9.5 jobs of 3 to 4 GPUs an hour in the last 6h; this one is number 2 in line among them)
+            (GlobalQueue gpus starts 9.5 jobs of 3 to 4 GPUs an hour, as its runs of the last 6h tell; this one is number 2 in line among them)
 ` + whatIfTable,
 		},
 		"waiting, with no forecast, the queue having started no job of its size": {

@@ -108,9 +108,9 @@ type WhatIfGPUs struct {
 }
 
 // StartForecast is when a waiting job would most likely start, made from the rate at which its
-// GlobalQueue started jobs of its size (GPUs rounded up to a power of two) in Window, and how many of
-// them wait ahead of it. Known is false when the GlobalQueue started none in Window: then only Ahead
-// and Window are said.
+// GlobalQueue starts jobs of its size (GPUs rounded up to a power of two), as its runs of Window tell,
+// and how many of them wait ahead of it. Known is false when the GlobalQueue started none in Window:
+// then only Ahead and Window are said.
 type StartForecast struct {
 	Known bool `json:"known"`
 	// Likely is the most likely wait; the wait falls within [Early, Late] with the probability Coverage
