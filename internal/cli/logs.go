@@ -95,15 +95,7 @@ func (o *Options) logs(ctx context.Context, job view.JobRef, f logsFlags) error 
 	if err != nil {
 		return err
 	}
-	cfg, err := o.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return err
-	}
-	base, ca, err := o.findEndpoint(ctx, f)
-	if err != nil {
-		return err
-	}
-	rt, err := endpointTransport(cfg, ca)
+	httpc, base, err := o.endpointClient(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -112,7 +104,7 @@ func (o *Options) logs(ctx context.Context, job view.JobRef, f logsFlags) error 
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{Transport: rt}).Do(req)
+	resp, err := httpc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -131,6 +123,24 @@ func (o *Options) logs(ctx context.Context, job view.JobRef, f logsFlags) error 
 		return fmt.Errorf("reading the logs from the hub's endpoint: %w", err)
 	}
 	return nil
+}
+
+// endpointClient is a client of the hub's endpoint, which the flags or the hub's ConfigMap name, that
+// sends the kubeconfig user's token; and the endpoint's URL.
+func (o *Options) endpointClient(ctx context.Context, f logsFlags) (*http.Client, *url.URL, error) {
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	base, ca, err := o.findEndpoint(ctx, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := endpointTransport(cfg, ca)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &http.Client{Transport: rt}, base, nil
 }
 
 // findEndpoint is the endpoint's URL, and the CA that signed its certificate (nil: the system's), from

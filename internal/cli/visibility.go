@@ -17,19 +17,10 @@ const maxVisibilityPages = 100
 // visibilityPositions reads the positions of the namespace's pending Workloads from the hub's
 // visibility API, which counts them among every namespace's, as the dispatcher takes them.
 func (o *Options) visibilityPositions(ctx context.Context, ns string) (map[string]view.Position, error) {
-	cfg, err := o.ConfigFlags.ToRESTConfig()
+	httpc, base, err := o.endpointClient(ctx, logsFlags{})
 	if err != nil {
 		return nil, err
 	}
-	base, ca, err := o.findEndpoint(ctx, logsFlags{})
-	if err != nil {
-		return nil, err
-	}
-	rt, err := endpointTransport(cfg, ca)
-	if err != nil {
-		return nil, err
-	}
-	httpc := &http.Client{Transport: rt}
 	out := map[string]view.Position{}
 	next := ""
 	for range maxVisibilityPages {

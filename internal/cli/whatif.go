@@ -133,15 +133,7 @@ func (o *Options) whatIfNamespace(fileNamespace string) (string, error) {
 
 // askWhatIf posts the job to the hub's endpoint and returns its answer, a WhatIf in JSON.
 func (o *Options) askWhatIf(ctx context.Context, f logsFlags, ns string, job *whatIfJob) (json.RawMessage, error) {
-	cfg, err := o.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	base, ca, err := o.findEndpoint(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	rt, err := endpointTransport(cfg, ca)
+	httpc, base, err := o.endpointClient(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +145,7 @@ func (o *Options) askWhatIf(ctx context.Context, f logsFlags, ns string, job *wh
 	// JSON is YAML too, so the file goes as it is under one content type.
 	req.Header.Set("Content-Type", "application/yaml")
 	var answer json.RawMessage
-	if err := askEndpoint(&http.Client{Transport: rt}, base, req, &answer); err != nil {
+	if err := askEndpoint(httpc, base, req, &answer); err != nil {
 		return nil, err
 	}
 	return answer, nil
